@@ -1,0 +1,24 @@
+"""jupyter-xcsh: agent notebook and python tools inside a running Jupyter Server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from ._version import __version__
+except ImportError:  # pragma: no cover - only in a source tree that was never built
+    __version__ = "0.0.0.dev0"
+
+__all__ = ["__version__"]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    """Tell Jupyter Server where the extension app lives."""
+    from .app import XcshApp
+
+    return [{"module": "jupyter_xcsh", "app": XcshApp}]
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Tell JupyterLab where the prebuilt lab extension lives."""
+    return [{"src": "labextension", "dest": "jupyter-xcsh"}]

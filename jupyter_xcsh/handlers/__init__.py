@@ -1,0 +1,1 @@
+"""HTTP handlers: parse and validate, call one service method, map domain errors to HTTP."""

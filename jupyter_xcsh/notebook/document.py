@@ -1,0 +1,264 @@
+"""A notebook's JSON text that can be edited cell by cell without reformatting the rest.
+
+Why not ``json.loads`` + ``json.dumps``: re-serialising a whole notebook rewrites every byte the
+writer formatted differently (key order, string-or-list sources, indentation, escapes) and, with
+``indent``, runs CPython's pure-Python encoder over megabytes of outputs. Instead the text is
+scanned once with the C scanner, keeping the exact text of each element of the ``cells`` array.
+Edits re-serialise only the cells they touch, in the file's own indentation, and splice them
+back between the untouched original slices.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from json.decoder import scanstring  # type: ignore[attr-defined]
+from typing import Any
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_SCAN = _DECODER.scan_once  # type: ignore[attr-defined]
+
+
+class NotJSONError(ValueError):
+    """The text is not valid JSON."""
+
+
+class NoCellsError(ValueError):
+    """The text is JSON but has no top-level ``cells`` array."""
+
+
+@dataclass
+class _CellsArray:
+    """Where the cells array sits in the text, and the exact text around each element."""
+
+    open_end: int  # index just past '['
+    close_start: int  # index of ']'
+    lead: str  # whitespace between '[' and the first element
+    items: list[str]  # each element's exact text
+    seps: list[str]  # text between consecutive elements (',' plus whitespace)
+    trail: str  # whitespace between the last element and ']'
+    key_indent: str  # indentation of the line holding the "cells" key
+
+
+def _skip(text: str, index: int) -> int:
+    return _WHITESPACE.match(text, index).end()  # type: ignore[union-attr]
+
+
+def _scan_value(text: str, index: int) -> tuple[Any, int]:
+    try:
+        return _SCAN(text, index)
+    except StopIteration:
+        raise NotJSONError(f"expected a value at character {index}") from None
+
+
+def _expect(text: str, index: int, char: str) -> int:
+    if index >= len(text) or text[index] != char:
+        raise NotJSONError(f"expected {char!r} at character {index}")
+    return index + 1
+
+
+def _line_indent(text: str, index: int) -> str:
+    """Return the whitespace that starts the line containing ``index``."""
+    line_start = text.rfind("\n", 0, index) + 1
+    return _WHITESPACE.match(text, line_start).group().replace("\n", "")  # type: ignore[union-attr]
+
+
+def _scan_cells(text: str, index: int, key_indent: str) -> tuple[list[Any], _CellsArray, int]:
+    """Scan the cells array starting at its '[' and record each element's exact text."""
+    open_end = index + 1
+    cursor = _skip(text, open_end)
+    values: list[Any] = []
+    items: list[str] = []
+    seps: list[str] = []
+    lead = text[open_end:cursor]
+    if cursor < len(text) and text[cursor] == "]":
+        layout = _CellsArray(open_end, cursor, lead, items, seps, "", key_indent)
+        return values, layout, cursor + 1
+    while True:
+        value, end = _scan_value(text, cursor)
+        values.append(value)
+        items.append(text[cursor:end])
+        after = _skip(text, end)
+        if after < len(text) and text[after] == ",":
+            cursor = _skip(text, after + 1)
+            seps.append(text[end:cursor])
+            continue
+        _expect(text, after, "]")
+        layout = _CellsArray(open_end, after, lead, items, seps, text[end:after], key_indent)
+        return values, layout, after + 1
+
+
+class NotebookDocument:
+    """A notebook held as its exact JSON text plus the parsed cells, edited cell by cell."""
+
+    def __init__(self, text: str, data: dict[str, Any], layout: _CellsArray, key_sep: str):
+        self._text = text
+        self.data = data
+        self._layout = layout
+        self._key_sep = key_sep
+
+    # -- parsing -----------------------------------------------------------------------------
+
+    @classmethod
+    def parse(cls, text: str) -> NotebookDocument:
+        """Parse notebook JSON text; raise ``NotJSONError`` or ``NoCellsError``."""
+        index = _skip(text, 0)
+        if index >= len(text) or text[index] != "{":
+            cls._raise_for_non_object(text)
+        data: dict[str, Any] = {}
+        layout: _CellsArray | None = None
+        key_sep = ": "
+        index = _skip(text, index + 1)
+        if index < len(text) and text[index] == "}":
+            index += 1
+        else:
+            while True:
+                key_start = index
+                index = _expect(text, index, '"')
+                try:
+                    key, index = scanstring(text, index)
+                except ValueError as e:
+                    raise NotJSONError(str(e)) from None
+                colon = _skip(text, index)
+                index = _skip(text, _expect(text, colon, ":"))
+                if not data:
+                    key_sep = text[colon:index] if "\n" not in text[colon:index] else ": "
+                if key == "cells" and index < len(text) and text[index] == "[":
+                    value, layout, index = _scan_cells(text, index, _line_indent(text, key_start))
+                else:
+                    value, index = _scan_value(text, index)
+                    if key == "cells":
+                        layout = None
+                data[key] = value
+                index = _skip(text, index)
+                if index < len(text) and text[index] == ",":
+                    index = _skip(text, index + 1)
+                    continue
+                index = _expect(text, index, "}")
+                break
+        if _skip(text, index) != len(text):
+            raise NotJSONError(f"extra data at character {index}")
+        if layout is None:
+            raise NoCellsError("no cells array")
+        return cls(text, data, layout, key_sep)
+
+    @staticmethod
+    def _raise_for_non_object(text: str) -> None:
+        try:
+            json.loads(text)
+        except ValueError as e:
+            raise NotJSONError(str(e)) from None
+        raise NoCellsError("top level is not an object")
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def cells(self) -> list[Any]:
+        """The parsed cells, in order (do not mutate: use the editing methods)."""
+        return self.data["cells"]
+
+    @property
+    def nbformat(self) -> tuple[int, int]:
+        """The notebook's ``(nbformat, nbformat_minor)``; ``(0, 0)`` when absent or not ints."""
+        major, minor = self.data.get("nbformat"), self.data.get("nbformat_minor")
+        if isinstance(major, int) and isinstance(minor, int):
+            return major, minor
+        return 0, 0
+
+    @property
+    def uses_cell_ids(self) -> bool:
+        """Whether cells carry ids (nbformat 4.5 and later)."""
+        return self.nbformat >= (4, 5)
+
+    def dumps(self) -> str:
+        """Return the notebook's text with every edit applied."""
+        layout = self._layout
+        parts = [self._text[: layout.open_end], layout.lead]
+        for i, item in enumerate(layout.items):
+            if i:
+                parts.append(layout.seps[i - 1])
+            parts.append(item)
+        parts.append(layout.trail)
+        parts.append(self._text[layout.close_start :])
+        return "".join(parts)
+
+    # -- editing -----------------------------------------------------------------------------
+
+    def replace(self, index: int, cell: dict[str, Any]) -> None:
+        """Replace the cell at ``index``."""
+        self.cells[index] = cell
+        self._layout.items[index] = self._serialise(cell)
+
+    def insert(self, index: int, cell: dict[str, Any]) -> None:
+        """Insert ``cell`` so that it ends up at ``index``."""
+        layout = self._layout
+        if not layout.items:
+            item_indent = self._item_indent()
+            if item_indent is not None:
+                layout.lead = "\n" + item_indent
+                layout.trail = "\n" + layout.key_indent
+        else:
+            layout.seps.insert(min(index, len(layout.seps)), self._typical_sep())
+        self.cells.insert(index, cell)
+        layout.items.insert(index, self._serialise(cell))
+
+    def delete(self, index: int) -> dict[str, Any]:
+        """Remove and return the cell at ``index``."""
+        layout = self._layout
+        removed: dict[str, Any] = self.cells.pop(index)
+        del layout.items[index]
+        if layout.seps:
+            del layout.seps[min(index, len(layout.seps) - 1)]
+        if not layout.items:
+            # As Jupyter writes an empty list: "cells": []
+            layout.lead = layout.trail = ""
+        return removed
+
+    def move(self, index: int, to_index: int) -> None:
+        """Move the cell at ``index`` to ``to_index`` keeping its exact text."""
+        layout = self._layout
+        item = layout.items[index]
+        cell = self.delete(index)
+        self.insert(to_index, cell)
+        layout.items[to_index] = item
+
+    # -- formatting --------------------------------------------------------------------------
+
+    def _indent_unit(self) -> str | None:
+        """The file's indentation step, or None for single-line (compact) JSON."""
+        text = self._text
+        first = _skip(text, _skip(text, 0) + 1)
+        gap = text[_skip(text, 0) + 1 : first]
+        if "\n" not in gap:
+            return None
+        return gap.rsplit("\n", 1)[1] or None
+
+    def _item_indent(self) -> str | None:
+        """Indentation of the cells' opening braces, or None for compact JSON."""
+        layout = self._layout
+        if layout.items:
+            if "\n" not in layout.lead:
+                return None
+            return layout.lead.rsplit("\n", 1)[1]
+        unit = self._indent_unit()
+        return None if unit is None else layout.key_indent + unit
+
+    def _typical_sep(self) -> str:
+        layout = self._layout
+        if layout.seps:
+            return layout.seps[0]
+        item_indent = self._item_indent()
+        return "," if item_indent is None else ",\n" + item_indent
+
+    def _serialise(self, cell: dict[str, Any]) -> str:
+        """Serialise one cell the way the surrounding file is written (Jupyter: indent 1)."""
+        item_indent = self._item_indent()
+        unit = self._indent_unit()
+        if item_indent is None or unit is None:
+            item_sep = "," if self._key_sep == ":" else ", "
+            return json.dumps(cell, ensure_ascii=False, separators=(item_sep, self._key_sep))
+        text = json.dumps(cell, ensure_ascii=False, indent=unit, separators=(",", self._key_sep))
+        # JSON strings never hold a raw newline, so every "\n" here starts an indented line.
+        return text.replace("\n", "\n" + item_indent)

@@ -1,0 +1,182 @@
+"""The notebook tool's ``read`` view: a bounded, agent-friendly text rendering of cells (pure).
+
+Images, HTML and other rich outputs are described (type and size), never inlined, and the whole
+view stops at a cell boundary once its character budget is spent, so a huge notebook cannot
+flood the caller.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidRequestError
+from ..outputs.sanitize import sanitize
+from .cells import NotebookRequest, locate_cell
+from .document import NotebookDocument
+
+_TEXT_MIMES = ("text/plain", "text/markdown", "text/latex")
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """Character budgets of the read view (from ``XcshSettings``)."""
+
+    max_chars: int = 20000
+    max_source_chars: int = 4000
+    max_output_chars: int = 1500
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(v for v in value if isinstance(v, str))
+    return value if isinstance(value, str) else ""
+
+
+def clip_middle(text: str, limit: int) -> str:
+    """Keep the head and tail of ``text`` within ``limit`` characters, saying what was cut."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 40, 20)
+    head, tail = text[: keep // 2], text[len(text) - keep // 2 :]
+    return f"{head}\n… [{len(text) - len(head) - len(tail)} characters omitted] …\n{tail}"
+
+
+def format_size(size: int) -> str:
+    """Format a byte count as ``812 B`` / ``12.3 KB`` / ``4.0 MB``."""
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def _png_size(data: str) -> str:
+    """Describe a base64 PNG by byte size and, when the header is readable, pixel size."""
+    try:
+        head = base64.b64decode(data[:64] + "=" * (-len(data[:64]) % 4), validate=False)
+    except (binascii.Error, ValueError):
+        head = b""
+    b64 = data.replace("\n", "")
+    size = format_size(len(b64) * 3 // 4 - (len(b64) - len(b64.rstrip("="))))
+    if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) >= 24:
+        width, height = struct.unpack(">II", head[16:24])
+        return f"{size}, {width}x{height}"
+    return size
+
+
+def _describe_bundle(bundle: dict[str, Any]) -> list[str]:
+    """Render a MIME bundle: plain text shown, rich types described and never inlined."""
+    lines: list[str] = []
+    shown = next((m for m in _TEXT_MIMES if m in bundle), None)
+    for mime, value in bundle.items():
+        if mime == shown:
+            continue
+        if mime == "image/png" and isinstance(value, str):
+            lines.append(f"[{mime} {_png_size(value)} not shown]")
+        else:
+            size = len(_text(value)) if isinstance(value, (str, list)) else len(str(value))
+            lines.append(f"[{mime} {format_size(size)} not shown]")
+    if shown is not None:
+        lines.insert(0, _text(bundle[shown]).rstrip("\n"))
+    return lines
+
+
+def describe_output(output: Any) -> str:
+    """Describe one nbformat output as text for an agent."""
+    if not isinstance(output, dict):
+        return "[unreadable output]"
+    kind = output.get("output_type")
+    if kind == "stream":
+        return f"[{output.get('name', 'stream')}] " + _text(output.get("text")).rstrip("\n")
+    if kind == "error":
+        return f"[error] {output.get('ename', 'Error')}: {output.get('evalue', '')}"
+    if kind in ("execute_result", "display_data"):
+        data = output.get("data")
+        body = _describe_bundle(data) if isinstance(data, dict) else []
+        return f"[{kind}] " + "\n".join(body) if body else f"[{kind}] (empty)"
+    return f"[{kind}]"
+
+
+def render_cell(index: int, cell: Any, limits: ReadLimits) -> str:
+    """Render one cell: a header line, its source, and a summary of its outputs."""
+    if not isinstance(cell, dict):
+        return f"--- cell {index} · unreadable ---"
+    cell_type = cell.get("cell_type", "unknown")
+    header = f"--- cell {index} · {cell_type}"
+    if isinstance(cell.get("id"), str):
+        header += f" · id {cell['id']}"
+    if cell_type == "code":
+        count = cell.get("execution_count")
+        header += f" · [{count if count is not None else ' '}]"
+    parts = [header + " ---", clip_middle(_text(cell.get("source")), limits.max_source_chars)]
+    outputs = cell.get("outputs")
+    if isinstance(outputs, list) and outputs:
+        summary = "\n".join(describe_output(o) for o in outputs)
+        parts.append(f">>> outputs ({len(outputs)}):")
+        parts.append(clip_middle(sanitize(summary), limits.max_output_chars))
+    return "\n".join(parts)
+
+
+def read_view(
+    document: NotebookDocument, request: NotebookRequest, limits: ReadLimits
+) -> dict[str, Any]:
+    """Return the ``{"text", "details"}`` result of a read request."""
+    total = len(document.cells)
+    path = request.notebook_path
+    start = 0
+    if request.cell_id is not None or (request.cell_index or 0) > 0:
+        start = locate_cell(document, request)
+    end = total if request.end_index is None else min(request.end_index, total)
+    if end < start:
+        raise InvalidRequestError(f"end_index {end} is before the first cell read ({start})")
+    budget = request.max_chars or limits.max_chars
+    major, minor = document.nbformat
+    blocks: list[str] = []
+    cells: list[dict[str, Any]] = []
+    used = 0
+    stop = end
+    for index in range(start, end):
+        cell = document.cells[index]
+        block = render_cell(index, cell, limits)
+        if blocks and used + len(block) + 1 > budget:
+            stop = index
+            break
+        blocks.append(block)
+        used += len(block) + 1
+        cells.append(_cell_entry(index, cell))
+    shown = f"cells {start}-{stop - 1}" if stop > start else "no cells"
+    heading = f"Notebook {path} · nbformat {major}.{minor} · {total} cells · showing {shown}"
+    truncated = stop < end
+    text = "\n".join([heading, *blocks])
+    if truncated:
+        text += (
+            f"\n[Showing cells {start}-{stop - 1} of {total} ({budget} character budget). "
+            f"Continue with cell_index={stop}]"
+        )
+    details = {
+        "action": "read",
+        "totalCells": total,
+        "startIndex": start,
+        "endIndex": stop,
+        "truncated": truncated,
+        "nbformat": f"{major}.{minor}",
+        "cells": cells,
+    }
+    return {"text": text, "details": details}
+
+
+def _cell_entry(index: int, cell: Any) -> dict[str, Any]:
+    cell = cell if isinstance(cell, dict) else {}
+    entry: dict[str, Any] = {
+        "index": index,
+        "cellId": cell.get("id") if isinstance(cell.get("id"), str) else None,
+        "cellType": cell.get("cell_type", "unknown"),
+    }
+    if cell.get("cell_type") == "code":
+        count = cell.get("execution_count")
+        entry["executionCount"] = count if isinstance(count, int) else None
+    return entry

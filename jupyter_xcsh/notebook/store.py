@@ -1,0 +1,114 @@
+"""The one place notebooks are read and saved: through the server's contents manager.
+
+Going through ``contents_manager`` (never ``open()``) keeps atomic writes, pre/post-save hooks,
+contents events and non-disk contents managers working. Requests on one notebook are
+serialised by a per-path lock; the text is saved only after the whole change succeeded, so a
+failed request leaves the file as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from datetime import datetime
+from typing import Any
+
+from jupyter_core.utils import ensure_async
+from tornado.web import HTTPError
+
+from ..errors import InvalidDocumentError, NotFoundError, RefusedError
+from ..paths import escapes_root, to_api_path
+from .cells import NotebookRequest, apply_change
+from .document import NoCellsError, NotebookDocument, NotJSONError
+from .reader import ReadLimits, read_view
+
+
+class NotebookStore:
+    """Load, change and save notebooks through a Jupyter contents manager."""
+
+    def __init__(self, contents_manager: Any, limits: ReadLimits | None = None) -> None:
+        self.contents_manager = contents_manager
+        self.limits = limits or ReadLimits()
+        # One lock per notebook, dropped once no request holds or awaits it.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def _lock(self, api_path: str) -> asyncio.Lock:
+        lock = self._locks.get(api_path)
+        if lock is None:
+            lock = self._locks[api_path] = asyncio.Lock()
+        return lock
+
+    async def resolve(self, path: str) -> str:
+        """Return the API path for a caller's path, enforcing root and hidden-file policy."""
+        cm = self.contents_manager
+        api_path = to_api_path(path, cm.root_dir)
+        get_os_path = getattr(cm, "_get_os_path", None)
+        if get_os_path is not None:
+            try:
+                os_path = get_os_path(api_path)
+            except HTTPError:
+                raise RefusedError(f"Path is outside the contents root: {path}") from None
+            if escapes_root(os_path, cm.root_dir):
+                raise RefusedError(f"Path is outside the contents root: {path}")
+        if not cm.allow_hidden and await ensure_async(cm.is_hidden(api_path)):
+            # As the server itself answers for hidden files: as if they did not exist.
+            raise NotFoundError(f"Notebook not found: {path}")
+        return api_path
+
+    async def _load(self, api_path: str, path: str) -> NotebookDocument:
+        cm = self.contents_manager
+        if not await ensure_async(cm.file_exists(api_path)):
+            raise NotFoundError(f"Notebook not found: {path}")
+        try:
+            model = await ensure_async(cm.get(api_path, content=True, type="file", format="text"))
+        except HTTPError as e:
+            if e.status_code == 404:
+                raise NotFoundError(f"Notebook not found: {path}") from None
+            # Not UTF-8 text, so certainly not notebook JSON.
+            raise InvalidDocumentError(f"Invalid JSON in notebook: {path}") from None
+        return await asyncio.to_thread(_parse, model["content"], path)
+
+    async def read(self, request: NotebookRequest) -> dict[str, Any]:
+        """Answer a ``read`` request with the bounded view of the notebook."""
+        api_path = await self.resolve(request.notebook_path)
+        document = await self._load(api_path, request.notebook_path)
+        result = read_view(document, request, self.limits)
+        model = await ensure_async(self.contents_manager.get(api_path, content=False))
+        result["details"]["lastModified"] = _timestamp(model.get("last_modified"))
+        return result
+
+    async def change(self, request: NotebookRequest) -> dict[str, Any]:
+        """Apply an edit/insert/delete/move request and save the notebook (all or nothing)."""
+        api_path = await self.resolve(request.notebook_path)
+        async with self._lock(api_path):
+            document = await self._load(api_path, request.notebook_path)
+            result, text = await asyncio.to_thread(_apply, document, request)
+            if text is not None:
+                model = {"type": "file", "format": "text", "content": text}
+                saved = await ensure_async(self.contents_manager.save(model, api_path))
+            else:
+                saved = await ensure_async(self.contents_manager.get(api_path, content=False))
+        details = dict(result.details, lastModified=_timestamp(saved.get("last_modified")))
+        return {"text": result.text, "details": details}
+
+
+def _parse(text: str, path: str) -> NotebookDocument:
+    try:
+        return NotebookDocument.parse(text)
+    except NotJSONError:
+        raise InvalidDocumentError(f"Invalid JSON in notebook: {path}") from None
+    except NoCellsError:
+        raise InvalidDocumentError(
+            f"Invalid notebook structure (missing cells array): {path}"
+        ) from None
+
+
+def _apply(document: NotebookDocument, request: NotebookRequest) -> tuple[Any, str | None]:
+    result = apply_change(document, request)
+    return result, document.dumps() if result.changed else None
+
+
+def _timestamp(value: Any) -> str | None:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value if isinstance(value, str) else None

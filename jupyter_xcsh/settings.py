@@ -1,0 +1,145 @@
+"""User-facing settings of jupyter-xcsh, in one Configurable."""
+
+from __future__ import annotations
+
+from traitlets import Enum, Float, Int, Unicode
+from traitlets.config import Configurable
+
+
+class XcshSettings(Configurable):
+    """Every user setting of the extension (configure as ``c.XcshSettings.<name>``)."""
+
+    read_max_chars = Int(
+        20000,
+        min=1000,
+        config=True,
+        help=(
+            "Size budget, in characters, of the text returned by the notebook tool's "
+            "'read' action (default 20000). When the rendered view would exceed it, the view "
+            "stops at a cell boundary and ends with a notice telling the caller where to "
+            "continue."
+        ),
+    )
+
+    read_max_source_chars = Int(
+        4000,
+        min=100,
+        config=True,
+        help=(
+            "Largest cell source, in characters, shown whole by the 'read' action "
+            "(default 4000); longer sources are cut in the middle with a notice."
+        ),
+    )
+
+    read_max_output_chars = Int(
+        1500,
+        min=100,
+        config=True,
+        help=(
+            "Largest output summary, in characters, shown per cell by the 'read' action "
+            "(default 1500); longer output text keeps its head and tail with a notice."
+        ),
+    )
+
+    max_output_bytes = Int(
+        51200,
+        min=1024,
+        config=True,
+        help=(
+            "Bytes of one execution's output kept in memory and returned to the caller "
+            "(default 51200 = 50 KiB). Past this the output is truncated to its tail and the "
+            "full output is written to an artifact file."
+        ),
+    )
+
+    artifacts_dir = Unicode(
+        "xcsh-artifacts",
+        config=True,
+        help=(
+            "Folder, relative to the server's contents root, holding artifact files "
+            "(default 'xcsh-artifacts'). A visible name, so a person can open artifacts "
+            "from the JupyterLab file browser under the default hidden-file policy."
+        ),
+    )
+
+    artifacts_max_bytes = Int(
+        512 * 1024 * 1024,
+        min=0,
+        config=True,
+        help=(
+            "Total size, in bytes, the artifacts folder may reach (default 536870912 = "
+            "512 MiB). Oldest artifacts are removed first past it; 0 disables the size limit."
+        ),
+    )
+
+    artifacts_max_age = Int(
+        7 * 24 * 3600,
+        min=0,
+        config=True,
+        help=(
+            "Age, in seconds, after which an artifact is removed (default 604800 = 7 days); "
+            "0 keeps artifacts forever."
+        ),
+    )
+
+    stream_interval = Int(
+        250,
+        min=0,
+        config=True,
+        help=(
+            "Minimum interval, in milliseconds, between two live output chunk callbacks of "
+            "one execution (default 250); 0 forwards every chunk."
+        ),
+    )
+
+    kernel_mode = Enum(
+        ["session", "per-call"],
+        default_value="session",
+        config=True,
+        help=(
+            "Default mode of the python tool (default 'session'): 'session' keeps one kernel per "
+            "caller session name and working directory between calls; 'per-call' starts a kernel "
+            "for each call and always shuts it down afterwards. A request's 'mode' overrides it."
+        ),
+    )
+
+    max_sessions = Int(
+        4,
+        min=1,
+        config=True,
+        help=(
+            "Most python tool session kernels alive at once (default 4), counting kernels still "
+            "shutting down. Past it the least recently used idle session is evicted."
+        ),
+    )
+
+    idle_timeout = Float(
+        300.0,
+        min=0,
+        config=True,
+        help=(
+            "Seconds a python tool session may stay idle before its kernel is shut down "
+            "(default 300 = 5 minutes); 0 never disposes idle sessions."
+        ),
+    )
+
+    cleanup_interval = Float(
+        30.0,
+        min=0,
+        config=True,
+        help=(
+            "Seconds between two sweeps disposing dead or idle python tool sessions "
+            "(default 30); 0 disables the sweep."
+        ),
+    )
+
+    heartbeat_interval = Float(
+        5.0,
+        min=0,
+        config=True,
+        help=(
+            "Seconds between two liveness checks of every python tool session kernel "
+            "(default 5); a kernel found dead is restarted before the session's next call. "
+            "0 disables the check."
+        ),
+    )

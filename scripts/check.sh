@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up everything from a bare machine and run every check: install, lint, types, tests.
+# Usage: bash scripts/check.sh            (VENV=path to choose the virtualenv, default .venv)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+step() { printf '\n== %s\n' "$*"; }
+
+step "python environment ($VENV)"
+python3 -m venv "$VENV"
+. "$VENV/bin/activate"
+python -m pip install -q --upgrade pip
+# Builds the lab extension with npm (hatch-jupyter-builder) and installs the package as users do.
+python -m pip install -q ".[test,dev]"
+
+step "installed extensions"
+jupyter server extension list 2>&1 | tee /tmp/xcsh-server-ext.txt
+grep -Eq "jupyter_xcsh .*enabled" /tmp/xcsh-server-ext.txt
+grep -Eq "jupyter_xcsh .*OK" /tmp/xcsh-server-ext.txt
+jupyter labextension list 2>&1 | tee /tmp/xcsh-lab-ext.txt
+grep -Eq "jupyter-xcsh .*enabled.*OK" /tmp/xcsh-lab-ext.txt
+
+step "lint and types"
+ruff check .
+ruff format --check .
+mypy
+[ -d node_modules ] || npm ci --no-audit --no-fund
+npm run lint:check
+
+step "tests"
+# pytest exits 5 when it collects no test: set -e makes that a failure, as it must be.
+python -m pytest tests -p no:cacheprovider -q -ra

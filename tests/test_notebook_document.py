@@ -1,0 +1,138 @@
+"""The span-preserving notebook document: exact bytes survive every edit they are not part of."""
+
+from __future__ import annotations
+
+import difflib
+import json
+
+import nbformat
+import pytest
+
+from jupyter_xcsh.notebook.document import NoCellsError, NotebookDocument, NotJSONError
+
+from .notebooks import jupyter_text, sample_notebook
+
+
+def _changed_lines(before: str, after: str) -> list[str]:
+    return [
+        line
+        for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+
+
+def test_unchanged_document_dumps_byte_for_byte():
+    text = jupyter_text(sample_notebook())
+    assert NotebookDocument.parse(text).dumps() == text
+
+
+def test_replacing_a_cell_changes_only_that_cells_lines():
+    text = jupyter_text(sample_notebook())
+    doc = NotebookDocument.parse(text)
+    cell = dict(doc.cells[1], source=["y = 2"])
+    doc.replace(1, cell)
+    changed = _changed_lines(text, doc.dumps())
+    assert changed == ['-    "x = 1\\n",', '-    "print(x)"', '+    "y = 2"']
+
+
+def test_untouched_cells_keep_string_source_unknown_fields_and_key_order():
+    cells = [
+        {"source": "a\nb", "cell_type": "markdown", "metadata": {"z": 1, "a": 2}, "x-extra": [1]},
+        {"cell_type": "markdown", "metadata": {}, "source": ["c"]},
+    ]
+    nb = {"nbformat": 4, "nbformat_minor": 4, "metadata": {"zeta": 1, "alpha": 2}, "cells": cells}
+    text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    doc = NotebookDocument.parse(text)
+    doc.replace(1, dict(doc.cells[1], source=["d"]))
+    out = doc.dumps()
+    first_cell_text = json.dumps(cells[0], indent=1).replace("\n", "\n  ")
+    assert first_cell_text in out
+    assert out.startswith('{\n "nbformat": 4,\n "nbformat_minor": 4,\n "metadata": {\n  "zeta": 1')
+    assert json.loads(out)["cells"][1]["source"] == ["d"]
+
+
+def test_new_cells_follow_the_files_own_indentation():
+    nb = {"cells": [{"cell_type": "raw", "metadata": {}, "source": ["a"]}], "metadata": {}}
+    nb.update(nbformat=4, nbformat_minor=4)
+    text = json.dumps(nb, indent=2)
+    doc = NotebookDocument.parse(text)
+    doc.insert(1, {"cell_type": "raw", "metadata": {}, "source": ["b"]})
+    out = doc.dumps()
+    assert out == json.dumps(
+        {**nb, "cells": [*nb["cells"], {"cell_type": "raw", "metadata": {}, "source": ["b"]}]},
+        indent=2,
+    )
+
+
+def test_compact_files_stay_compact():
+    nb = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+    text = json.dumps(nb, separators=(",", ":"))
+    doc = NotebookDocument.parse(text)
+    doc.insert(0, {"cell_type": "raw", "metadata": {}, "source": []})
+    doc.insert(1, {"cell_type": "raw", "metadata": {}, "source": ["x"]})
+    out = doc.dumps()
+    assert "\n" not in out
+    assert json.loads(out)["cells"][1]["source"] == ["x"]
+
+
+def test_insert_into_empty_and_delete_to_empty_match_jupyters_layout():
+    nb = sample_notebook()
+    nb.cells = []
+    empty = jupyter_text(nb)
+    doc = NotebookDocument.parse(empty)
+    cell = {"cell_type": "raw", "id": "abc", "metadata": {}, "source": ["x"]}
+    doc.insert(0, cell)
+    nb.cells = [nbformat.from_dict(cell)]
+    assert doc.dumps() == jupyter_text(nb)
+    doc.delete(0)
+    assert doc.dumps() == empty
+
+
+@pytest.mark.parametrize("index", [0, 1, 3, 4])
+def test_insert_at_each_position_matches_jupyter(index):
+    nb = sample_notebook()
+    doc = NotebookDocument.parse(jupyter_text(nb))
+    cell = {"cell_type": "raw", "id": "new1", "metadata": {}, "source": ["x"]}
+    doc.insert(index, cell)
+    nb.cells.insert(index, nbformat.from_dict(cell))
+    assert doc.dumps() == jupyter_text(nb)
+
+
+@pytest.mark.parametrize("index", [0, 2, 3])
+def test_delete_at_each_position_matches_jupyter(index):
+    nb = sample_notebook()
+    doc = NotebookDocument.parse(jupyter_text(nb))
+    doc.delete(index)
+    del nb.cells[index]
+    assert doc.dumps() == jupyter_text(nb)
+
+
+def test_move_keeps_the_moved_cells_exact_text():
+    cells = [{"cell_type": "raw", "metadata": {}, "source": f"s{i}"} for i in range(3)]
+    text = json.dumps({"cells": cells, "nbformat": 4, "nbformat_minor": 4}, indent=1)
+    doc = NotebookDocument.parse(text)
+    doc.move(0, 2)
+    out = doc.dumps()
+    assert [c["source"] for c in json.loads(out)["cells"]] == ["s1", "s2", "s0"]
+    assert out.count('"source": "s0"') == 1
+
+
+@pytest.mark.parametrize(
+    "text", ["", "{", "not json", '{"cells": [1,]}', '{"cells": []} x', "{'a': 1}"]
+)
+def test_invalid_json_is_reported_as_such(text):
+    with pytest.raises(NotJSONError):
+        NotebookDocument.parse(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["[]", "1", '{"metadata": {}}', '{"cells": {}}', '{"cells": null}']
+)
+def test_json_without_a_cells_array_is_reported_as_such(text):
+    with pytest.raises(NoCellsError):
+        NotebookDocument.parse(text)
+
+
+def test_parse_agrees_with_json_loads_on_content():
+    text = jupyter_text(sample_notebook())
+    assert NotebookDocument.parse(text).data == json.loads(text)
