@@ -9,6 +9,7 @@ failed request leaves the file as it was.
 from __future__ import annotations
 
 import asyncio
+import os
 import weakref
 from datetime import datetime
 from typing import Any
@@ -32,24 +33,32 @@ class NotebookStore:
         # One lock per notebook, dropped once no request holds or awaits it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
+    def _os_path(self, api_path: str) -> str | None:
+        """The file system path of a file-backed contents manager; None for other backends."""
+        get_os_path = getattr(self.contents_manager, "_get_os_path", None)
+        if get_os_path is None:
+            return None
+        try:
+            return str(get_os_path(api_path))
+        except HTTPError:
+            raise RefusedError(f"Path is outside the contents root: {api_path}") from None
+
     def _lock(self, api_path: str) -> asyncio.Lock:
-        lock = self._locks.get(api_path)
+        # Key by the real file when there is one, so two names of one file share a lock.
+        os_path = self._os_path(api_path)
+        key = os.path.realpath(os_path) if os_path is not None else api_path
+        lock = self._locks.get(key)
         if lock is None:
-            lock = self._locks[api_path] = asyncio.Lock()
+            lock = self._locks[key] = asyncio.Lock()
         return lock
 
     async def resolve(self, path: str) -> str:
         """Return the API path for a caller's path, enforcing root and hidden-file policy."""
         cm = self.contents_manager
         api_path = to_api_path(path, cm.root_dir)
-        get_os_path = getattr(cm, "_get_os_path", None)
-        if get_os_path is not None:
-            try:
-                os_path = get_os_path(api_path)
-            except HTTPError:
-                raise RefusedError(f"Path is outside the contents root: {path}") from None
-            if escapes_root(os_path, cm.root_dir):
-                raise RefusedError(f"Path is outside the contents root: {path}")
+        os_path = self._os_path(api_path)
+        if os_path is not None and escapes_root(os_path, cm.root_dir):
+            raise RefusedError(f"Path is outside the contents root: {path}")
         if not cm.allow_hidden and await ensure_async(cm.is_hidden(api_path)):
             # As the server itself answers for hidden files: as if they did not exist.
             raise NotFoundError(f"Notebook not found: {path}")
