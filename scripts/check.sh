@@ -27,6 +27,9 @@ mypy
 [ -d node_modules ] || npm ci --no-audit --no-fund
 npm run lint:check
 
+step "lab extension unit tests (jest)"
+npm test
+
 step "tests"
 # pytest exits 5 when it collects no test: set -e makes that a failure, as it must be.
 python -m pytest tests -p no:cacheprovider -q -ra

@@ -1,0 +1,16 @@
+const jestJupyterLab = require('@jupyterlab/testing/lib/jest-config');
+
+const baseConfig = jestJupyterLab(__dirname);
+
+module.exports = {
+  ...baseConfig,
+  automock: false,
+  collectCoverageFrom: [
+    'labextension/src/**/*.{ts,tsx}',
+    '!labextension/src/**/*.d.ts'
+  ],
+  // Reports stay out of the work tree (junit.xml, coverage/ would need ignoring).
+  coverageDirectory: '<rootDir>/node_modules/.cache/jest-coverage',
+  reporters: ['default'],
+  testRegex: 'labextension/src/.*/.*\\.spec\\.tsx?$'
+};

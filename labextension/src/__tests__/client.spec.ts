@@ -1,0 +1,256 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+import { ServerConnection } from '@jupyterlab/services';
+
+import {
+  getArtifact,
+  INotebookEditResult,
+  interruptSession,
+  IPythonResult,
+  listSessions,
+  notebook,
+  runPython,
+  shutdownSession,
+  XcshClient
+} from '../client';
+
+const BASE_URL = 'http://localhost:8888/lab/';
+
+/**
+ * A fetch double: records each request and answers with the next response.
+ */
+function mockFetch(...responses: Response[]): jest.Mock {
+  const fetch = jest.fn();
+  for (const response of responses) {
+    fetch.mockResolvedValueOnce(response);
+  }
+  return fetch;
+}
+
+function settingsWith(fetch: jest.Mock): ServerConnection.ISettings {
+  return ServerConnection.makeSettings({
+    baseUrl: BASE_URL,
+    token: 'secret',
+    fetch: fetch as unknown as typeof window.fetch
+  });
+}
+
+function jsonResponse(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'Content-Type': 'application/json' }
+  });
+}
+
+/**
+ * The single request the fetch double received.
+ */
+function sentRequest(fetch: jest.Mock): Request {
+  expect(fetch).toHaveBeenCalledTimes(1);
+  return fetch.mock.calls[0][0] as Request;
+}
+
+/**
+ * The url of the request, without the cache buster that
+ * `ServerConnection.makeRequest` appends (its default cache is `no-store`).
+ */
+function sentUrl(fetch: jest.Mock): string {
+  return sentRequest(fetch).url.replace(/[?&]\d+$/, '');
+}
+
+describe('notebook', () => {
+  it('posts the request as JSON and returns the edit result', async () => {
+    const result: INotebookEditResult = {
+      text: 'Replaced cell 2 (code). Notebook now has 5 cells.',
+      details: {
+        action: 'edit',
+        cellIndex: 2,
+        cellType: 'code',
+        totalCells: 5,
+        cellSource: ['x = 1\n', 'y = 2'],
+        cellId: 'abc'
+      }
+    };
+    const fetch = mockFetch(jsonResponse(result));
+
+    const answer = await notebook(
+      {
+        action: 'edit',
+        notebook_path: 'dir/a.ipynb',
+        cell_index: 2,
+        content: 'x = 1\ny = 2'
+      },
+      settingsWith(fetch)
+    );
+
+    expect(answer).toEqual(result);
+    const request = sentRequest(fetch);
+    expect(request.method).toBe('POST');
+    expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/notebook`);
+    expect(request.headers.get('Authorization')).toBe('token secret');
+    expect(request.headers.get('Content-Type')).toBe('application/json');
+    expect(await request.json()).toEqual({
+      action: 'edit',
+      notebook_path: 'dir/a.ipynb',
+      cell_index: 2,
+      content: 'x = 1\ny = 2'
+    });
+  });
+
+  it('throws a ResponseError carrying the server message', async () => {
+    const fetch = mockFetch(
+      jsonResponse({ message: 'Notebook not found: nope.ipynb' }, 404)
+    );
+
+    const call = notebook(
+      { action: 'read', notebook_path: 'nope.ipynb' },
+      settingsWith(fetch)
+    );
+
+    await expect(call).rejects.toBeInstanceOf(ServerConnection.ResponseError);
+    await expect(call).rejects.toMatchObject({
+      message: 'Notebook not found: nope.ipynb',
+      response: { status: 404 }
+    });
+  });
+
+  it('turns a fetch failure into a NetworkError', async () => {
+    const fetch = jest.fn().mockRejectedValue(new TypeError('offline'));
+
+    const call = notebook(
+      { action: 'read', notebook_path: 'a.ipynb' },
+      settingsWith(fetch)
+    );
+
+    await expect(call).rejects.toBeInstanceOf(ServerConnection.NetworkError);
+  });
+});
+
+describe('getArtifact', () => {
+  it('gets the text of an encoded id with the range as query', async () => {
+    const fetch = mockFetch(new Response('line 1\nline 2\n'));
+
+    const text = await getArtifact('run 1/x', settingsWith(fetch), {
+      offset: 10,
+      limit: 20
+    });
+
+    expect(text).toBe('line 1\nline 2\n');
+    const request = sentRequest(fetch);
+    expect(request.method).toBe('GET');
+    expect(sentUrl(fetch)).toBe(
+      `${BASE_URL}api/xcsh/artifacts/run%201%2Fx?offset=10&limit=20`
+    );
+  });
+
+  it('sends no query without a range', async () => {
+    const fetch = mockFetch(new Response(''));
+
+    await getArtifact('abc', settingsWith(fetch));
+
+    expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/artifacts/abc`);
+  });
+});
+
+describe('runPython', () => {
+  it('posts the cells and returns the result', async () => {
+    const result: IPythonResult = {
+      text: '3\n',
+      isError: false,
+      cancelled: false,
+      timedOut: false,
+      stdinRequested: false,
+      cells: [
+        {
+          index: 0,
+          title: 'add',
+          status: 'complete',
+          output: '3\n',
+          exitCode: 0,
+          durationMs: 12,
+          statusEvents: []
+        }
+      ],
+      images: [],
+      jsonOutputs: [],
+      statusEvents: [],
+      truncated: false,
+      totalLines: 1,
+      totalBytes: 2,
+      outputLines: 1,
+      outputBytes: 2,
+      session: { name: 'default', kernelId: 'k1', restartCount: 0 }
+    };
+    const fetch = mockFetch(jsonResponse(result));
+
+    const answer = await runPython(
+      { cells: [{ code: 'print(1 + 2)', title: 'add' }], timeout: 5 },
+      settingsWith(fetch)
+    );
+
+    expect(answer).toEqual(result);
+    const request = sentRequest(fetch);
+    expect(request.method).toBe('POST');
+    expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/python`);
+    expect(await request.json()).toEqual({
+      cells: [{ code: 'print(1 + 2)', title: 'add' }],
+      timeout: 5
+    });
+  });
+});
+
+describe('sessions', () => {
+  it('lists the sessions', async () => {
+    const sessions = [
+      {
+        name: 'default',
+        cwd: '',
+        kernelId: 'k1',
+        busy: false,
+        queueLength: 0,
+        lastUsed: '2024-01-01T00:00:00Z',
+        restartCount: 0
+      }
+    ];
+    const fetch = mockFetch(jsonResponse(sessions));
+
+    expect(await listSessions(settingsWith(fetch))).toEqual(sessions);
+    expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/sessions`);
+  });
+
+  it('shuts a session down with DELETE', async () => {
+    const fetch = mockFetch(new Response(null, { status: 204 }));
+
+    await shutdownSession('my session', settingsWith(fetch));
+
+    const request = sentRequest(fetch);
+    expect(request.method).toBe('DELETE');
+    expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/sessions/my%20session`);
+  });
+
+  it('interrupts a session with POST', async () => {
+    const fetch = mockFetch(new Response(null, { status: 204 }));
+
+    await interruptSession('default', settingsWith(fetch));
+
+    const request = sentRequest(fetch);
+    expect(request.method).toBe('POST');
+    expect(sentUrl(fetch)).toBe(
+      `${BASE_URL}api/xcsh/sessions/default/interrupt`
+    );
+  });
+});
+
+describe('XcshClient', () => {
+  it('calls the endpoints of its own server', async () => {
+    const fetch = mockFetch(jsonResponse([]));
+    const client = new XcshClient({ serverSettings: settingsWith(fetch) });
+
+    await client.listSessions();
+
+    expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/sessions`);
+  });
+});
