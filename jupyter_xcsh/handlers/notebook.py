@@ -9,6 +9,8 @@ from jupyter_core.utils import ensure_async
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from ..activity import ActivityEvents
+from ..errors import XcshError
 from ..notebook.cells import parse_request
 from ..notebook.store import NotebookStore
 from .base import XcshAPIHandler
@@ -30,6 +32,11 @@ class NotebookHandler(XcshAPIHandler):
         """The notebook store built by the extension app."""
         return self.services["notebook_store"]
 
+    @property
+    def activity(self) -> ActivityEvents:
+        """Where finished calls are reported for the lab."""
+        return self.services["activity"]  # type: ignore[no-any-return]
+
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
@@ -38,9 +45,15 @@ class NotebookHandler(XcshAPIHandler):
             request = parse_request(self.json_body())
             if request.changes:
                 await self._require("write")
-                result = await self.store.change(request)
-            else:
-                result = await self.store.read(request)
+            try:
+                if request.changes:
+                    result = await self.store.change(request)
+                else:
+                    result = await self.store.read(request)
+            except XcshError as e:
+                self.activity.notebook_call(request.action, request.notebook_path, error=e.message)
+                raise
+        self.activity.notebook_call(request.action, self.store.api_path(request), result)
         self.finish(json.dumps(result))
 
     async def _require(self, action: str) -> None:

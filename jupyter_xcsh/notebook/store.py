@@ -64,6 +64,10 @@ class NotebookStore:
             raise NotFoundError(f"Notebook not found: {path}")
         return api_path
 
+    def api_path(self, request: NotebookRequest) -> str:
+        """The API path a (successfully resolved) request addressed."""
+        return to_api_path(request.notebook_path, self.contents_manager.root_dir)
+
     async def _load(self, api_path: str, path: str) -> NotebookDocument:
         cm = self.contents_manager
         if not await ensure_async(cm.file_exists(api_path)):

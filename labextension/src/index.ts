@@ -8,10 +8,14 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+
 import { XcshClient } from './client';
+import { LiveSync } from './livesync';
 import { IXcshClient } from './tokens';
 
 export * from './client';
+export * from './livesync';
 export * from './request';
 export * from './tokens';
 
@@ -32,4 +36,22 @@ const clientPlugin: JupyterFrontEndPlugin<IXcshClient> = {
   }
 };
 
-export default [clientPlugin];
+/**
+ * Shows agent edits in the notebooks open in the lab (see `livesync.ts` for the mechanism).
+ */
+const liveSyncPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-xcsh:livesync',
+  description: 'Applies agent edits to the notebooks open in the lab.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker): void => {
+    const panels = (): NotebookPanel[] => {
+      const found: NotebookPanel[] = [];
+      tracker.forEach(panel => found.push(panel));
+      return found;
+    };
+    new LiveSync(app, panels).start();
+  }
+};
+
+export default [clientPlugin, liveSyncPlugin];

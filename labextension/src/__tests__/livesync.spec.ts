@@ -1,0 +1,187 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+import { YNotebook } from '@jupyter/ydoc';
+
+import {
+  acknowledgeSave,
+  applyChange,
+  ICellChangeEvent,
+  NOTEBOOK_EVENT_SCHEMA,
+  parseCellChange,
+  planSync
+} from '../livesync';
+
+function emission(
+  extra: Record<string, unknown> = {}
+): Record<string, unknown> {
+  return {
+    schema_id: NOTEBOOK_EVENT_SCHEMA,
+    callId: 'c1',
+    action: 'insert',
+    path: 'a.ipynb',
+    status: 'ok',
+    cellIndex: 1,
+    cellId: 'new1',
+    cellType: 'markdown',
+    source: '# hi',
+    lastModified: '2026-01-01T00:00:00Z',
+    ...extra
+  };
+}
+
+function notebook(): YNotebook {
+  const nb = YNotebook.create();
+  nb.insertCells(0, [
+    { cell_type: 'code', id: 'a', source: 'x = 1', metadata: {} } as any,
+    {
+      cell_type: 'markdown',
+      id: 'b',
+      source: '# b',
+      metadata: { tag: 1 }
+    } as any,
+    { cell_type: 'raw', id: 'c', source: 'raw', metadata: {} } as any
+  ]);
+  return nb;
+}
+
+function change(extra: Partial<ICellChangeEvent>): ICellChangeEvent {
+  return parseCellChange(emission(extra as Record<string, unknown>))!;
+}
+
+describe('parseCellChange', () => {
+  it('reads a successful change', () => {
+    expect(parseCellChange(emission())).toEqual({
+      action: 'insert',
+      path: 'a.ipynb',
+      cellIndex: 1,
+      fromIndex: null,
+      cellId: 'new1',
+      cellType: 'markdown',
+      source: '# hi',
+      lastModified: '2026-01-01T00:00:00Z'
+    });
+  });
+
+  it.each([
+    ['another schema', { schema_id: 'https://example.org/x' }],
+    ['a failed call', { status: 'error' }],
+    ['a read', { action: 'read' }],
+    ['no path', { path: 42 }],
+    ['a negative index', { cellIndex: -1 }],
+    ['a fractional index', { cellIndex: 1.5 }]
+  ])('ignores %s', (_, extra) => {
+    expect(parseCellChange(emission(extra))).toBeNull();
+  });
+
+  it.each([null, undefined, 42, 'text', []])('ignores %p', raw => {
+    expect(parseCellChange(raw)).toBeNull();
+  });
+
+  it('tolerates junk in optional fields', () => {
+    const parsed = parseCellChange(
+      emission({ cellId: 3, cellType: 'weird', source: {}, lastModified: 1 })
+    );
+    expect(parsed).toMatchObject({
+      cellId: null,
+      cellType: 'code',
+      source: '',
+      lastModified: null
+    });
+  });
+});
+
+describe('planSync', () => {
+  it('reverts a clean notebook, applies to a dirty one, leaves RTC alone', () => {
+    expect(planSync({ dirty: false, collaborative: false })).toBe('revert');
+    expect(planSync({ dirty: true, collaborative: false })).toBe('apply');
+    expect(planSync({ dirty: true, collaborative: true })).toBe('skip');
+    expect(planSync({ dirty: false, collaborative: true })).toBe('skip');
+  });
+});
+
+describe('applyChange', () => {
+  it('inserts at the index with the id the server gave', () => {
+    const nb = notebook();
+    expect(applyChange(nb, change({}))).toBe(true);
+    expect(nb.cells.map(c => c.getId())).toEqual(['a', 'new1', 'b', 'c']);
+    expect(nb.cells[1].getSource()).toBe('# hi');
+    expect(nb.cells[1].cell_type).toBe('markdown');
+  });
+
+  it('does not insert the same cell twice', () => {
+    const nb = notebook();
+    applyChange(nb, change({}));
+    applyChange(nb, change({}));
+    expect(nb.cells.length).toBe(4);
+  });
+
+  it('edits by id even when local indexes moved', () => {
+    const nb = notebook();
+    nb.insertCell(0, {
+      cell_type: 'code',
+      id: 'human',
+      source: 'typed'
+    } as any);
+    applyChange(
+      nb,
+      change({ action: 'edit', cellId: 'b', cellIndex: 1, source: 'new b' })
+    );
+    expect(nb.cells[2].getSource()).toBe('new b');
+    expect(nb.cells[0].getSource()).toBe('typed');
+  });
+
+  it('converts a cell type keeping id and metadata', () => {
+    const nb = notebook();
+    applyChange(
+      nb,
+      change({
+        action: 'edit',
+        cellId: 'b',
+        cellIndex: 1,
+        cellType: 'code',
+        source: '1'
+      })
+    );
+    expect(nb.cells[1].cell_type).toBe('code');
+    expect(nb.cells[1].getId()).toBe('b');
+    expect(nb.cells[1].getMetadata()).toEqual({ tag: 1 });
+    expect(nb.cells.length).toBe(3);
+  });
+
+  it('deletes and moves by id', () => {
+    const nb = notebook();
+    applyChange(nb, change({ action: 'delete', cellId: 'a', cellIndex: 0 }));
+    expect(nb.cells.map(c => c.getId())).toEqual(['b', 'c']);
+    applyChange(
+      nb,
+      change({ action: 'move', cellId: 'c', fromIndex: 1, cellIndex: 0 })
+    );
+    expect(nb.cells.map(c => c.getId())).toEqual(['c', 'b']);
+  });
+
+  it('reports a change it cannot place', () => {
+    const nb = notebook();
+    expect(
+      applyChange(nb, change({ action: 'delete', cellId: 'zz', cellIndex: 9 }))
+    ).toBe(false);
+    expect(nb.cells.length).toBe(3);
+  });
+});
+
+describe('acknowledgeSave', () => {
+  it('replaces the known modification time and hash only', () => {
+    const context = {
+      contentsModel: { path: 'a.ipynb', last_modified: 'old', hash: 'h0' }
+    } as any;
+    acknowledgeSave(context, { last_modified: 'new', hash: 'h1' });
+    expect(context._contentsModel).toEqual({
+      path: 'a.ipynb',
+      last_modified: 'new',
+      hash: 'h1',
+      hash_algorithm: undefined
+    });
+  });
+});

@@ -1,0 +1,331 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+/**
+ * Agent edits appear in notebooks that are open in the lab.
+ *
+ * The notebook tool saves through the server's contents manager, so the file on disk changes
+ * under an open notebook. Left alone, the person's next save meets JupyterLab's "File Changed"
+ * conflict dialog (and either loses the agent's edit or their own typing). Instead, on each
+ * notebook event from the server:
+ *
+ * - a notebook with no unsaved changes is simply reverted to the saved file (exactly what is on
+ *   disk, nothing to reconcile);
+ * - a notebook with unsaved changes gets the *same cell operation* applied to its model,
+ *   addressed by cell id (index only for pre-4.5 notebooks), so the person's typing elsewhere
+ *   survives; then the document's known modification time and hash are set to the file's new
+ *   ones, so the person's next save is not seen as a conflict and writes both changes;
+ * - a collaborative document (jupyter-collaboration) is left to the collaboration server, which
+ *   reloads the shared document from disk itself; applying the operation here as well would
+ *   duplicate cells.
+ */
+
+import type { JupyterFrontEnd } from '@jupyterlab/application';
+import type { Contents, Event } from '@jupyterlab/services';
+import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
+
+type ISharedNotebook = INotebookModel['sharedModel'];
+
+/**
+ * The schema id of notebook tool events.
+ */
+export const NOTEBOOK_EVENT_SCHEMA =
+  'https://events.jupyter.org/jupyter_xcsh/notebook/v1';
+
+/**
+ * Longest source an event carries; a source this long may have been cut.
+ */
+export const MAX_EVENT_SOURCE = 64 * 1024;
+
+/**
+ * A finished, successful cell change reported by the server.
+ */
+export interface ICellChangeEvent {
+  action: 'edit' | 'insert' | 'delete' | 'move';
+  path: string;
+  cellIndex: number;
+  fromIndex: number | null;
+  cellId: string | null;
+  cellType: 'code' | 'markdown' | 'raw';
+  source: string;
+  lastModified: string | null;
+}
+
+/**
+ * What to do with an open notebook for one event.
+ */
+export type SyncPlan = 'revert' | 'apply' | 'skip';
+
+const CHANGE_ACTIONS = new Set(['edit', 'insert', 'delete', 'move']);
+const CELL_TYPES = new Set(['code', 'markdown', 'raw']);
+
+function isInt(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0;
+}
+
+/**
+ * Read a successful cell change out of a raw event emission; `null` for anything else.
+ */
+export function parseCellChange(raw: unknown): ICellChangeEvent | null {
+  if (typeof raw !== 'object' || raw === null) {
+    return null;
+  }
+  const e = raw as Record<string, unknown>;
+  if (
+    e.schema_id !== NOTEBOOK_EVENT_SCHEMA ||
+    e.status !== 'ok' ||
+    typeof e.action !== 'string' ||
+    !CHANGE_ACTIONS.has(e.action) ||
+    typeof e.path !== 'string' ||
+    !isInt(e.cellIndex)
+  ) {
+    return null;
+  }
+  const cellType = CELL_TYPES.has(e.cellType as string)
+    ? (e.cellType as ICellChangeEvent['cellType'])
+    : 'code';
+  return {
+    action: e.action as ICellChangeEvent['action'],
+    path: e.path,
+    cellIndex: e.cellIndex,
+    fromIndex: isInt(e.fromIndex) ? e.fromIndex : null,
+    cellId: typeof e.cellId === 'string' ? e.cellId : null,
+    cellType,
+    source: typeof e.source === 'string' ? e.source : '',
+    lastModified: typeof e.lastModified === 'string' ? e.lastModified : null
+  };
+}
+
+/**
+ * Decide how an open notebook follows an agent change.
+ */
+export function planSync(state: {
+  dirty: boolean;
+  collaborative: boolean;
+}): SyncPlan {
+  if (state.collaborative) {
+    return 'skip';
+  }
+  return state.dirty ? 'apply' : 'revert';
+}
+
+function findCell(
+  notebook: ISharedNotebook,
+  cellId: string | null,
+  index: number
+): number {
+  if (cellId !== null) {
+    const found = notebook.cells.findIndex(cell => cell.getId() === cellId);
+    if (found >= 0) {
+      return found;
+    }
+  }
+  return index < notebook.cells.length ? index : -1;
+}
+
+function newCell(change: ICellChangeEvent, metadata: Record<string, unknown>) {
+  const cell: Record<string, unknown> = {
+    cell_type: change.cellType,
+    source: change.source,
+    metadata
+  };
+  if (change.cellId !== null) {
+    cell.id = change.cellId;
+  }
+  if (change.cellType === 'code') {
+    cell.outputs = [];
+    cell.execution_count = null;
+  }
+  return cell as any;
+}
+
+/**
+ * Apply an agent's cell change to a notebook's shared model; `false` when it cannot be placed.
+ */
+export function applyChange(
+  notebook: ISharedNotebook,
+  change: ICellChangeEvent
+): boolean {
+  switch (change.action) {
+    case 'insert': {
+      if (
+        change.cellId !== null &&
+        findCell(notebook, change.cellId, -1) >= 0
+      ) {
+        return true; // already there (the event was seen twice)
+      }
+      const at = Math.min(change.cellIndex, notebook.cells.length);
+      notebook.insertCell(at, newCell(change, {}));
+      return true;
+    }
+    case 'edit': {
+      const at = findCell(notebook, change.cellId, change.cellIndex);
+      if (at < 0) {
+        return false;
+      }
+      const cell = notebook.cells[at];
+      if (cell.cell_type === change.cellType) {
+        cell.setSource(change.source);
+        return true;
+      }
+      // A type conversion: the same cell (id, metadata) as the new type.
+      const metadata = { ...(cell.getMetadata() as Record<string, unknown>) };
+      notebook.transact(() => {
+        notebook.deleteCell(at);
+        notebook.insertCell(at, newCell(change, metadata));
+      });
+      return true;
+    }
+    case 'delete': {
+      const at = findCell(notebook, change.cellId, change.cellIndex);
+      if (at < 0) {
+        return false;
+      }
+      notebook.deleteCell(at);
+      return true;
+    }
+    case 'move': {
+      const from = findCell(notebook, change.cellId, change.fromIndex ?? -1);
+      if (from < 0) {
+        return false;
+      }
+      notebook.moveCell(
+        from,
+        Math.min(change.cellIndex, notebook.cells.length - 1)
+      );
+      return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * Tell an open document that the file's new modification time and hash are known, so its next
+ * save is not taken for a conflict with the agent's save.
+ *
+ * `DocumentRegistry.Context` exposes no setter for its contents model; the private field is
+ * the one `Context` itself compares in `_maybeSave` (JupyterLab 4).
+ */
+export function acknowledgeSave(
+  context: NotebookPanel['context'],
+  saved: Partial<Contents.IModel>
+): void {
+  const current = context.contentsModel;
+  if (current === null) {
+    return;
+  }
+  (context as unknown as { _contentsModel: unknown })._contentsModel = {
+    ...current,
+    last_modified: saved.last_modified ?? current.last_modified,
+    hash: saved.hash ?? current.hash,
+    hash_algorithm: saved.hash_algorithm ?? current.hash_algorithm
+  };
+}
+
+/**
+ * Keeps open notebooks in step with agent edits.
+ */
+export class LiveSync {
+  constructor(
+    private readonly app: JupyterFrontEnd,
+    private readonly panels: () => Iterable<NotebookPanel>
+  ) {}
+
+  /**
+   * Start following the server's notebook events.
+   */
+  start(): void {
+    this.app.serviceManager.events.stream.connect(this._onEvent, this);
+  }
+
+  /**
+   * Stop following events.
+   */
+  dispose(): void {
+    this.app.serviceManager.events.stream.disconnect(this._onEvent, this);
+  }
+
+  private _onEvent(_: unknown, emission: Event.Emission): void {
+    const change = parseCellChange(emission);
+    if (change === null) {
+      return;
+    }
+    for (const panel of this.panels()) {
+      if (panel.context.path !== change.path || !panel.context.isReady) {
+        continue;
+      }
+      // One chain per document: events apply in the order the server saved them.
+      const previous = this._chains.get(panel) ?? Promise.resolve();
+      const next = previous
+        .then(() => this._follow(panel, change))
+        .catch(reason =>
+          console.warn('jupyter-xcsh: could not show an agent edit', reason)
+        );
+      this._chains.set(panel, next);
+    }
+  }
+
+  private async _follow(
+    panel: NotebookPanel,
+    change: ICellChangeEvent
+  ): Promise<void> {
+    const { context } = panel;
+    if (context.isDisposed || !context.model) {
+      return;
+    }
+    const plan = planSync({
+      dirty: context.model.dirty,
+      collaborative: context.model.collaborative === true
+    });
+    if (plan === 'skip') {
+      return;
+    }
+    if (plan === 'revert') {
+      await context.revert();
+      return;
+    }
+    if (
+      change.source.length >= MAX_EVENT_SOURCE &&
+      change.action !== 'delete'
+    ) {
+      change = {
+        ...change,
+        source: await this._savedSource(context.path, change)
+      };
+    }
+    if (!applyChange(context.model.sharedModel, change)) {
+      console.warn(
+        `jupyter-xcsh: agent ${change.action} of cell ${change.cellIndex} in ` +
+          `${change.path} has no matching cell here; the file holds it`
+      );
+    }
+    const saved = await this.app.serviceManager.contents.get(context.path, {
+      content: false,
+      hash: true
+    });
+    acknowledgeSave(context, saved);
+  }
+
+  /**
+   * The full source of the changed cell, from the saved file (the event's copy was cut).
+   */
+  private async _savedSource(
+    path: string,
+    change: ICellChangeEvent
+  ): Promise<string> {
+    const model = await this.app.serviceManager.contents.get(path, {
+      content: true,
+      type: 'notebook'
+    });
+    const cells = (model.content?.cells ?? []) as Array<Record<string, any>>;
+    const cell =
+      cells.find(c => change.cellId !== null && c.id === change.cellId) ??
+      cells[change.cellIndex];
+    const source = cell?.source ?? change.source;
+    return Array.isArray(source) ? source.join('') : String(source);
+  }
+
+  private _chains = new WeakMap<NotebookPanel, Promise<void>>();
+}
