@@ -1,0 +1,111 @@
+"""``GET /api/xcsh/artifacts/<id>``: the full text of an artifact, whole or a page at a time."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from ..outputs.artifacts import ArtifactStore, iter_byte_range, iter_line_range
+from .base import XcshAPIHandler
+
+TEXT = "text/plain; charset=utf-8"
+
+_RANGE = re.compile(r"\Abytes=(\d*)-(\d*)\Z")
+
+
+def parse_range(header: str, size: int) -> tuple[int, int] | None:
+    """Return ``[start, end)`` of a single ``bytes=`` range, or None to serve the whole file.
+
+    Raises ``web.HTTPError(416)`` for a range that lies beyond the file. Multiple or malformed
+    ranges are ignored, as RFC 9110 allows.
+    """
+    match = _RANGE.match(header.replace(" ", ""))
+    if not match or match[1] == match[2] == "":
+        return None
+    if match[1] == "":
+        suffix = int(match[2])
+        if suffix == 0:
+            raise web.HTTPError(416, f"Range not satisfiable: {header}")
+        return max(0, size - suffix), size
+    start = int(match[1])
+    end = size if match[2] == "" else min(size, int(match[2]) + 1)
+    if start >= size or start >= end:
+        raise web.HTTPError(416, f"Range not satisfiable: {header}")
+    return start, end
+
+
+class ArtifactHandler(XcshAPIHandler):
+    r"""Serve an artifact's text.
+
+    ``GET /api/xcsh/artifacts/<id>``: 200 with the whole text (``text/plain; charset=utf-8``).
+    ``?offset=<n>&limit=<m>``: lines ``n .. n+m-1`` (1-based, each with its ``\n``; ``limit``
+    omitted means to the end). ``Range: bytes=a-b``: 206 with those bytes and ``Content-Range``
+    (a byte range may split a multi-byte character). 400 for an id not of the store's form or a
+    bad query, 404 for an unknown id, 416 for a range beyond the end, 403 when the user may not
+    read contents.
+    """
+
+    auth_resource = "contents"
+
+    @property
+    def store(self) -> ArtifactStore:
+        """The extension's artifact store."""
+        store: ArtifactStore = self.services["artifact_store"]
+        return store
+
+    @web.authenticated
+    @authorized
+    async def get(self, artifact_id: str) -> None:
+        """Write the artifact (or the lines or bytes asked for) as plain text."""
+        offset = self._positive_argument("offset")
+        limit = self._positive_argument("limit")
+        byte_range = self.request.headers.get("Range")
+        paged = offset is not None or limit is not None
+        if paged and byte_range is not None:
+            raise web.HTTPError(400, "Use either ?offset=&limit= or a Range header, not both")
+        with self.domain_errors():
+            file = self.store.open(artifact_id)
+        with file:
+            if paged:
+                blocks = iter_line_range(file, offset or 1, limit)
+            else:
+                size = os.fstat(file.fileno()).st_size
+                span = parse_range(byte_range, size) if byte_range else None
+                start, end = span or (0, size)
+                blocks = iter_byte_range(file, start, end)
+                self.set_header("Accept-Ranges", "bytes")
+                self.set_header("Content-Length", str(end - start))
+                if span is not None:
+                    self.set_status(206)
+                    self.set_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
+            self.set_header("Content-Type", TEXT)
+            await self._send(blocks)
+
+    async def _send(self, blocks: Iterator[bytes]) -> None:
+        # One block in memory at a time, whatever the artifact's size.
+        for block in blocks:
+            self.write(block)
+            try:
+                await self.flush()
+            except StreamClosedError:
+                return  # the client went away
+        await self.finish(set_content_type=TEXT)
+
+    def _positive_argument(self, name: str) -> int | None:
+        raw = self.get_query_argument(name, None)
+        if raw is None:
+            return None
+        if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+            raise web.HTTPError(400, f"{name} must be a positive integer, got {raw!r}")
+        return int(raw)
+
+
+def routes(services: dict[str, Any]) -> list[tuple[str, type, dict[str, Any]]]:
+    """The artifact routes, each handler receiving ``services`` through ``initialize``."""
+    return [(r"/api/xcsh/artifacts/(.+)", ArtifactHandler, services)]
