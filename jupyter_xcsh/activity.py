@@ -7,12 +7,17 @@ Emitting never fails a tool call: a broken event is logged and dropped.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from jupyter_events import EventLogger
+
+from .execution.observer import ExecutionObserver
 
 SCHEMA_DIR = Path(__file__).parent / "event_schemas"
 NOTEBOOK_SCHEMA = "https://events.jupyter.org/jupyter_xcsh/notebook/v1"
@@ -82,3 +87,104 @@ class ActivityEvents:
                 "error": error,
             },
         )
+
+
+#: Output tail carried by one chunk event, in characters.
+MAX_EVENT_TAIL = 4096
+#: Largest base64 image carried by a display event (larger: described by size only).
+MAX_EVENT_IMAGE = 1024 * 1024
+#: Largest JSON display carried by an event, in serialised characters.
+MAX_EVENT_JSON = 256 * 1024
+#: Largest result text carried by a finished event.
+MAX_EVENT_TEXT = 16 * 1024
+
+
+class PythonCallEvents(ExecutionObserver):
+    """Report one python tool call's progress as lab events.
+
+    Output chunks are throttled (at most one event per ``interval`` seconds per call) and carry
+    only the latest tail of the cell's output, so a call printing megabytes cannot flood the
+    event bus; a cell's final tail is always sent before its status changes.
+    """
+
+    def __init__(self, events: ActivityEvents, interval: float = 0.25) -> None:
+        self.events = events
+        self.interval = interval
+        self.call_id = new_call_id()
+        self.session: str | None = None
+        self._tails: dict[int, str] = {}
+        self._pending: set[int] = set()
+        self._last_chunk_event = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def _emit(self, event: str, **fields: Any) -> None:
+        data = {"callId": self.call_id, "event": event, "session": self.session, **fields}
+        self.events.emit(PYTHON_SCHEMA, data)
+
+    def call_started(self, call: dict[str, Any]) -> None:  # noqa: D102
+        self.session = call.get("session")
+        cells = [
+            {"index": c["index"], "title": c["title"], "code": c["code"][:MAX_EVENT_SOURCE]}
+            for c in call.get("cells", [])
+        ]
+        self._emit("started", cells=cells)
+
+    def cell_status(self, index: int, status: str) -> None:  # noqa: D102
+        self._flush()
+        self._emit("cell", cellIndex=index, status=status)
+
+    def chunk(self, index: int, text: str) -> None:  # noqa: D102
+        self._tails[index] = (self._tails.get(index, "") + text)[-MAX_EVENT_TAIL:]
+        self._pending.add(index)
+        wait = self._last_chunk_event + self.interval - time.monotonic()
+        if wait <= 0:
+            self._flush()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(wait, self._flush)
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for index in sorted(self._pending):
+            self._emit("chunk", cellIndex=index, text=self._tails[index])
+        if self._pending:
+            self._last_chunk_event = time.monotonic()
+        self._pending.clear()
+
+    def display(self, index: int, kind: str, data: Any) -> None:  # noqa: D102
+        if kind == "image" and isinstance(data, dict):
+            encoded = data["data"] if isinstance(data.get("data"), str) else ""
+            display: dict[str, Any] = {
+                "kind": "image",
+                "mimeType": data.get("mimeType", "image/png"),
+                "bytes": len(encoded) * 3 // 4,
+            }
+            if len(encoded) <= MAX_EVENT_IMAGE:
+                display["data"] = encoded
+        else:
+            try:
+                size = len(json.dumps(data))
+            except (TypeError, ValueError):
+                size = MAX_EVENT_JSON + 1
+            display = {"kind": "json", "data": data if size <= MAX_EVENT_JSON else None}
+            if size > MAX_EVENT_JSON:
+                display["bytes"] = size
+        self._emit("display", cellIndex=index, display=display)
+
+    def status_event(self, index: int, event: dict[str, Any]) -> None:  # noqa: D102
+        self._emit("display", cellIndex=index, display={"kind": "status", "data": event})
+
+    def call_finished(self, result: dict[str, Any]) -> None:  # noqa: D102
+        self._flush()
+        keys = ("isError", "cancelled", "timedOut", "truncated", "totalLines", "totalBytes")
+        summary: dict[str, Any] = {k: result.get(k) for k in keys}
+        summary["text"] = str(result.get("text", ""))[:MAX_EVENT_TEXT]
+        summary["artifactId"] = result.get("artifactId")
+        summary["artifactPath"] = result.get("artifactPath")
+        cells = result.get("cells") or []
+        summary["durationMs"] = sum(c.get("durationMs") or 0 for c in cells)
+        summary["cells"] = [
+            {k: c.get(k) for k in ("index", "status", "durationMs", "exitCode")} for c in cells
+        ]
+        self._emit("finished", result=summary)

@@ -10,6 +10,7 @@ from typing import Any
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Instance
 
+from .activity import ActivityEvents
 from .execution import ExecutionService
 from .handlers import artifacts as artifacts_handlers
 from .handlers import notebook as notebook_handlers
@@ -35,6 +36,7 @@ class XcshApp(ExtensionApp):
     notebook_store = Instance(NotebookStore, allow_none=True, help="Reads and saves notebooks.")
     artifact_store = Instance(ArtifactStore, allow_none=True, help="Keeps full outputs as files.")
     execution = Instance(ExecutionService, allow_none=True, help="Runs python tool calls.")
+    activity = Instance(ActivityEvents, allow_none=True, help="Reports tool calls to the lab.")
 
     #: Seconds between two artifact retention passes (the first runs at start).
     artifact_prune_interval = 600.0
@@ -50,6 +52,7 @@ class XcshApp(ExtensionApp):
         )
         assert self.serverapp is not None  # set by the server before it loads extensions
         self.notebook_store = NotebookStore(self.serverapp.contents_manager, limits)
+        self.activity = ActivityEvents(self.serverapp.event_logger)
         self.artifact_store = ArtifactStore(
             self.serverapp.root_dir,
             folder=self.xcsh_settings.artifacts_dir,
@@ -75,6 +78,7 @@ class XcshApp(ExtensionApp):
             "notebook_store": self.notebook_store,
             "artifact_store": self.artifact_store,
             "execution": self.execution,
+            "activity": self.activity,
         }
 
     def initialize_handlers(self) -> None:
@@ -84,6 +88,7 @@ class XcshApp(ExtensionApp):
             "notebook_store": self.notebook_store,
             "artifact_store": self.artifact_store,
             "execution": self.execution,
+            "activity": self.activity,
         }
         routes = notebook_handlers.routes(services)
         routes += artifacts_handlers.routes(services)

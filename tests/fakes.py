@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+
 from jupyter_server.auth.authorizer import Authorizer
+from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+from traitlets import Int
 
 
 class DenyWritesAuthorizer(Authorizer):
@@ -17,3 +21,20 @@ class DenyAllAuthorizer(Authorizer):
 
     def is_authorized(self, handler, user, action, resource):  # type: ignore[no-untyped-def]
         return False
+
+
+class EmfileKernelManager(AsyncMappingKernelManager):
+    """Fail one kernel start with EMFILE, as a process out of file descriptors would.
+
+    ``ServerApp.kernel_manager_class``; ``EmfileKernelManager.fail_start`` is the 1-based
+    start that fails (default the first).
+    """
+
+    fail_start = Int(1, config=True, help="Which kernel start (1-based) raises EMFILE.")
+    starts = 0
+
+    async def start_kernel(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.starts += 1
+        if self.starts == self.fail_start:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return await super().start_kernel(*args, **kwargs)

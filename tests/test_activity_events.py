@@ -1,4 +1,4 @@
-"""Notebook tool calls are reported on the server's event bus for the lab."""
+"""Tool calls are reported on the server's event bus for the lab."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import asyncio
 
 import pytest
 
-from jupyter_xcsh.activity import NOTEBOOK_SCHEMA
+from jupyter_xcsh.activity import NOTEBOOK_SCHEMA, PYTHON_SCHEMA
 
 from .notebooks import jupyter_text, sample_notebook
+from .python_tool import run
 
 
 @pytest.fixture
@@ -71,3 +72,56 @@ async def test_a_malformed_body_reports_nothing(notebook_tool, notebook, events)
     assert status == 400
     await asyncio.sleep(0.1)
     assert events == []
+
+
+@pytest.fixture
+def python_events(jp_serverapp):
+    """Collect the xcsh python events the server emits."""
+    seen: list[dict] = []
+
+    async def listener(logger, schema_id, data):
+        seen.append(dict(data))
+
+    jp_serverapp.event_logger.add_listener(schema_id=PYTHON_SCHEMA, listener=listener)
+    return seen
+
+
+@pytest.mark.timeout(300)
+async def test_a_python_call_is_reported_from_start_to_finish(jp_fetch, python_events):
+    code = (
+        "import time\n"
+        "for i in range(12):\n"
+        "    print('line', i, 'x' * 1000, flush=True)\n"
+        "    time.sleep(0.1)\n"
+        "status('step', done=12)"
+    )
+    result = await run(jp_fetch, code, "1/0", session="events")
+    # Listener tasks run right after each emit; the last one may trail the response slightly.
+    await _wait_for_event(python_events, "finished")
+    kinds = [e["event"] for e in python_events]
+    assert kinds[0] == "started" and kinds[-1] == "finished"
+    assert {e["callId"] for e in python_events} == {python_events[0]["callId"]}
+    assert python_events[0]["session"] == "events"
+    assert [c["code"] for c in python_events[0]["cells"]] == [code, "1/0"]
+    statuses = [(e["cellIndex"], e["status"]) for e in python_events if e["event"] == "cell"]
+    assert (0, "running") in statuses and (0, "complete") in statuses and (1, "error") in statuses
+    chunks = [e for e in python_events if e["event"] == "chunk" and e["cellIndex"] == 0]
+    # Output arrives over ~1.2 s: throttled to a few events, each only the tail (<= 4 KiB).
+    assert 1 <= len(chunks) <= 10
+    assert all(len(e["text"]) <= 4096 for e in chunks)
+    assert chunks[-1]["text"].endswith("x" * 1000 + "\n")
+    assert "line 11" in chunks[-1]["text"]
+    assert kinds.index("chunk") < kinds.index("finished")
+    displays = [e["display"] for e in python_events if e["event"] == "display"]
+    assert {"kind": "status", "data": {"op": "step", "done": 12}} in displays
+    finished = python_events[-1]["result"]
+    assert finished["isError"] is True and finished["text"] == result["text"]
+    assert [c["status"] for c in finished["cells"]] == ["complete", "error"]
+
+
+async def _wait_for_event(seen, kind):
+    for _ in range(500):
+        if any(e["event"] == kind for e in seen):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no {kind} event in {seen}")

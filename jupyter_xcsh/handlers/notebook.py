@@ -35,7 +35,7 @@ class NotebookHandler(XcshAPIHandler):
     @property
     def activity(self) -> ActivityEvents:
         """Where finished calls are reported for the lab."""
-        return self.services["activity"]  # type: ignore[no-any-return]
+        return self.services["activity"]
 
     @web.authenticated
     @authorized("read")

@@ -1,0 +1,202 @@
+"""Run one cell on a kernel connection: route its messages into an OutputSink until it is done."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..outputs.sink import OutputSink, SinkResult
+from .connection import KernelConnection, KernelLostError
+from .messages import STDIN_NOTICE, error_output, reduce_display
+from .observer import ExecutionObserver
+
+__all__ = ["CallControl", "CellRun", "run_cell"]
+
+#: Seconds between liveness checks while a cell waits for messages.
+LIVENESS_INTERVAL = 1.0
+#: Seconds a cell gets to stop after the kernel manager's interrupt, then after the control one.
+INTERRUPT_GRACE = (1.0, 2.0)
+
+
+@dataclass
+class CellRun:
+    """One cell of a call and what running it produced."""
+
+    index: int
+    title: str
+    code: str
+    status: str = "pending"
+    output: str = ""
+    exit_code: int | None = None
+    duration_ms: int | None = None
+    status_events: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    sink: SinkResult | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The cell as returned in ``cells[]``."""
+        body: dict[str, Any] = {
+            "index": self.index,
+            "title": self.title,
+            "status": self.status,
+            "output": self.output,
+            "exitCode": self.exit_code,
+            "durationMs": self.duration_ms,
+            "statusEvents": self.status_events,
+        }
+        if self.error is not None:
+            body["error"] = self.error
+        if self.sink is not None and self.sink.artifact_id is not None:
+            body["artifactId"] = self.sink.artifact_id
+        return body
+
+
+class CallControl:
+    """Lets someone else (an interrupt request, a client disconnect) cancel a running call."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
+        self._notify: Callable[[], None] | None = None
+
+    def attach(self, notify: Callable[[], None] | None) -> None:
+        """Call ``notify`` on a later cancel (it wakes the running cell)."""
+        self._notify = notify
+
+    def cancel(self) -> None:
+        """Ask the call to stop: the running cell is interrupted, later cells do not run."""
+        if self.cancelled:
+            return
+        self.cancelled = True
+        if self._notify is not None:
+            self._notify()
+
+
+@dataclass
+class _CellState:
+    reply: dict[str, Any] | None = None
+    idle: bool = False
+    lost: bool = False
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def done(self) -> bool:
+        # A cell is complete only with both its execute_reply and its idle status.
+        return self.reply is not None and self.idle
+
+
+@dataclass
+class CellOutcome:
+    """How a cell ended: ``ok``, ``error``, ``timeout`` or ``cancelled``."""
+
+    kind: str
+    stdin_requested: bool = False
+    images: list[dict[str, str]] = field(default_factory=list)
+    json_outputs: list[Any] = field(default_factory=list)
+    unresponsive: bool = False
+
+
+async def run_cell(
+    connection: KernelConnection,
+    cell: CellRun,
+    sink: OutputSink,
+    *,
+    deadline: float,
+    control: CallControl,
+    observer: ExecutionObserver,
+    interrupt: Callable[[], Awaitable[None]],
+    is_alive: Callable[[], Awaitable[bool]],
+) -> CellOutcome:
+    """Execute ``cell.code`` and collect its output; raise ``KernelLostError`` if it dies."""
+    outcome = CellOutcome("ok")
+    state = _CellState()
+
+    def handle(channel: str, msg: dict[str, Any]) -> None:
+        if channel == "lost":
+            state.lost = True
+            state.wake.set()
+            return
+        kind = msg.get("msg_type")
+        content = msg.get("content", {})
+        if channel == "iopub":
+            if kind == "stream":
+                sink.push(str(content.get("text", "")))
+            elif kind in ("execute_result", "display_data", "update_display_data"):
+                display = reduce_display(content.get("data", {}))
+                if display.status is not None:
+                    cell.status_events.append(display.status)
+                    observer.status_event(cell.index, display.status)
+                    return
+                if display.text is not None:
+                    sink.push(display.text)
+                for image in display.images:
+                    outcome.images.append(image)
+                    observer.display(cell.index, "image", image)
+                for value in display.json_outputs:
+                    outcome.json_outputs.append(value)
+                    observer.display(cell.index, "json", value)
+            elif kind == "error":
+                text, cell.error = error_output(content)
+                sink.push(text)
+            elif kind == "status" and content.get("execution_state") == "idle":
+                state.idle = True
+                if state.done:
+                    state.wake.set()
+        elif channel == "shell" and kind == "execute_reply":
+            state.reply = content
+            if state.done:
+                state.wake.set()
+        elif channel == "stdin" and kind == "input_request":
+            sink.push(STDIN_NOTICE + "\n")
+            connection.input_reply("")
+            outcome.stdin_requested = True
+
+    async def wait(until: float, stop_on_cancel: bool) -> str:
+        """Wait until the cell is done ('done'), cancelled ('cancel') or the time is up."""
+        next_check = time.monotonic() + LIVENESS_INTERVAL
+        while not state.done:
+            if state.lost:
+                raise KernelLostError(connection.lost or "kernel lost")
+            if stop_on_cancel and control.cancelled:
+                return "cancel"
+            now = time.monotonic()
+            if now >= until:
+                return "time"
+            if now >= next_check:
+                if not await is_alive():
+                    raise KernelLostError("kernel is not alive")
+                next_check = time.monotonic() + LIVENESS_INTERVAL
+                continue
+            state.wake.clear()
+            if state.done or state.lost or (stop_on_cancel and control.cancelled):
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(state.wake.wait(), min(until, next_check) - now)
+        return "done"
+
+    msg_id = connection.execute(cell.code, handle)
+    control.attach(state.wake.set)
+    try:
+        ended = await wait(deadline, True)
+        if ended != "done":
+            outcome.kind = "timeout" if ended == "time" else "cancelled"
+            await interrupt()
+            ended = await wait(time.monotonic() + INTERRUPT_GRACE[0], False)
+            if ended != "done":
+                connection.interrupt_request()
+                ended = await wait(time.monotonic() + INTERRUPT_GRACE[1], False)
+            outcome.unresponsive = ended != "done"
+            return outcome
+        reply = state.reply or {}
+        if reply.get("status") != "ok":
+            outcome.kind = "error"
+            if cell.error is None and reply.get("status") == "error":
+                text, cell.error = error_output(reply)
+                sink.push(text)
+        return outcome
+    finally:
+        control.attach(None)
+        connection.unroute(msg_id)

@@ -1,0 +1,228 @@
+"""One client connection to one kernel incarnation, with messages routed by request id.
+
+A ``KernelConnection`` keeps reading the shell, IOPub and stdin channels of the client the
+kernel manager gives (a ZMQ client for local kernels, a websocket client for a gateway), and
+hands every message to the queue of the request it answers. Reading all the time keeps the
+channels drained (a late message of an interrupted cell never blocks the next one) and lets
+parent-less messages, such as the ``restarting`` status a gateway sends when its kernel died,
+reach the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from queue import Empty
+from typing import Any
+
+from jupyter_core.utils import ensure_async
+
+__all__ = ["Handler", "KernelConnection", "KernelLostError", "Route"]
+
+#: Seconds given to a ZMQ stdin socket to finish connecting once the kernel answers.
+STDIN_SETTLE = 0.25
+
+#: One routed message: the channel name and the message.
+Route = tuple[str, dict[str, Any]]
+#: Receives the routed messages of one request, on the event loop, as they are read. The
+#: channel is ``"lost"`` (with an empty message) when the kernel died or restarted.
+Handler = Callable[[str, dict[str, Any]], None]
+#: Messages handled in a row before a pump lets other tasks run.
+FAIRNESS_BATCH = 64
+
+
+class KernelLostError(RuntimeError):
+    """The kernel died or restarted while a request was outstanding."""
+
+
+class KernelConnection:
+    """Read a kernel client's channels and route messages to the request they answer."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        log: logging.Logger,
+        on_lost: Callable[[str], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.log = log
+        self._on_lost = on_lost
+        self._routes: dict[str, Handler] = {}
+        self._pumps: list[asyncio.Task[None]] = []
+        self.lost: str | None = None
+        self.kernel_info: dict[str, Any] = {}
+        self.ready = False
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def open(self, deadline: float, is_alive: Callable[[], Awaitable[bool]]) -> None:
+        """Start the channels and wait until the kernel answers, IOPub included.
+
+        Waiting for a ``kernel_info_reply`` on shell *and* a message on IOPub means no early
+        IOPub message of the first request is lost.
+
+        Raises ``TimeoutError`` past ``deadline`` (a ``time.monotonic`` value) and
+        ``KernelLostError`` when the kernel is found dead.
+        """
+        await ensure_async(self.client.start_channels())
+        for name in ("shell", "iopub", "stdin", "control"):
+            self._pumps.append(asyncio.create_task(self._pump(name)))
+        while True:
+            msg_id = self.client.kernel_info()
+            queue = self.collect(msg_id)
+            try:
+                replied = iopub_seen = False
+                attempt_end = min(deadline, time.monotonic() + 1.0)
+                while not (replied and iopub_seen):
+                    remaining = attempt_end - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    try:
+                        channel, msg = await asyncio.wait_for(queue.get(), remaining)
+                    except TimeoutError:
+                        break
+                    if channel == "lost":
+                        raise KernelLostError(self.lost or "kernel lost")
+                    if channel == "shell" and msg["msg_type"] == "kernel_info_reply":
+                        replied = True
+                        self.kernel_info = msg.get("content", {})
+                    elif channel == "iopub":
+                        iopub_seen = True
+                if replied and iopub_seen:
+                    # A kernel's stdin ROUTER drops an input_request to a DEALER whose
+                    # connection it has not seen yet, and the cell would then wait forever.
+                    # A DEALER (ours, or a gateway's behind its websocket) retries its
+                    # connection every 100 ms (ZMQ's reconnect_ivl), so once shell answers,
+                    # stdin is connected within that.
+                    await asyncio.sleep(STDIN_SETTLE)
+                    self.ready = True
+                    return
+            finally:
+                self.unroute(msg_id)
+            if time.monotonic() >= deadline:
+                raise TimeoutError("Kernel did not answer in time")
+            if not await is_alive():
+                raise KernelLostError("Kernel died before replying to kernel_info")
+
+    def close(self) -> None:
+        """Stop reading and close the client's channels (releasing its sockets)."""
+        for task in self._pumps:
+            task.cancel()
+        self._pumps.clear()
+        with contextlib.suppress(Exception):
+            self.client.stop_channels()
+
+    # -- requests -------------------------------------------------------------------------
+    def route(self, msg_id: str, handler: Handler) -> None:
+        """Hand every message whose parent is ``msg_id`` to ``handler`` as soon as it is read.
+
+        Handling inline, rather than queueing, keeps memory bounded whatever the output rate.
+        """
+        self._routes[msg_id] = handler
+        if self.lost is not None:
+            handler("lost", {})
+
+    def collect(self, msg_id: str) -> asyncio.Queue[Route]:
+        """Route the (few) messages of ``msg_id`` into a queue, for short requests."""
+        queue: asyncio.Queue[Route] = asyncio.Queue()
+        self.route(msg_id, lambda channel, msg: queue.put_nowait((channel, msg)))
+        return queue
+
+    def unroute(self, msg_id: str) -> None:
+        """Stop routing the messages of ``msg_id`` (later ones are dropped)."""
+        self._routes.pop(msg_id, None)
+
+    def execute(self, code: str, handler: Handler, *, silent: bool = False) -> str:
+        """Send an ``execute_request`` whose messages go to ``handler``; return its id."""
+        msg_id: str = self.client.execute(
+            code,
+            silent=silent,
+            store_history=not silent,
+            allow_stdin=not silent,
+            stop_on_error=False,
+        )
+        # No await between sending and routing: the pumps cannot see a reply before the route.
+        self.route(msg_id, handler)
+        return msg_id
+
+    def _send(self, channel: str, msg_type: str, content: dict[str, Any]) -> None:
+        msg = self.client.session.msg(msg_type, content)
+        # A gateway client's websocket needs the channel in the message, else the gateway
+        # delivers it on shell (jupyter_server's GatewayKernelClient omits it).
+        msg["channel"] = channel
+        getattr(self.client, f"{channel}_channel").send(msg)
+
+    def input_reply(self, value: str) -> None:
+        """Answer the kernel's pending ``input_request``."""
+        self._send("stdin", "input_reply", {"value": value})
+
+    def interrupt_request(self) -> None:
+        """Send an ``interrupt_request`` on the control channel (protocol 5.3+)."""
+        version = str(self.kernel_info.get("protocol_version", "5.0"))
+        major, _, minor = version.partition(".")
+        if (int(major or 0), int((minor or "0").split(".")[0] or 0)) < (5, 3):
+            return
+        self._send("control", "interrupt_request", {})
+
+    # -- reading --------------------------------------------------------------------------
+    def _mark_lost(self, reason: str) -> None:
+        if self.lost is not None:
+            return
+        self.lost = reason
+        for handler in list(self._routes.values()):
+            handler("lost", {})
+        if self._on_lost is not None:
+            self._on_lost(reason)
+
+    async def _next(self, channel: Any, idle_sleep: list[float]) -> dict[str, Any]:
+        if hasattr(channel, "get_nowait"):
+            # A gateway channel is a thread-fed queue whose own get_msg spins the event loop;
+            # poll it with a short, growing sleep instead.
+            while True:
+                try:
+                    msg: dict[str, Any] = channel.get_nowait()
+                except Empty:
+                    if getattr(channel, "response_router_finished", False):
+                        raise ConnectionError("gateway websocket closed") from None
+                    await asyncio.sleep(idle_sleep[0])
+                    idle_sleep[0] = min(idle_sleep[0] * 2, 0.02)
+                else:
+                    idle_sleep[0] = 0.0005
+                    channel.task_done()
+                    return msg
+        return await channel.get_msg(timeout=None)
+
+    async def _pump(self, name: str) -> None:
+        channel = getattr(self.client, f"{name}_channel")
+        idle_sleep = [0.0005]
+        handled = 0
+        while True:
+            try:
+                msg = await self._next(channel, idle_sleep)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                self.log.debug("xcsh: %s channel stopped: %s", name, e)
+                if name in ("iopub", "shell"):
+                    self._mark_lost(f"{name} channel closed")
+                return
+            parent = (msg.get("parent_header") or {}).get("msg_id")
+            handler = self._routes.get(parent) if parent else None
+            handled += 1
+            if handled % FAIRNESS_BATCH == 0:
+                # zmq hands over ready messages without yielding: let the server breathe.
+                await asyncio.sleep(0)
+            if handler is not None:
+                try:
+                    handler(name, msg)
+                except Exception:
+                    self.log.exception("xcsh: handling a %s message failed", msg.get("msg_type"))
+            elif name == "iopub" and msg.get("msg_type") == "status":
+                state = msg.get("content", {}).get("execution_state")
+                # "starting" before readiness is the fresh kernel's own first status; after it,
+                # a new process started on the same ports (a restart we did not ask for).
+                if state in ("restarting", "dead") or (state == "starting" and self.ready):
+                    self._mark_lost(f"kernel {state}")

@@ -1,0 +1,162 @@
+"""The only code that talks to the server's kernel manager (local or gateway-backed)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from jupyter_core.utils import ensure_async
+
+__all__ = ["KernelLauncher", "is_fd_exhaustion", "is_server_error"]
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def is_fd_exhaustion(error: BaseException) -> bool:
+    """Whether ``error`` (or its cause) is EMFILE/ENFILE, "Too many open files"."""
+    for e in _chain(error):
+        if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
+            return True
+        if "Too many open files" in str(e):
+            return True
+    return False
+
+
+def is_server_error(error: BaseException) -> bool:
+    """Whether ``error`` is an HTTP 5xx answer (a gateway failing to create a kernel)."""
+    for e in _chain(error):
+        status = getattr(e, "status_code", None) or getattr(e, "code", None)
+        if isinstance(status, int) and 500 <= status <= 599:
+            return True
+    return False
+
+
+class KernelLauncher:
+    """Start, connect, interrupt, restart and stop kernels through the server's kernel manager.
+
+    Parameters
+    ----------
+    kernel_manager
+        ``ServerApp.kernel_manager`` (a ``MappingKernelManager``, or a
+        ``GatewayMappingKernelManager`` when the server uses a gateway).
+    on_fd_exhaustion
+        Called before retrying a kernel start that failed with EMFILE/ENFILE, to release what
+        can be released.
+
+    """
+
+    def __init__(
+        self,
+        kernel_manager: Any,
+        *,
+        log: logging.Logger,
+        on_fd_exhaustion: Callable[[], None] | None = None,
+    ) -> None:
+        self.km = kernel_manager
+        self.log = log
+        self.on_fd_exhaustion = on_fd_exhaustion
+
+    @property
+    def default_kernel_name(self) -> str:
+        """The server's default kernel name."""
+        return str(getattr(self.km, "default_kernel_name", "") or "python3")
+
+    async def start(self, kernel_name: str, path: str) -> str:
+        """Start a kernel in API ``path``; retry once on an HTTP 5xx and once on EMFILE."""
+        retried_5xx = retried_fd = False
+        while True:
+            try:
+                kernel_id = await self.km.start_kernel(kernel_name=kernel_name, path=path)
+                return str(kernel_id)
+            except Exception as e:
+                if is_fd_exhaustion(e) and not retried_fd:
+                    retried_fd = True
+                    self.log.warning("xcsh: kernel start hit %s; releasing clients, retrying", e)
+                    if self.on_fd_exhaustion is not None:
+                        self.on_fd_exhaustion()
+                    continue
+                if is_server_error(e) and not retried_5xx:
+                    retried_5xx = True
+                    self.log.warning("xcsh: kernel start failed with %s; retrying once", e)
+                    continue
+                raise
+
+    def client(self, kernel_id: str) -> Any:
+        """Return a new client of the kernel (ZMQ locally, websocket on a gateway)."""
+        return self.km.get_kernel(kernel_id).client()
+
+    def exists(self, kernel_id: str) -> bool:
+        """Whether the kernel manager still knows the kernel."""
+        try:
+            self.km.get_kernel(kernel_id)
+        except KeyError:
+            return False
+        return True
+
+    async def is_alive(self, kernel_id: str) -> bool:
+        """Whether the kernel is alive; a kernel the manager forgot is dead."""
+        try:
+            kernel = self.km.get_kernel(kernel_id)
+        except KeyError:
+            return False
+        try:
+            return bool(await ensure_async(kernel.is_alive()))
+        except Exception as e:  # a transient gateway error is not a death
+            self.log.debug("xcsh: liveness check of %s failed: %s", kernel_id, e)
+            return True
+
+    def has_restarter(self, kernel_id: str) -> bool:
+        """Whether the server's auto-restarter watches this (local) kernel."""
+        try:
+            kernel = self.km.get_kernel(kernel_id)
+        except KeyError:
+            return False
+        return bool(getattr(kernel, "autorestart", False)) and (
+            getattr(kernel, "_restarter", None) is not None
+        )
+
+    def watch_restarts(self, kernel_id: str, callback: Callable[[str], None]) -> None:
+        """Call ``callback("restart"|"dead")`` when the server's auto-restarter acts."""
+        try:
+            kernel = self.km.get_kernel(kernel_id)
+        except KeyError:
+            return
+        if hasattr(kernel, "add_restart_callback"):
+            kernel.add_restart_callback(lambda: callback("restart"), "restart")
+            kernel.add_restart_callback(lambda: callback("dead"), "dead")
+
+    async def interrupt(self, kernel_id: str) -> None:
+        """Interrupt through the kernel manager (signal locally, REST on a gateway)."""
+        try:
+            await ensure_async(self.km.interrupt_kernel(kernel_id))
+        except Exception as e:
+            self.log.warning("xcsh: interrupting kernel %s failed: %s", kernel_id, e)
+
+    async def restart(self, kernel_id: str) -> None:
+        """Restart the kernel, keeping its id."""
+        await ensure_async(self.km.restart_kernel(kernel_id, now=True))
+
+    async def shutdown(self, kernel_id: str) -> None:
+        """Shut the kernel down now; a kernel already gone is not an error."""
+        if not self.exists(kernel_id):
+            return
+        try:
+            await asyncio.shield(ensure_async(self.km.shutdown_kernel(kernel_id, now=True)))
+        except KeyError:
+            pass
+        except Exception as e:
+            self.log.warning("xcsh: shutting down kernel %s failed: %s", kernel_id, e)
+        with contextlib.suppress(Exception):
+            if self.exists(kernel_id):
+                self.km.remove_kernel(kernel_id)

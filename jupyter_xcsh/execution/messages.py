@@ -1,0 +1,88 @@
+"""Reduce Jupyter display and error messages to what the python tool returns (pure, no I/O)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .markdown import html_to_markdown
+
+__all__ = [
+    "STATUS_MIME",
+    "STDIN_NOTICE",
+    "DisplayOutput",
+    "error_output",
+    "reduce_display",
+]
+
+#: The MIME type of a status event emitted by the in-kernel ``status(op, **data)`` helper.
+STATUS_MIME = "application/x-xcsh-status"
+
+#: The chunk written when the kernel asks for input, which the tool cannot provide.
+STDIN_NOTICE = (
+    "[stdin] Kernel requested input. Interactive stdin is not supported; "
+    "provide input programmatically."
+)
+
+
+@dataclass(frozen=True)
+class DisplayOutput:
+    """What one ``execute_result`` / ``display_data`` bundle contributes to a result."""
+
+    text: str | None = None
+    images: list[dict[str, str]] = field(default_factory=list)
+    json_outputs: list[Any] = field(default_factory=list)
+    status: dict[str, Any] | None = None
+
+
+def _as_text(value: Any) -> str:
+    # nbformat allows multiline strings stored as lists of lines.
+    if isinstance(value, list):
+        return "".join(str(v) for v in value)
+    return str(value)
+
+
+def _status_event(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {"op": value}
+    if isinstance(value, Mapping):
+        return dict(value)
+    return {"op": str(value)}
+
+
+def reduce_display(data: Mapping[str, Any]) -> DisplayOutput:
+    """Reduce a MIME bundle: a status event alone, else images, JSON and the best text.
+
+    Text precedence is ``text/markdown`` > ``text/plain`` > ``text/html`` (converted to
+    markdown); the text always ends with a newline.
+    """
+    if STATUS_MIME in data:
+        return DisplayOutput(status=_status_event(data[STATUS_MIME]))
+    images = []
+    if "image/png" in data:
+        images.append({"mimeType": "image/png", "data": _as_text(data["image/png"]).strip()})
+    json_outputs = [data["application/json"]] if "application/json" in data else []
+    text: str | None = None
+    if "text/markdown" in data:
+        text = _as_text(data["text/markdown"])
+    elif "text/plain" in data:
+        text = _as_text(data["text/plain"])
+    elif "text/html" in data:
+        text = html_to_markdown(_as_text(data["text/html"]))
+    if text is not None and not text.endswith("\n"):
+        text += "\n"
+    return DisplayOutput(text=text, images=images, json_outputs=json_outputs)
+
+
+def error_output(content: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Return the chunk (the traceback joined by newlines) and the structured error."""
+    traceback = [str(line) for line in content.get("traceback") or []]
+    ename = str(content.get("ename", ""))
+    evalue = str(content.get("evalue", ""))
+    text = "\n".join(traceback) if traceback else f"{ename}: {evalue}"
+    return text + "\n", {"ename": ename, "evalue": evalue, "traceback": traceback}

@@ -1,0 +1,110 @@
+"""The python tool's request: parsed and validated from a JSON body (no HTTP here)."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidRequestError, RefusedError
+
+__all__ = ["DEFAULT_TIMEOUT", "CellSpec", "PythonRequest", "parse_python_request"]
+
+DEFAULT_TIMEOUT = 30.0
+TIMEOUT_RANGE = (1.0, 600.0)
+_FIELDS = {"cells", "timeout", "cwd", "reset", "session", "mode", "kernel_name"}
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """One cell to run."""
+
+    code: str
+    title: str
+
+
+@dataclass(frozen=True)
+class PythonRequest:
+    """A validated python tool call; ``cwd`` is an API path, ``os_cwd`` its directory."""
+
+    cells: tuple[CellSpec, ...]
+    timeout: float
+    cwd: str
+    os_cwd: str
+    reset: bool
+    session: str
+    mode: str
+    kernel_name: str | None
+
+
+def _resolve_cwd(raw: str, root_dir: str) -> tuple[str, str]:
+    root = os.path.realpath(root_dir)
+    candidate = raw if os.path.isabs(raw) else os.path.join(root, raw.lstrip("/"))
+    os_path = os.path.realpath(candidate)
+    if os_path != root and not os_path.startswith(root + os.sep):
+        raise RefusedError(f"Working directory is outside the server root: {raw}")
+    if not os.path.exists(os_path):
+        raise InvalidRequestError(f"Working directory does not exist: {raw}")
+    if not os.path.isdir(os_path):
+        raise InvalidRequestError(f"Working directory is not a directory: {raw}")
+    api_path = os.path.relpath(os_path, root).replace(os.sep, "/")
+    return ("" if api_path == "." else api_path), os_path
+
+
+def parse_python_request(
+    body: dict[str, Any], *, root_dir: str, default_mode: str
+) -> PythonRequest:
+    """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
+    unknown = sorted(set(body) - _FIELDS)
+    if unknown:
+        raise InvalidRequestError(f"Unknown field(s): {', '.join(unknown)}")
+    if "cells" not in body:
+        raise InvalidRequestError("cells is required")
+    raw_cells = body["cells"]
+    if not isinstance(raw_cells, list):
+        raise InvalidRequestError("cells must be an array of {code, title?} objects")
+    cells = []
+    for i, raw in enumerate(raw_cells):
+        if not isinstance(raw, dict) or not isinstance(raw.get("code"), str):
+            raise InvalidRequestError(f"cells[{i}].code must be a string")
+        title = raw.get("title", "")
+        if not isinstance(title, str):
+            raise InvalidRequestError(f"cells[{i}].title must be a string")
+        extra = sorted(set(raw) - {"code", "title"})
+        if extra:
+            raise InvalidRequestError(f"cells[{i}] has unknown field(s): {', '.join(extra)}")
+        cells.append(CellSpec(code=raw["code"], title=title))
+
+    timeout = body.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout):
+        raise InvalidRequestError("timeout must be a number of seconds")
+    timeout = min(max(float(timeout), TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
+
+    cwd = body.get("cwd", "")
+    if not isinstance(cwd, str):
+        raise InvalidRequestError("cwd must be a string")
+    api_cwd, os_cwd = _resolve_cwd(cwd, root_dir)
+
+    reset = body.get("reset", False)
+    if not isinstance(reset, bool):
+        raise InvalidRequestError("reset must be a boolean")
+    session = body.get("session", "default")
+    if not isinstance(session, str) or not session or "/" in session or len(session) > 200:
+        raise InvalidRequestError("session must be a non-empty name without '/'")
+    mode = body.get("mode", default_mode)
+    if mode not in ("session", "per-call"):
+        raise InvalidRequestError(f"mode must be 'session' or 'per-call', not {mode!r}")
+    kernel_name = body.get("kernel_name")
+    if kernel_name is not None and (not isinstance(kernel_name, str) or not kernel_name):
+        raise InvalidRequestError("kernel_name must be a non-empty string")
+    return PythonRequest(
+        cells=tuple(cells),
+        timeout=timeout,
+        cwd=api_cwd,
+        os_cwd=os_cwd,
+        reset=reset,
+        session=session,
+        mode=mode,
+        kernel_name=kernel_name,
+    )

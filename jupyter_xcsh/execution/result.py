@@ -1,0 +1,110 @@
+"""Assemble a python tool call's result: combined text, counters and structured outputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..outputs.sink import truncation_notice
+from .cell import CellRun
+
+__all__ = ["CallOutcome", "assemble_result", "format_seconds"]
+
+
+def format_seconds(seconds: float) -> str:
+    """Seconds for a notice: whole when >= 10 or integral, else one decimal."""
+    value = round(seconds) if seconds >= 10 else round(seconds, 1)
+    return f"{value:g}"
+
+
+@dataclass
+class CallOutcome:
+    """Everything a call produced, before it is turned into the response body."""
+
+    cells: list[CellRun]
+    max_output_bytes: int
+    images: list[dict[str, str]] = field(default_factory=list)
+    json_outputs: list[Any] = field(default_factory=list)
+    cancelled: bool = False
+    timed_out: bool = False
+    stdin_requested: bool = False
+    notice: str | None = None  # "Command timed out after n seconds", "Command cancelled"
+    abort: str | None = None  # a failure that is not a cell's: too many restarts, no kernel
+    session: dict[str, Any] = field(default_factory=dict)
+
+
+def _combined_text(outcome: CallOutcome) -> str:
+    cells = outcome.cells
+    ran = [c for c in cells if c.status in ("complete", "error")]
+    notice_line = f"[{outcome.notice}]\n" if outcome.notice else ""
+    parts: list[str] = []
+    if len(cells) == 1 and ran:
+        parts.append(ran[0].output.rstrip("\n"))
+    else:
+        for cell in ran:
+            header = f"[{cell.index + 1}/{len(cells)}]" + (f" {cell.title}" if cell.title else "")
+            output = cell.output
+            if notice_line and output.startswith(notice_line):
+                output = output[len(notice_line) :]
+            output = output.rstrip("\n")
+            if not output and cell.status == "complete":
+                parts.append(f"{header} (ok)")
+            else:
+                parts.append(f"{header}\n{output}" if output else header)
+        if notice_line and ran:
+            parts.insert(0, notice_line.rstrip("\n"))
+    if not any(p.strip() for p in parts):
+        parts = ["(no text output)" if outcome.images or outcome.json_outputs else "(no output)"]
+        if notice_line:
+            parts.insert(0, notice_line.rstrip("\n"))
+    for cell in ran:
+        if cell.sink is not None:
+            notice = truncation_notice(cell.sink, outcome.max_output_bytes)
+            if notice:
+                parts.append(notice)
+    failed = next((c for c in ran if c.status == "error"), None)
+    if failed is not None and outcome.notice is None and outcome.abort is None:
+        if len(cells) == 1:
+            parts.append("Command exited with code 1")
+        else:
+            k = failed.index + 1
+            parts.append(
+                f"Cell {k} failed (exit code 1). Earlier cells succeeded—their state persists. "
+                f"Fix only cell {k}."
+            )
+    if outcome.abort:
+        parts.append(outcome.abort)
+    return "\n\n".join(p for p in parts if p)
+
+
+def assemble_result(outcome: CallOutcome) -> dict[str, Any]:
+    """The response body of a python tool call (also the last line of a stream)."""
+    sinks = [c.sink for c in outcome.cells if c.sink is not None]
+    spilled = [s for s in sinks if s.artifact_id is not None]
+    is_error = bool(
+        outcome.cancelled
+        or outcome.timed_out
+        or outcome.abort
+        or any(c.status == "error" for c in outcome.cells)
+    )
+    body: dict[str, Any] = {
+        "text": _combined_text(outcome),
+        "isError": is_error,
+        "cancelled": outcome.cancelled,
+        "timedOut": outcome.timed_out,
+        "stdinRequested": outcome.stdin_requested,
+        "cells": [c.to_json() for c in outcome.cells],
+        "images": outcome.images,
+        "jsonOutputs": outcome.json_outputs,
+        "statusEvents": [e for c in outcome.cells for e in c.status_events],
+        "truncated": any(s.truncated for s in sinks),
+        "totalLines": sum(s.total_lines for s in sinks),
+        "totalBytes": sum(s.total_bytes for s in sinks),
+        "outputLines": sum(s.output_lines for s in sinks),
+        "outputBytes": sum(s.output_bytes for s in sinks),
+        "session": outcome.session,
+    }
+    if spilled:
+        body["artifactId"] = spilled[-1].artifact_id
+        body["artifactPath"] = spilled[-1].artifact_path
+    return body

@@ -1,0 +1,121 @@
+"""``POST /api/xcsh/python``: the python tool, as one JSON result or an NDJSON stream."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from ..activity import PythonCallEvents
+from ..errors import XcshError
+from ..execution import CallControl, ExecutionObserver, ExecutionService, parse_python_request
+from ..execution.observer import ObserverGroup
+from .base import XcshAPIHandler, status_for
+
+#: The media type that asks for a stream of JSON lines.
+NDJSON = "application/x-ndjson"
+
+
+class StreamWriter(ExecutionObserver):
+    """Write each progress callback of a call as one JSON line, flushed at once."""
+
+    def __init__(self, handler: PythonHandler) -> None:
+        self.handler = handler
+
+    def send(self, event: dict[str, Any]) -> None:
+        """Write ``event`` as a line; a client gone cancels the call."""
+        handler = self.handler
+        if handler.gone:
+            return
+        try:
+            handler.write(json.dumps(event) + "\n")
+            handler.flush().add_done_callback(handler.flushed)
+        except StreamClosedError:
+            handler.on_connection_close()
+
+    def call_started(self, call: dict[str, Any]) -> None:  # noqa: D102
+        self.send({"type": "start", **call})
+
+    def cell_status(self, index: int, status: str) -> None:  # noqa: D102
+        self.send({"type": "cell", "index": index, "status": status})
+
+    def chunk(self, index: int, text: str) -> None:  # noqa: D102
+        self.send({"type": "chunk", "index": index, "text": text})
+
+    def display(self, index: int, kind: str, data: Any) -> None:  # noqa: D102
+        self.send({"type": "display", "index": index, "kind": kind, "data": data})
+
+    def status_event(self, index: int, event: dict[str, Any]) -> None:  # noqa: D102
+        self.send({"type": "status", "index": index, "event": event})
+
+
+class PythonHandler(XcshAPIHandler):
+    """Run cells of code in a kernel of the server (SPEC §2).
+
+    Body: ``{"cells": [{"code", "title"?}], "timeout"?, "cwd"?, "reset"?, "session"?, "mode"?,
+    "kernel_name"?}``. Answers 200 with the result, code errors and timeouts included
+    (``isError``); with ``Accept: application/x-ndjson``, 200 with one JSON line per progress
+    event and the result last (``{"type": "result", "result": ...}``). 400 for a malformed body
+    or working directory, 403 for a caller without ``execute`` on ``kernels`` or a directory
+    outside the root. A client that disconnects interrupts its call.
+    """
+
+    auth_resource = "kernels"
+    control: CallControl | None = None
+    gone = False
+
+    @property
+    def service(self) -> ExecutionService:
+        """The execution service built by the extension app."""
+        return self.services["execution"]
+
+    @web.authenticated
+    @authorized("execute")
+    async def post(self) -> None:
+        """Run one python tool call."""
+        with self.domain_errors():
+            request = parse_python_request(
+                self.json_body(),
+                root_dir=self.service.root_dir,
+                default_mode=self.services["settings"].kernel_mode,
+            )
+        self.control = CallControl()
+        events = PythonCallEvents(self.services["activity"], self.service.stream_interval)
+        if NDJSON not in self.request.headers.get("Accept", ""):
+            with self.domain_errors():
+                result = await self.service.run(request, events, self.control)
+            self.finish(json.dumps(result))
+            return
+        self.set_header("Content-Type", NDJSON)
+        self.set_header("Cache-Control", "no-cache")
+        if self.request.connection is not None and hasattr(self.request.connection, "stream"):
+            # Without this, back-to-back small lines wait on delayed ACKs (~40 ms each).
+            self.request.connection.stream.set_nodelay(True)
+        writer = StreamWriter(self)
+        try:
+            result = await self.service.run(request, ObserverGroup(writer, events), self.control)
+            line: dict[str, Any] = {"type": "result", "result": result}
+        except XcshError as e:
+            line = {"type": "error", "status": status_for(e), "message": e.message}
+        writer.send(line)
+        if not self.gone:
+            self.finish()
+
+    def flushed(self, future: Any) -> None:
+        """Notice a failed flush (the client went away) and cancel the call."""
+        if future.cancelled() or future.exception() is not None:
+            self.on_connection_close()
+
+    def on_connection_close(self) -> None:
+        """Interrupt the call of a client that went away."""
+        self.gone = True
+        if self.control is not None:
+            self.control.cancel()
+
+
+def routes(services: dict[str, Any]) -> list[tuple[str, type, dict[str, Any]]]:
+    """Return the python tool's URL routes."""
+    return [(r"/api/xcsh/python", PythonHandler, services)]

@@ -1,0 +1,65 @@
+"""``/api/xcsh/sessions``: list, shut down and interrupt python tool sessions."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from ..execution import ExecutionService
+from .base import XcshAPIHandler
+
+
+class _SessionsBase(XcshAPIHandler):
+    auth_resource = "kernels"
+
+    @property
+    def service(self) -> ExecutionService:
+        """The execution service built by the extension app."""
+        return self.services["execution"]
+
+
+class SessionsHandler(_SessionsBase):
+    """``GET``: the cached sessions, most recently used first (200 ``{"sessions": [...]}``)."""
+
+    @web.authenticated
+    @authorized("read")
+    async def get(self) -> None:
+        """List the sessions."""
+        self.finish(json.dumps({"sessions": self.service.list_sessions()}))
+
+
+class SessionHandler(_SessionsBase):
+    """``DELETE``: shut down every session with this name (204; 404 if there is none)."""
+
+    @web.authenticated
+    @authorized("write")
+    async def delete(self, name: str) -> None:
+        """Shut the session's kernel down."""
+        with self.domain_errors():
+            await self.service.delete_session(name)
+        self.set_status(204)
+        self.finish()
+
+
+class SessionInterruptHandler(_SessionsBase):
+    """``POST``: cancel the running call of the session (200 ``{"interrupted"}``; 404)."""
+
+    @web.authenticated
+    @authorized("execute")
+    async def post(self, name: str) -> None:
+        """Interrupt the session's running call; its result says ``cancelled``."""
+        with self.domain_errors():
+            interrupted = self.service.interrupt_session(name)
+        self.finish(json.dumps({"interrupted": interrupted}))
+
+
+def routes(services: dict[str, Any]) -> list[tuple[str, type, dict[str, Any]]]:
+    """Return the sessions API's URL routes."""
+    return [
+        (r"/api/xcsh/sessions", SessionsHandler, services),
+        (r"/api/xcsh/sessions/(?P<name>[^/]+)", SessionHandler, services),
+        (r"/api/xcsh/sessions/(?P<name>[^/]+)/interrupt", SessionInterruptHandler, services),
+    ]

@@ -1,0 +1,190 @@
+"""A real Jupyter Kernel Gateway for the tests, and a proxy that makes it fail on purpose.
+
+``kernel_gateway`` (session scope) starts ``jupyter kernelgateway`` on 127.0.0.1 and a free
+port. ``use_kernels(request, config)`` configures a test server to run its kernels locally or
+on that gateway (through ``GatewayClient.url``), so one test module runs against both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from traitlets.config import Config
+
+#: The kernel runners every execution test module is parametrized over.
+KERNELS = ["local", "gateway"]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"kernel gateway exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="session")
+def kernel_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Start a real Kernel Gateway for the test session; yield its base URL."""
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("kernel-gateway")
+    log = open(workdir / "gateway.log", "wb")  # noqa: SIM115 - closed after the process
+    executable = os.path.join(os.path.dirname(sys.executable), "jupyter-kernelgateway")
+    process = subprocess.Popen(
+        [
+            executable,
+            "--KernelGatewayApp.ip=127.0.0.1",
+            f"--KernelGatewayApp.port={port}",
+            "--KernelGatewayApp.port_retries=0",
+            # The server lists kernels through the gateway (GET /api/kernels).
+            "--JupyterWebsocketPersonality.list_kernels=True",
+        ],
+        cwd=workdir,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_http(f"{url}/api", process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def _reset_gateway_singletons() -> None:
+    from jupyter_server.gateway.gateway_client import GatewayClient
+    from jupyter_server.gateway.managers import GatewayMappingKernelManager
+
+    # Both are process-wide: a later test's server must not inherit this one's gateway.
+    GatewayClient.clear_instance()
+    GatewayMappingKernelManager._kernels.clear()
+
+
+def use_kernels(
+    request: pytest.FixtureRequest,
+    config: Config,
+    where: str | None = None,
+    url: str | None = None,
+) -> Config:
+    """Return ``config`` running kernels ``where`` (``local``/``gateway``; default the param).
+
+    ``url`` overrides the gateway's REST URL (a proxy in front of it); websockets still go
+    straight to the gateway.
+    """
+    config = Config(config)
+    if (where or getattr(request, "param", "local")) != "gateway":
+        return config
+    gateway: str = request.getfixturevalue("kernel_gateway")
+    _reset_gateway_singletons()
+    request.addfinalizer(_reset_gateway_singletons)
+    config.GatewayClient.url = url or gateway
+    config.GatewayClient.ws_url = gateway.replace("http://", "ws://")
+    config.GatewayClient.request_timeout = 120.0
+    return config
+
+
+class FailingProxy:
+    """A loopback HTTP proxy to the gateway that answers 503 to the first kernel creations.
+
+    It runs its own event loop in a thread, so a synchronous fixture can start it before the
+    test server exists.
+    """
+
+    def __init__(self, target: str, failures: int = 1) -> None:
+        host, _, port = target.removeprefix("http://").partition(":")
+        self.target = (host, int(port))
+        self.failures_left = failures
+        self.failed = 0
+        self.url = ""
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server: asyncio.Server | None = None
+
+    def start(self) -> str:
+        """Listen on a free port of 127.0.0.1; return the proxy's URL."""
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop
+        )
+        self._server = future.result(10)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    def stop(self) -> None:
+        """Stop listening and end the thread."""
+
+        async def close() -> None:
+            if self._server is not None:
+                self._server.close()
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            method, path, _ = head.split(b"\r\n", 1)[0].decode().split(" ", 2)
+            creating = method == "POST" and path.rstrip("/").endswith("/api/kernels")
+            if creating and self.failures_left > 0:
+                self.failures_left -= 1
+                self.failed += 1
+                body = b'{"message": "injected failure", "reason": "test"}'
+                writer.write(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                    + body
+                )
+                await writer.drain()
+                return
+            upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
+            upstream_writer.write(head)
+            await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except ConnectionError:
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            writer.close()
