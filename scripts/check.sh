@@ -33,3 +33,7 @@ npm test
 step "tests"
 # pytest exits 5 when it collects no test: set -e makes that a failure, as it must be.
 python -m pytest tests -p no:cacheprovider -q -ra
+
+step "browser tests (Playwright + Debian Chromium, a real jupyter lab)"
+command -v chromium || (apt-get update && apt-get install -y chromium)
+python -m pytest ui-tests -p no:cacheprovider -q

@@ -12,6 +12,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import { XcshClient } from './client';
 import { LiveSync } from './livesync';
+import { activityPlugin } from './panel/plugin';
 import { IXcshClient } from './tokens';
 
 export * from './client';
@@ -54,4 +55,4 @@ const liveSyncPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [clientPlugin, liveSyncPlugin];
+export default [clientPlugin, liveSyncPlugin, activityPlugin];
