@@ -84,13 +84,21 @@ class Server:
         self.log = open(os.path.join(self.tmp.name, "server.log"), "wb")  # noqa: SIM115
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyter_server", "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", "--allow-root",
-                f"--IdentityProvider.token={self.token}", "--ServerApp.open_browser=False",
+                sys.executable,
+                "-m",
+                "jupyter_server",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                "--ServerApp.port_retries=0",
+                "--allow-root",
+                f"--IdentityProvider.token={self.token}",
+                "--ServerApp.open_browser=False",
                 f"--ServerApp.root_dir={root}",
                 "--ServerApp.jpserver_extensions=jupyter_xcsh=True",
             ],
-            env=env, stdout=self.log, stderr=subprocess.STDOUT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
         self.headers = {"Authorization": f"token {self.token}", "Content-Type": "application/json"}
         end = time.monotonic() + 60
@@ -215,8 +223,10 @@ def main() -> None:
         print(f"  (server RSS growth while the raw client ran: {raw_rss.growth / 2**20:.1f} MB)")
         ratio = tool_seconds / raw_seconds
         print(f"{args.megabytes} MB print:")
-        print(f"  tool {tool_seconds:.2f} s, raw {raw_seconds:.2f} s, ratio {ratio:.2f} "
-              f"({'OK' if ratio <= 1.5 else 'OVER'} <= 1.5)")
+        print(
+            f"  tool {tool_seconds:.2f} s, raw {raw_seconds:.2f} s, ratio {ratio:.2f} "
+            f"({'OK' if ratio <= 1.5 else 'OVER'} <= 1.5)"
+        )
         print(f"  server RSS growth {growth:.1f} MB ({'OK' if growth <= 32 else 'OVER'} <= 32)")
         client.stop_channels()
     finally:

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.timeout(300)
 def jp_server_config(request, jp_server_config):
     return use_kernels(request, jp_server_config)
 
+
 PNG = base64.b64encode(
     bytes.fromhex(
         "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
