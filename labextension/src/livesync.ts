@@ -202,8 +202,8 @@ export function applyChange(
 }
 
 /**
- * Tell an open document that the file's new modification time and hash are known, so its next
- * save is not taken for a conflict with the agent's save.
+ * Tell an open document that the file's new modification time (and hash, when `saved` has the
+ * key) are known, so its next save is not taken for a conflict with the agent's save.
  *
  * `DocumentRegistry.Context` exposes no setter for its contents model; the private field is
  * the one `Context` itself compares in `_maybeSave` (JupyterLab 4).
@@ -219,8 +219,10 @@ export function acknowledgeSave(
   (context as unknown as { _contentsModel: unknown })._contentsModel = {
     ...current,
     last_modified: saved.last_modified ?? current.last_modified,
-    hash: saved.hash ?? current.hash,
-    hash_algorithm: saved.hash_algorithm ?? current.hash_algorithm
+    // A time without a hash: drop the old hash, or the document would compare against it.
+    hash: 'hash' in saved ? saved.hash : current.hash,
+    hash_algorithm:
+      'hash' in saved ? saved.hash_algorithm : current.hash_algorithm
   };
 }
 
@@ -295,16 +297,23 @@ export class LiveSync {
         source: await this._savedSource(context.path, change)
       };
     }
+    // Know the file's new state *before* touching the model, so that applying the edit and
+    // acknowledging the agent's save are one synchronous step: a save by the person cannot
+    // fall between them. The event's time is the file's; without a hash the document compares
+    // times, and its next own save brings the hash back.
+    const saved: Partial<Contents.IModel> =
+      change.lastModified !== null
+        ? { last_modified: change.lastModified, hash: undefined }
+        : await this.app.serviceManager.contents.get(context.path, {
+            content: false,
+            hash: true
+          });
     if (!applyChange(context.model.sharedModel, change)) {
       console.warn(
         `jupyter-xcsh: agent ${change.action} of cell ${change.cellIndex} in ` +
           `${change.path} has no matching cell here; the file holds it`
       );
     }
-    const saved = await this.app.serviceManager.contents.get(context.path, {
-      content: false,
-      hash: true
-    });
     acknowledgeSave(context, saved);
   }
 

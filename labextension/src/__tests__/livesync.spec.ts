@@ -184,4 +184,27 @@ describe('acknowledgeSave', () => {
       hash_algorithm: undefined
     });
   });
+
+  it('drops a stale hash when only the time is known', () => {
+    const context = {
+      contentsModel: {
+        path: 'a.ipynb',
+        last_modified: 'old',
+        hash: 'h0',
+        hash_algorithm: 'sha256'
+      }
+    } as any;
+    acknowledgeSave(context, { last_modified: 'new', hash: undefined });
+    expect(context._contentsModel.last_modified).toBe('new');
+    expect(context._contentsModel.hash).toBeUndefined();
+    expect(context._contentsModel.hash_algorithm).toBeUndefined();
+  });
+
+  it('keeps the hash when the key is absent', () => {
+    const context = {
+      contentsModel: { path: 'a.ipynb', last_modified: 'old', hash: 'h0' }
+    } as any;
+    acknowledgeSave(context, { last_modified: 'new' });
+    expect(context._contentsModel.hash).toBe('h0');
+  });
 });

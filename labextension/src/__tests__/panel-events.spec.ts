@@ -1,0 +1,304 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+import {
+  Limits,
+  NOTEBOOK_SCHEMA_ID,
+  parseEmission,
+  PYTHON_SCHEMA_ID
+} from '../panel/events';
+import { terminalText } from '../panel/terminal';
+
+function notebookEmission(fields: Record<string, unknown> = {}) {
+  return {
+    schema_id: NOTEBOOK_SCHEMA_ID,
+    callId: 'n1',
+    action: 'edit',
+    path: 'dir/a.ipynb',
+    status: 'ok',
+    cellIndex: 2,
+    cellType: 'code',
+    source: 'x = 1',
+    totalCells: 5,
+    ...fields
+  };
+}
+
+function pythonEmission(fields: Record<string, unknown>) {
+  return { schema_id: PYTHON_SCHEMA_ID, callId: 'p1', ...fields };
+}
+
+describe('parseEmission', () => {
+  it('reads a notebook call with every field', () => {
+    const event = parseEmission(
+      notebookEmission({ __timestamp__: '2024-05-01T10:00:00.000Z' })
+    );
+    expect(event).toEqual({
+      kind: 'notebook',
+      callId: 'n1',
+      time: Date.parse('2024-05-01T10:00:00.000Z'),
+      action: 'edit',
+      path: 'dir/a.ipynb',
+      status: 'ok',
+      cellIndex: 2,
+      fromIndex: null,
+      cellId: null,
+      cellType: 'code',
+      source: 'x = 1',
+      totalCells: 5,
+      lastModified: null,
+      error: null
+    });
+  });
+
+  it('ignores emissions of other schemas and non-objects', () => {
+    for (const emission of [
+      null,
+      undefined,
+      42,
+      'text',
+      [],
+      {
+        schema_id:
+          'https://events.jupyter.org/jupyter_server/contents_service/v1'
+      },
+      { ...notebookEmission(), schema_id: `${NOTEBOOK_SCHEMA_ID}x` }
+    ]) {
+      expect(parseEmission(emission)).toBeNull();
+    }
+  });
+
+  it('ignores a notebook call without its essential fields', () => {
+    expect(parseEmission(notebookEmission({ callId: 7 }))).toBeNull();
+    expect(parseEmission(notebookEmission({ callId: '' }))).toBeNull();
+    expect(parseEmission(notebookEmission({ path: null }))).toBeNull();
+    expect(parseEmission(notebookEmission({ status: 'fine' }))).toBeNull();
+  });
+
+  it('drops optional fields of the wrong type instead of the event', () => {
+    const event = parseEmission(
+      notebookEmission({
+        cellIndex: '2',
+        cellType: 3,
+        source: ['x'],
+        totalCells: -1,
+        error: { message: 'x' },
+        __timestamp__: 'not a date'
+      })
+    );
+    expect(event).toMatchObject({
+      cellIndex: null,
+      cellType: null,
+      source: null,
+      totalCells: null,
+      error: null
+    });
+    expect(Number.isFinite(event!.time)).toBe(true);
+  });
+
+  it('rejects fractional and huge cell indices', () => {
+    expect(parseEmission(notebookEmission({ cellIndex: 1.5 }))).toMatchObject({
+      cellIndex: null
+    });
+    expect(
+      parseEmission(
+        pythonEmission({ event: 'cell', cellIndex: 1e9, status: 'running' })
+      )
+    ).toBeNull();
+  });
+
+  it('cuts long strings', () => {
+    const event = parseEmission(
+      notebookEmission({ source: 'x'.repeat(Limits.SOURCE_CHARS + 10) })
+    );
+    expect(event).toMatchObject({ source: 'x'.repeat(Limits.SOURCE_CHARS) });
+  });
+
+  it('reads the cells of a started python call, skipping malformed ones', () => {
+    const event = parseEmission(
+      pythonEmission({
+        event: 'started',
+        session: 'agent',
+        cells: [
+          { index: 0, title: 'load', code: 'x = 1' },
+          'junk',
+          { index: 2, title: 5, code: null },
+          null
+        ]
+      })
+    );
+    expect(event).toMatchObject({
+      kind: 'python',
+      event: 'started',
+      session: 'agent',
+      cells: [
+        { index: 0, title: 'load', code: 'x = 1' },
+        { index: 2, title: '', code: '' }
+      ]
+    });
+  });
+
+  it('reads a started call whose cells are not a list as having none', () => {
+    expect(
+      parseEmission(pythonEmission({ event: 'started', cells: 'x' }))
+    ).toMatchObject({ cells: [] });
+  });
+
+  it('needs a known status for a cell event', () => {
+    expect(
+      parseEmission(
+        pythonEmission({ event: 'cell', cellIndex: 0, status: 'done' })
+      )
+    ).toBeNull();
+    expect(
+      parseEmission(
+        pythonEmission({ event: 'cell', cellIndex: 0, status: 'complete' })
+      )
+    ).toMatchObject({ event: 'cell', cellIndex: 0, status: 'complete' });
+  });
+
+  it('keeps the tail of an oversized chunk', () => {
+    const text = 'a'.repeat(10) + 'b'.repeat(Limits.TAIL_CHARS);
+    const event = parseEmission(
+      pythonEmission({ event: 'chunk', cellIndex: 0, text })
+    );
+    expect(event).toMatchObject({ text: 'b'.repeat(Limits.TAIL_CHARS) });
+    expect(
+      parseEmission(pythonEmission({ event: 'chunk', cellIndex: 0, text: 3 }))
+    ).toBeNull();
+  });
+
+  it('shows only raster images with base64 data', () => {
+    const png = parseEmission(
+      pythonEmission({
+        event: 'display',
+        cellIndex: 0,
+        display: {
+          kind: 'image',
+          mimeType: 'image/png',
+          data: 'iVBORw0K\nGgo=',
+          bytes: 8
+        }
+      })
+    );
+    expect(png).toMatchObject({
+      display: {
+        kind: 'image',
+        mimeType: 'image/png',
+        data: 'iVBORw0KGgo=',
+        bytes: 8
+      }
+    });
+    const svg = parseEmission(
+      pythonEmission({
+        event: 'display',
+        cellIndex: 0,
+        display: { kind: 'image', mimeType: 'image/svg+xml', data: 'PHN2Zz4=' }
+      })
+    );
+    expect(svg).toMatchObject({ display: { kind: 'image', data: null } });
+    const injected = parseEmission(
+      pythonEmission({
+        event: 'display',
+        cellIndex: 0,
+        display: { kind: 'image', mimeType: 'image/png', data: '"><script>' }
+      })
+    );
+    expect(injected).toMatchObject({ display: { data: null } });
+  });
+
+  it('ignores unknown python events and display kinds', () => {
+    expect(parseEmission(pythonEmission({ event: 'exploded' }))).toBeNull();
+    expect(
+      parseEmission(
+        pythonEmission({ event: 'display', display: { kind: 'video' } })
+      )
+    ).toBeNull();
+    expect(
+      parseEmission(pythonEmission({ event: 'display', display: 'x' }))
+    ).toBeNull();
+  });
+
+  it('reads a finished call and defaults a malformed result', () => {
+    const event = parseEmission(
+      pythonEmission({
+        event: 'finished',
+        result: {
+          text: 'done',
+          isError: false,
+          truncated: true,
+          totalLines: 10,
+          totalBytes: 200000,
+          artifactId: 'abc',
+          artifactPath: 'xcsh-artifacts/abc.python.log',
+          durationMs: 12.5,
+          cells: [
+            { index: 0, status: 'complete', durationMs: 5, exitCode: 0 },
+            'x'
+          ]
+        }
+      })
+    );
+    expect(event).toMatchObject({
+      event: 'finished',
+      result: {
+        text: 'done',
+        isError: false,
+        cancelled: false,
+        truncated: true,
+        artifactPath: 'xcsh-artifacts/abc.python.log',
+        cells: [{ index: 0, status: 'complete', durationMs: 5, exitCode: 0 }]
+      }
+    });
+    expect(
+      parseEmission(pythonEmission({ event: 'finished', result: 'boom' }))
+    ).toMatchObject({
+      result: { text: '', isError: false, truncated: false, cells: [] }
+    });
+  });
+
+  it('never throws, even on objects whose fields throw', () => {
+    const hostile = {
+      schema_id: PYTHON_SCHEMA_ID,
+      get callId(): string {
+        throw new Error('no');
+      }
+    };
+    expect(parseEmission(hostile)).toBeNull();
+  });
+});
+
+describe('terminalText', () => {
+  it('removes colours and other escape sequences', () => {
+    expect(
+      terminalText('\x1b[31mKeyboardInterrupt\x1b[39m: \x1b]0;title\x07done')
+    ).toBe('KeyboardInterrupt: done');
+  });
+
+  it('lets a carriage return overwrite its line, like a terminal', () => {
+    expect(terminalText('10%\r50%\r100%\nnext\r\n')).toBe('100%\nnext\n');
+  });
+
+  it('drops control characters but keeps tabs and newlines', () => {
+    expect(terminalText('a\x00b\x07\tc\x7f\x85\nd')).toBe('ab\tc\nd');
+  });
+
+  it('is applied to output tails and result texts', () => {
+    expect(
+      parseEmission(
+        pythonEmission({
+          event: 'chunk',
+          cellIndex: 0,
+          text: '\x1b[1mhi\x1b[0m'
+        })
+      )
+    ).toMatchObject({ text: 'hi' });
+    expect(
+      parseEmission(
+        pythonEmission({ event: 'finished', result: { text: '\x1b[31mboom' } })
+      )
+    ).toMatchObject({ result: { text: 'boom' } });
+  });
+});

@@ -1,0 +1,439 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+/**
+ * Parsing of the server's jupyter-xcsh event emissions into typed events.
+ *
+ * Everything that arrives on the event bus is untrusted: a field of the wrong
+ * type is dropped (or the whole emission ignored when it is essential), long
+ * strings and lists are cut, and nothing here ever throws.
+ */
+
+import { terminalText } from './terminal';
+
+/**
+ * The schema id of the notebook tool's events.
+ */
+export const NOTEBOOK_SCHEMA_ID =
+  'https://events.jupyter.org/jupyter_xcsh/notebook/v1';
+
+/**
+ * The schema id of the python tool's events.
+ */
+export const PYTHON_SCHEMA_ID =
+  'https://events.jupyter.org/jupyter_xcsh/python/v1';
+
+/**
+ * Bounds applied while parsing, so one odd emission cannot exhaust the page.
+ */
+export namespace Limits {
+  /** Longest id, action, path, session or type string kept. */
+  export const NAME_CHARS = 1024;
+  /** Longest cell source or code kept (the server cuts sources to 64 KiB). */
+  export const SOURCE_CHARS = 65536;
+  /** Longest output tail kept (the server sends at most 4 KiB). */
+  export const TAIL_CHARS = 16384;
+  /** Longest error or result text kept. */
+  export const TEXT_CHARS = 16384;
+  /** Largest cell index accepted, and most cells per call. */
+  export const MAX_CELLS = 1000;
+  /** Longest base64 image kept (the server omits images past 1 MiB). */
+  export const IMAGE_CHARS = 2 * 1024 * 1024;
+}
+
+/**
+ * A finished notebook tool call.
+ */
+export interface INotebookCallEvent {
+  kind: 'notebook';
+  callId: string;
+  /** When the server emitted it (ms since the epoch). */
+  time: number;
+  action: string;
+  path: string;
+  status: 'ok' | 'error';
+  cellIndex: number | null;
+  fromIndex: number | null;
+  cellId: string | null;
+  cellType: string | null;
+  source: string | null;
+  totalCells: number | null;
+  lastModified: string | null;
+  error: string | null;
+}
+
+/**
+ * The state of one cell of a python tool call.
+ */
+export type CellStatus = 'pending' | 'running' | 'complete' | 'error';
+
+/**
+ * A cell as announced when a python call starts.
+ */
+export interface IPythonCellSpec {
+  index: number;
+  title: string;
+  code: string;
+}
+
+/**
+ * Something a python cell displayed.
+ */
+export type PythonDisplay =
+  | {
+      kind: 'image';
+      mimeType: string;
+      /** base64, absent when the server left out a large image. */
+      data: string | null;
+      bytes: number | null;
+    }
+  | { kind: 'json'; data: unknown }
+  | { kind: 'status'; data: unknown };
+
+/**
+ * The outcome of one cell, as the final result reports it.
+ */
+export interface IPythonCellOutcome {
+  index: number;
+  status: CellStatus | null;
+  durationMs: number | null;
+  exitCode: number | null;
+}
+
+/**
+ * The final result of a python call, as the finished event carries it.
+ */
+export interface IPythonCallResult {
+  text: string;
+  isError: boolean;
+  cancelled: boolean;
+  timedOut: boolean;
+  truncated: boolean;
+  totalLines: number | null;
+  totalBytes: number | null;
+  artifactId: string | null;
+  artifactPath: string | null;
+  durationMs: number | null;
+  cells: IPythonCellOutcome[];
+}
+
+/**
+ * The fields every python tool event has.
+ */
+interface IPythonEventBase {
+  kind: 'python';
+  callId: string;
+  time: number;
+  session: string | null;
+}
+
+/**
+ * A python call was accepted.
+ */
+export interface IPythonStartedEvent extends IPythonEventBase {
+  event: 'started';
+  cells: IPythonCellSpec[];
+}
+
+/**
+ * A cell of a python call changed state.
+ */
+export interface IPythonCellEvent extends IPythonEventBase {
+  event: 'cell';
+  cellIndex: number;
+  status: CellStatus;
+}
+
+/**
+ * The latest output tail of a cell (it replaces the previous one).
+ */
+export interface IPythonChunkEvent extends IPythonEventBase {
+  event: 'chunk';
+  cellIndex: number;
+  text: string;
+}
+
+/**
+ * A cell displayed an image, a JSON value or a status event.
+ */
+export interface IPythonDisplayEvent extends IPythonEventBase {
+  event: 'display';
+  /** null when the server did not say which cell. */
+  cellIndex: number | null;
+  display: PythonDisplay;
+}
+
+/**
+ * A python call ended.
+ */
+export interface IPythonFinishedEvent extends IPythonEventBase {
+  event: 'finished';
+  result: IPythonCallResult;
+}
+
+/**
+ * Any python tool event.
+ */
+export type PythonEvent =
+  | IPythonStartedEvent
+  | IPythonCellEvent
+  | IPythonChunkEvent
+  | IPythonDisplayEvent
+  | IPythonFinishedEvent;
+
+/**
+ * Any event the activity panel understands.
+ */
+export type XcshEvent = INotebookCallEvent | PythonEvent;
+
+/**
+ * Parse one emission of the server's event bus.
+ *
+ * @param emission - What `app.serviceManager.events.stream` emitted.
+ * @returns The typed event, or `null` for another schema, an unknown event
+ *   or a malformed payload.
+ */
+export function parseEmission(emission: unknown): XcshEvent | null {
+  try {
+    if (!isRecord(emission)) {
+      return null;
+    }
+    if (emission.schema_id === NOTEBOOK_SCHEMA_ID) {
+      return parseNotebookEvent(emission);
+    }
+    if (emission.schema_id === PYTHON_SCHEMA_ID) {
+      return parsePythonEvent(emission);
+    }
+  } catch {
+    // A getter or proxy that throws is as malformed as anything else.
+  }
+  return null;
+}
+
+function parseNotebookEvent(
+  raw: Record<string, unknown>
+): INotebookCallEvent | null {
+  const callId = name(raw.callId);
+  const action = name(raw.action);
+  const path = name(raw.path);
+  const status = raw.status;
+  if (!callId || action === null || path === null) {
+    return null;
+  }
+  if (status !== 'ok' && status !== 'error') {
+    return null;
+  }
+  return {
+    kind: 'notebook',
+    callId,
+    time: timestamp(raw.__timestamp__),
+    action,
+    path,
+    status,
+    cellIndex: index(raw.cellIndex, Number.MAX_SAFE_INTEGER),
+    fromIndex: index(raw.fromIndex, Number.MAX_SAFE_INTEGER),
+    cellId: name(raw.cellId),
+    cellType: name(raw.cellType),
+    source: text(raw.source, Limits.SOURCE_CHARS),
+    totalCells: index(raw.totalCells, Number.MAX_SAFE_INTEGER),
+    lastModified: name(raw.lastModified),
+    error: nullable(text(raw.error, Limits.TEXT_CHARS), terminalText)
+  };
+}
+
+function parsePythonEvent(raw: Record<string, unknown>): PythonEvent | null {
+  const callId = name(raw.callId);
+  if (!callId) {
+    return null;
+  }
+  const base: IPythonEventBase = {
+    kind: 'python',
+    callId,
+    time: timestamp(raw.__timestamp__),
+    session: name(raw.session)
+  };
+  switch (raw.event) {
+    case 'started':
+      return { ...base, event: 'started', cells: cellSpecs(raw.cells) };
+    case 'cell': {
+      const cellIndex = index(raw.cellIndex, Limits.MAX_CELLS - 1);
+      const status = cellStatus(raw.status);
+      if (cellIndex === null || status === null) {
+        return null;
+      }
+      return { ...base, event: 'cell', cellIndex, status };
+    }
+    case 'chunk': {
+      const cellIndex = index(raw.cellIndex, Limits.MAX_CELLS - 1);
+      if (cellIndex === null || typeof raw.text !== 'string') {
+        return null;
+      }
+      const tail = terminalText(raw.text.slice(-Limits.TAIL_CHARS));
+      return { ...base, event: 'chunk', cellIndex, text: tail };
+    }
+    case 'display': {
+      const display = pythonDisplay(raw.display);
+      if (display === null) {
+        return null;
+      }
+      const cellIndex = index(raw.cellIndex, Limits.MAX_CELLS - 1);
+      return { ...base, event: 'display', cellIndex, display };
+    }
+    case 'finished': {
+      return { ...base, event: 'finished', result: callResult(raw.result) };
+    }
+    default:
+      return null;
+  }
+}
+
+function cellSpecs(raw: unknown): IPythonCellSpec[] {
+  if (!Array.isArray(raw)) {
+    return [];
+  }
+  const specs: IPythonCellSpec[] = [];
+  raw.slice(0, Limits.MAX_CELLS).forEach((item, position) => {
+    if (!isRecord(item)) {
+      return;
+    }
+    specs.push({
+      index: index(item.index, Limits.MAX_CELLS - 1) ?? position,
+      title: name(item.title) ?? '',
+      code: text(item.code, Limits.SOURCE_CHARS) ?? ''
+    });
+  });
+  return specs;
+}
+
+/**
+ * The image types shown inline; others are described, never rendered.
+ */
+const IMAGE_TYPES = new Set([
+  'image/png',
+  'image/jpeg',
+  'image/gif',
+  'image/webp'
+]);
+
+const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
+
+function pythonDisplay(raw: unknown): PythonDisplay | null {
+  if (!isRecord(raw)) {
+    return null;
+  }
+  switch (raw.kind) {
+    case 'image': {
+      const mimeType = name(raw.mimeType) ?? 'image/unknown';
+      let data: string | null = null;
+      if (
+        IMAGE_TYPES.has(mimeType) &&
+        typeof raw.data === 'string' &&
+        raw.data.length > 0 &&
+        raw.data.length <= Limits.IMAGE_CHARS &&
+        BASE64.test(raw.data)
+      ) {
+        data = raw.data.replace(/\s+/g, '');
+      }
+      return { kind: 'image', mimeType, data, bytes: count(raw.bytes) };
+    }
+    case 'json':
+      return { kind: 'json', data: raw.data };
+    case 'status':
+      return { kind: 'status', data: raw.data };
+    default:
+      return null;
+  }
+}
+
+function callResult(raw: unknown): IPythonCallResult {
+  const r = isRecord(raw) ? raw : {};
+  const cells: IPythonCellOutcome[] = [];
+  if (Array.isArray(r.cells)) {
+    for (const item of r.cells.slice(0, Limits.MAX_CELLS)) {
+      if (!isRecord(item)) {
+        continue;
+      }
+      const cellIndex = index(item.index, Limits.MAX_CELLS - 1);
+      if (cellIndex === null) {
+        continue;
+      }
+      cells.push({
+        index: cellIndex,
+        status: cellStatus(item.status),
+        durationMs: count(item.durationMs),
+        exitCode: integer(item.exitCode)
+      });
+    }
+  }
+  return {
+    text: terminalText(text(r.text, Limits.TEXT_CHARS) ?? ''),
+    isError: r.isError === true,
+    cancelled: r.cancelled === true,
+    timedOut: r.timedOut === true,
+    truncated: r.truncated === true,
+    totalLines: count(r.totalLines),
+    totalBytes: count(r.totalBytes),
+    artifactId: name(r.artifactId),
+    artifactPath: name(r.artifactPath),
+    durationMs: count(r.durationMs),
+    cells
+  };
+}
+
+/* ---------------------------------------------------------------------------
+ * Field validators: each returns null for a value of the wrong type.
+ * ------------------------------------------------------------------------ */
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function name(value: unknown): string | null {
+  return typeof value === 'string' ? value.slice(0, Limits.NAME_CHARS) : null;
+}
+
+function text(value: unknown, limit: number): string | null {
+  return typeof value === 'string' ? value.slice(0, limit) : null;
+}
+
+function nullable<T, U>(value: T | null, f: (value: T) => U): U | null {
+  return value === null ? null : f(value);
+}
+
+function integer(value: unknown): number | null {
+  return typeof value === 'number' && Number.isSafeInteger(value)
+    ? value
+    : null;
+}
+
+function index(value: unknown, max: number): number | null {
+  const i = integer(value);
+  return i !== null && i >= 0 && i <= max ? i : null;
+}
+
+function count(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0
+    ? value
+    : null;
+}
+
+function cellStatus(value: unknown): CellStatus | null {
+  return value === 'pending' ||
+    value === 'running' ||
+    value === 'complete' ||
+    value === 'error'
+    ? value
+    : null;
+}
+
+function timestamp(value: unknown): number {
+  if (typeof value === 'string') {
+    const ms = Date.parse(value);
+    if (Number.isFinite(ms)) {
+      return ms;
+    }
+  }
+  return Date.now();
+}

@@ -1,0 +1,454 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+import { ISignal, Signal } from '@lumino/signaling';
+
+import {
+  CellStatus,
+  INotebookCallEvent,
+  IPythonCallResult,
+  IPythonCellSpec,
+  parseEmission,
+  PythonDisplay,
+  PythonEvent,
+  XcshEvent
+} from './events';
+
+/**
+ * A notebook tool call, as the panel shows it.
+ */
+export interface INotebookCall {
+  readonly kind: 'notebook';
+  readonly id: string;
+  /** When the call was first seen (ms since the epoch). */
+  readonly time: number;
+  /** Bumped on every change, so views can tell what to re-render. */
+  version: number;
+  event: INotebookCallEvent;
+}
+
+/**
+ * The state of a python call as a whole.
+ */
+export type PythonCallStatus =
+  'running' | 'ok' | 'error' | 'cancelled' | 'timedOut';
+
+/**
+ * One cell of a python call.
+ */
+export interface IPythonCellState {
+  readonly index: number;
+  title: string;
+  code: string;
+  status: CellStatus;
+  /** The latest output tail. */
+  output: string;
+  /** Images and JSON values, in the order displayed (bounded). */
+  displays: PythonDisplay[];
+  /** Data of the status events, oldest first (bounded). */
+  statusEvents: unknown[];
+  /** How many status events arrived in total. */
+  statusEventCount: number;
+  durationMs: number | null;
+  exitCode: number | null;
+}
+
+/**
+ * A python tool call, as the panel shows it.
+ */
+export interface IPythonCall {
+  readonly kind: 'python';
+  readonly id: string;
+  readonly time: number;
+  version: number;
+  session: string | null;
+  status: PythonCallStatus;
+  /** Whether the started event was seen (else cells are placeholders). */
+  started: boolean;
+  cells: IPythonCellState[];
+  /** Displays not attached to a cell. */
+  displays: PythonDisplay[];
+  result: IPythonCallResult | null;
+  /** An interrupt request is on its way. */
+  interrupting: boolean;
+  /** Why the last interrupt request failed. */
+  interruptError: string | null;
+}
+
+/**
+ * Any call in the activity list.
+ */
+export type ActivityCall = INotebookCall | IPythonCall;
+
+/**
+ * What changed in an activity model.
+ */
+export type ActivityChange =
+  | { type: 'added'; id: string }
+  | { type: 'updated'; id: string }
+  | { type: 'removed'; id: string };
+
+/**
+ * The calls of agents, newest first, fed by the server's events.
+ */
+export class ActivityModel {
+  /**
+   * Create a model.
+   *
+   * @param options - The bounds of the model.
+   */
+  constructor(options: ActivityModel.IOptions = {}) {
+    this.maxCalls = options.maxCalls ?? ActivityModel.MAX_CALLS;
+  }
+
+  /**
+   * The most calls kept; the oldest finished ones go first.
+   */
+  readonly maxCalls: number;
+
+  /**
+   * Emitted once per change of the list or of a call.
+   */
+  get changed(): ISignal<this, ActivityChange> {
+    return this._changed;
+  }
+
+  /**
+   * The calls, newest first.
+   */
+  get calls(): readonly ActivityCall[] {
+    return this._calls;
+  }
+
+  /**
+   * The call with this id, if any.
+   */
+  get(id: string): ActivityCall | undefined {
+    return this._calls.find(call => call.id === id);
+  }
+
+  /**
+   * Take one raw emission of the event bus; others' emissions are ignored.
+   *
+   * Never throws: an emission that cannot be applied is dropped.
+   *
+   * @returns Whether the emission changed the model.
+   */
+  handleEmission(emission: unknown): boolean {
+    try {
+      const event = parseEmission(emission);
+      return event !== null && this.apply(event);
+    } catch (error) {
+      console.warn('jupyter-xcsh: ignored an activity event', error);
+      return false;
+    }
+  }
+
+  /**
+   * Apply a parsed event.
+   *
+   * @returns Whether the model changed.
+   */
+  apply(event: XcshEvent): boolean {
+    if (event.kind === 'notebook') {
+      return this._applyNotebook(event);
+    }
+    return this._applyPython(event);
+  }
+
+  /**
+   * Remove every call except python calls still running (their interrupt
+   * button must stay reachable).
+   */
+  clear(): void {
+    const removed = this._calls.filter(call => !isRunning(call));
+    this._calls = this._calls.filter(isRunning);
+    for (const call of removed) {
+      this._changed.emit({ type: 'removed', id: call.id });
+    }
+  }
+
+  /**
+   * Record that an interrupt of a running call was requested or failed.
+   *
+   * @param id - The python call.
+   * @param pending - Whether a request is on its way.
+   * @param error - Why the request failed, if it did.
+   */
+  setInterrupting(id: string, pending: boolean, error: string | null): void {
+    const call = this.get(id);
+    if (call?.kind !== 'python') {
+      return;
+    }
+    call.interrupting = pending;
+    call.interruptError = error;
+    this._touch(call);
+  }
+
+  private _applyNotebook(event: INotebookCallEvent): boolean {
+    const existing = this.get(event.callId);
+    if (existing !== undefined) {
+      if (existing.kind !== 'notebook') {
+        return false;
+      }
+      existing.event = event;
+      this._touch(existing);
+      return true;
+    }
+    this._add({
+      kind: 'notebook',
+      id: event.callId,
+      time: event.time,
+      version: 0,
+      event
+    });
+    return true;
+  }
+
+  private _applyPython(event: PythonEvent): boolean {
+    let call = this.get(event.callId);
+    if (call !== undefined && call.kind !== 'python') {
+      return false;
+    }
+    const isNew = call === undefined;
+    if (call === undefined) {
+      call = newPythonCall(event.callId, event.time);
+    }
+    if (!applyPythonEvent(call, event)) {
+      return false;
+    }
+    if (event.session !== null) {
+      call.session = event.session;
+    }
+    if (isNew) {
+      this._add(call);
+    } else {
+      this._touch(call);
+    }
+    return true;
+  }
+
+  private _add(call: ActivityCall): void {
+    this._calls.unshift(call);
+    this._changed.emit({ type: 'added', id: call.id });
+    // Over the bound, drop the oldest finished calls (running ones are live).
+    for (let i = this._calls.length - 1; i >= 0; i--) {
+      if (this._calls.length <= this.maxCalls) {
+        break;
+      }
+      const old = this._calls[i];
+      if (!isRunning(old)) {
+        this._calls.splice(i, 1);
+        this._changed.emit({ type: 'removed', id: old.id });
+      }
+    }
+  }
+
+  private _touch(call: ActivityCall): void {
+    call.version++;
+    this._changed.emit({ type: 'updated', id: call.id });
+  }
+
+  private _calls: ActivityCall[] = [];
+  private _changed = new Signal<this, ActivityChange>(this);
+}
+
+/**
+ * The namespace for {@link ActivityModel} statics.
+ */
+export namespace ActivityModel {
+  /**
+   * The options of a model.
+   */
+  export interface IOptions {
+    /**
+     * The most calls kept (default {@link MAX_CALLS}).
+     */
+    maxCalls?: number;
+  }
+
+  /**
+   * The default bound of the call list.
+   */
+  export const MAX_CALLS = 200;
+
+  /**
+   * The most images and JSON values kept per cell (the latest win).
+   */
+  export const MAX_DISPLAYS = 20;
+
+  /**
+   * The most status events kept per cell (the latest win).
+   */
+  export const MAX_STATUS_EVENTS = 100;
+}
+
+/**
+ * Whether a call can still change: a python call without its result.
+ */
+export function isRunning(call: ActivityCall): boolean {
+  return call.kind === 'python' && call.status === 'running';
+}
+
+function newPythonCall(id: string, time: number): IPythonCall {
+  return {
+    kind: 'python',
+    id,
+    time,
+    version: 0,
+    session: null,
+    status: 'running',
+    started: false,
+    cells: [],
+    displays: [],
+    result: null,
+    interrupting: false,
+    interruptError: null
+  };
+}
+
+function newCell(spec: IPythonCellSpec): IPythonCellState {
+  return {
+    index: spec.index,
+    title: spec.title,
+    code: spec.code,
+    status: 'pending',
+    output: '',
+    displays: [],
+    statusEvents: [],
+    statusEventCount: 0,
+    durationMs: null,
+    exitCode: null
+  };
+}
+
+/**
+ * The cell at `index`, created when the call's started event was missed (no
+ * placeholders for the cells before it: a stray index cannot flood the list).
+ */
+function cellAt(call: IPythonCall, index: number): IPythonCellState {
+  let position = call.cells.findIndex(cell => cell.index >= index);
+  if (position === -1) {
+    position = call.cells.length;
+  } else if (call.cells[position].index === index) {
+    return call.cells[position];
+  }
+  const cell = newCell({ index, title: '', code: '' });
+  call.cells.splice(position, 0, cell);
+  return cell;
+}
+
+/**
+ * Apply a python event to its call.
+ *
+ * @returns Whether the call changed. Once a call has its result, progress
+ *   events that arrive late are ignored: the result is authoritative.
+ */
+function applyPythonEvent(call: IPythonCall, event: PythonEvent): boolean {
+  const finished = call.result !== null;
+  switch (event.event) {
+    case 'started': {
+      if (call.started || finished) {
+        return false;
+      }
+      call.started = true;
+      // Cells are numbered by position; events that arrived before (out of
+      // order) keep their cells' state.
+      const known = call.cells;
+      call.cells = event.cells.map((spec, index) => {
+        const cell =
+          known.find(c => c.index === index) ?? newCell({ ...spec, index });
+        cell.title = spec.title;
+        cell.code = spec.code;
+        return cell;
+      });
+      return true;
+    }
+    case 'cell': {
+      if (finished) {
+        return false;
+      }
+      const cell = cellAt(call, event.cellIndex);
+      if (cell.status === event.status) {
+        return false;
+      }
+      cell.status = event.status;
+      return true;
+    }
+    case 'chunk': {
+      if (finished) {
+        return false;
+      }
+      const cell = cellAt(call, event.cellIndex);
+      cell.output = event.text;
+      if (cell.status === 'pending') {
+        cell.status = 'running';
+      }
+      return true;
+    }
+    case 'display': {
+      if (finished) {
+        return false;
+      }
+      const cell =
+        event.cellIndex === null ? null : cellAt(call, event.cellIndex);
+      if (event.display.kind === 'status') {
+        if (cell === null) {
+          return false;
+        }
+        cell.statusEventCount++;
+        pushBounded(
+          cell.statusEvents,
+          event.display.data,
+          ActivityModel.MAX_STATUS_EVENTS
+        );
+      } else {
+        pushBounded(
+          cell?.displays ?? call.displays,
+          event.display,
+          ActivityModel.MAX_DISPLAYS
+        );
+      }
+      return true;
+    }
+    case 'finished': {
+      if (finished) {
+        return false;
+      }
+      const result = event.result;
+      call.result = result;
+      call.interrupting = false;
+      call.status = result.timedOut
+        ? 'timedOut'
+        : result.cancelled
+          ? 'cancelled'
+          : result.isError
+            ? 'error'
+            : 'ok';
+      for (const outcome of result.cells) {
+        const cell = cellAt(call, outcome.index);
+        if (outcome.status !== null) {
+          cell.status = outcome.status;
+        }
+        cell.durationMs = outcome.durationMs;
+        cell.exitCode = outcome.exitCode;
+      }
+      // A cell the result does not cover cannot still be running.
+      for (const cell of call.cells) {
+        if (cell.status === 'running') {
+          cell.status = call.status === 'ok' ? 'complete' : 'error';
+        }
+      }
+      return true;
+    }
+  }
+}
+
+function pushBounded<T>(list: T[], item: T, max: number): void {
+  list.push(item);
+  if (list.length > max) {
+    list.splice(0, list.length - max);
+  }
+}

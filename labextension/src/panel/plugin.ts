@@ -1,0 +1,144 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette } from '@jupyterlab/apputils';
+import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
+import { NotebookPanel } from '@jupyterlab/notebook';
+import type { Event } from '@jupyterlab/services';
+import { LabIcon } from '@jupyterlab/ui-components';
+import type { Widget } from '@lumino/widgets';
+
+import { IXcshClient } from '../tokens';
+import { ActivityModel, IPythonCall } from './model';
+import { ActivityPanel } from './widget';
+
+/**
+ * The command ids of the activity panel.
+ */
+export namespace CommandIDs {
+  /** Show the activity panel. */
+  export const show = 'jupyter-xcsh:show-activity';
+}
+
+/**
+ * The id of the panel in the shell (also its layout-restorer name).
+ */
+const PANEL_ID = 'jupyter-xcsh-activity';
+
+/**
+ * The icon of the activity panel's sidebar tab.
+ */
+export const activityIcon = new LabIcon({
+  name: 'jupyter-xcsh:activity',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24">' +
+    '<path class="jp-icon3" fill="#616161" d="M3 4h18v2H3zm0 14h10v2H3zm0-7h3.6' +
+    'l2-4.2 3.8 8.4 2.3-4.2H21v2h-5.1l-3.6 6.6-3.7-8.2-.7 1.8H3z"/></svg>'
+});
+
+/**
+ * Shows agents' tool calls live in a sidebar panel, from the server's events.
+ */
+export const activityPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-xcsh:activity',
+  description:
+    'A sidebar panel listing the notebook and python tool calls of agents as they happen.',
+  autoStart: true,
+  requires: [IXcshClient],
+  optional: [ILayoutRestorer, IEditorLanguageRegistry, ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    client: IXcshClient,
+    restorer: ILayoutRestorer | null,
+    languages: IEditorLanguageRegistry | null,
+    palette: ICommandPalette | null
+  ): void => {
+    const model = new ActivityModel();
+    const panel = new ActivityPanel({
+      model,
+      actions: {
+        openNotebook: (path, cellIndex) => openNotebook(app, path, cellIndex),
+        openArtifact: path => app.commands.execute('docmanager:open', { path }),
+        interrupt: call => interrupt(model, client, call)
+      },
+      highlighter: languages
+        ? (code, language, element) =>
+            languages.highlight(code, languages.findBest(language), element)
+        : undefined
+    });
+    panel.id = PANEL_ID;
+    panel.title.icon = activityIcon;
+    panel.title.caption = 'Agent activity';
+    app.shell.add(panel, 'right', { rank: 650 });
+    restorer?.add(panel, PANEL_ID);
+
+    // The server's event bus, through the lab's own events websocket.
+    const onEmission = (_: Event.IManager, emission: Event.Emission) => {
+      model.handleEmission(emission);
+    };
+    app.serviceManager.events.stream.connect(onEmission);
+    panel.disposed.connect(() =>
+      app.serviceManager.events.stream.disconnect(onEmission)
+    );
+
+    app.commands.addCommand(CommandIDs.show, {
+      label: 'Show Agent Activity',
+      caption: 'Show the notebook and python tool calls of agents',
+      execute: () => app.shell.activateById(panel.id)
+    });
+    palette?.addItem({ command: CommandIDs.show, category: 'Agent' });
+  }
+};
+
+/**
+ * Open a notebook and bring one of its cells into view.
+ */
+async function openNotebook(
+  app: JupyterFrontEnd,
+  path: string,
+  cellIndex: number | null
+): Promise<void> {
+  const widget = (await app.commands.execute('docmanager:open', {
+    path
+  })) as Widget | undefined;
+  if (!(widget instanceof NotebookPanel) || cellIndex === null) {
+    return;
+  }
+  await widget.context.ready;
+  await widget.revealed;
+  const notebook = widget.content;
+  const count = notebook.widgets.length;
+  if (count === 0) {
+    return;
+  }
+  const index = Math.min(cellIndex, count - 1);
+  notebook.activeCellIndex = index;
+  await notebook.scrollToItem(index, 'center');
+}
+
+/**
+ * Ask the server to cancel the call running in a python call's session.
+ */
+async function interrupt(
+  model: ActivityModel,
+  client: IXcshClient,
+  call: IPythonCall
+): Promise<void> {
+  if (call.session === null || call.interrupting) {
+    return;
+  }
+  model.setInterrupting(call.id, true, null);
+  try {
+    await client.interruptSession(call.session);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    model.setInterrupting(call.id, false, message);
+  }
+}

@@ -1,0 +1,204 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+import { clipHead, clipTail, Expanded, splitLines } from './collapse';
+import { Child, h } from './dom';
+import type { IPythonCall } from './model';
+
+/**
+ * The language a text block is highlighted as; `null` for plain text.
+ */
+export type BlockLanguage = 'python' | 'markdown' | null;
+
+/**
+ * What the renderers need from the panel: the expanded state of each part,
+ * highlighting and the actions of links and buttons.
+ */
+export interface IRenderContext {
+  /**
+   * Whether the part `key` is expanded.
+   *
+   * @param key - A key unique in the panel, e.g. `<callId>/cell/0/code`.
+   * @param byDefault - The state of a part never toggled.
+   */
+  isOpen(key: string, byDefault?: boolean): boolean;
+
+  /**
+   * Flip the expanded state of the part `key` (and re-render its call).
+   */
+  toggle(key: string, byDefault?: boolean): void;
+
+  /**
+   * Fill `element` with `code`, highlighted when a highlighter is available.
+   */
+  highlight(code: string, language: BlockLanguage, element: HTMLElement): void;
+
+  /**
+   * Open a notebook, scrolled to a cell when `cellIndex` is not null.
+   */
+  openNotebook(path: string, cellIndex: number | null): void;
+
+  /**
+   * Open a file of the contents root (an artifact) in the lab.
+   */
+  openArtifact(path: string): void;
+
+  /**
+   * Cancel a running python call.
+   */
+  interrupt(call: IPythonCall): void;
+}
+
+/**
+ * A button that expands or collapses the part `key`.
+ *
+ * The `data-xcsh-key` attribute lets the panel give the focus back to the
+ * button after its call is re-rendered.
+ */
+export function toggleButton(
+  ctx: IRenderContext,
+  key: string,
+  label: string,
+  options: { byDefault?: boolean; className?: string; title?: string } = {}
+): HTMLButtonElement {
+  const open = ctx.isOpen(key, options.byDefault);
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: options.className ?? 'jp-xcsh-More',
+      'aria-expanded': String(open),
+      'data-xcsh-key': key,
+      title: options.title,
+      // An icon-only toggle still needs a name.
+      'aria-label': label === '' ? options.title : undefined
+    },
+    label
+  );
+  button.addEventListener('click', event => {
+    event.stopPropagation();
+    ctx.toggle(key, options.byDefault);
+  });
+  return button;
+}
+
+/**
+ * The options of a text block.
+ */
+export interface ITextBlockOptions {
+  /** Lines shown while collapsed. */
+  lines: number;
+  /** Which end of the text is kept while collapsed. */
+  keep: 'head' | 'tail';
+  /** The highlighting language. */
+  language?: BlockLanguage;
+  /** An extra class of the `<pre>`. */
+  className?: string;
+  /** What the block holds, for screen readers. */
+  label?: string;
+}
+
+/**
+ * A block of text, collapsed to some lines, with a toggle when it is longer.
+ */
+export function textBlock(
+  ctx: IRenderContext,
+  key: string,
+  text: string,
+  options: ITextBlockOptions
+): HTMLElement {
+  const total = splitLines(text).length;
+  const collapsible = total > options.lines;
+  const open = collapsible && ctx.isOpen(key, false);
+  const limit = open ? Expanded.LINES : options.lines;
+  const clipped =
+    options.keep === 'head' ? clipHead(text, limit) : clipTail(text, limit);
+  const pre = h('pre', {
+    class: `jp-xcsh-Text ${options.className ?? ''}`.trim(),
+    'aria-label': options.label
+  });
+  ctx.highlight(clipped.text, options.language ?? null, pre);
+
+  const parts: Child[] = [];
+  if (collapsible) {
+    const hidden = total - options.lines;
+    const what = options.keep === 'head' ? 'more' : 'earlier';
+    const label = open
+      ? 'Show less'
+      : `Show ${hidden} ${what} line${hidden === 1 ? '' : 's'}`;
+    const button = toggleButton(ctx, key, label);
+    const note =
+      open && clipped.hidden > 0
+        ? h(
+            'div',
+            { class: 'jp-xcsh-Note' },
+            `${clipped.hidden} more lines not shown`
+          )
+        : null;
+    if (options.keep === 'tail') {
+      parts.push(button, note, pre);
+    } else {
+      parts.push(pre, note, button);
+    }
+  } else {
+    parts.push(pre);
+  }
+  return h('div', { class: 'jp-xcsh-TextBlock' }, ...parts);
+}
+
+/**
+ * The time of day a call was first seen, e.g. `14:03:27`.
+ */
+export function timeLabel(time: number): HTMLElement {
+  const date = new Date(time);
+  return h(
+    'time',
+    { class: 'jp-xcsh-Time', datetime: date.toISOString() },
+    date.toLocaleTimeString()
+  );
+}
+
+/**
+ * The header of a call: a line with the collapse toggle, a status dot and
+ * the title (which may wrap), then a line of details ending with the time.
+ */
+export function callHeader(
+  ctx: IRenderContext,
+  callId: string,
+  options: {
+    status: string;
+    statusLabel: string;
+    title: HTMLElement;
+    details: Child[];
+    time: number;
+  }
+): HTMLElement {
+  const open = ctx.isOpen(callId, true);
+  return h(
+    'div',
+    { class: 'jp-xcsh-CallHeader' },
+    h(
+      'div',
+      { class: 'jp-xcsh-CallHeadline' },
+      toggleButton(ctx, callId, '', {
+        byDefault: true,
+        className: 'jp-xcsh-Toggle',
+        title: open ? 'Collapse' : 'Expand'
+      }),
+      h('span', {
+        class: 'jp-xcsh-StatusBadge',
+        'data-status': options.status,
+        title: options.statusLabel
+      }),
+      options.title
+    ),
+    h(
+      'div',
+      { class: 'jp-xcsh-CallMeta' },
+      ...options.details,
+      timeLabel(options.time)
+    )
+  );
+}

@@ -1,0 +1,394 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+import {
+  Collapsed,
+  Expanded,
+  formatBytes,
+  formatDuration,
+  lastItems
+} from './collapse';
+import { compactJson, h } from './dom';
+import type { PythonDisplay } from './events';
+import type { IPythonCall, IPythonCellState, PythonCallStatus } from './model';
+import { renderJsonTree } from './renderjson';
+import {
+  callHeader,
+  IRenderContext,
+  textBlock,
+  toggleButton
+} from './renderparts';
+
+/**
+ * Words for the state of a call.
+ */
+const CALL_STATUS_LABEL: Record<PythonCallStatus, string> = {
+  running: 'running',
+  ok: 'complete',
+  error: 'error',
+  cancelled: 'cancelled',
+  timedOut: 'timed out'
+};
+
+/**
+ * Render a python call: a header (with an interrupt button while it runs),
+ * each cell with its status, code, output tail, status events and displays,
+ * then the truncation warning and the error of the result.
+ */
+export function renderPythonCall(
+  call: IPythonCall,
+  ctx: IRenderContext
+): HTMLElement {
+  const open = ctx.isOpen(call.id, true);
+  const n = call.cells.length;
+  // Without the started event the number of cells is unknown.
+  const total = call.started ? String(n) : '?';
+  const summary = [
+    'Python',
+    call.session,
+    n > 0 ? `${n} cell${n === 1 ? '' : 's'}` : null
+  ]
+    .filter(part => part !== null)
+    .join(' · ');
+
+  const duration = call.result?.durationMs ?? null;
+  const header = callHeader(ctx, call.id, {
+    status: call.status,
+    statusLabel: CALL_STATUS_LABEL[call.status],
+    title: h('span', { class: 'jp-xcsh-CallTitle' }, summary),
+    details: [
+      h(
+        'span',
+        { class: 'jp-xcsh-CallStatus', 'data-status': call.status },
+        CALL_STATUS_LABEL[call.status]
+      ),
+      duration !== null
+        ? h('span', { class: 'jp-xcsh-Duration' }, formatDuration(duration))
+        : null,
+      interruptButton(call, ctx)
+    ],
+    time: call.time
+  });
+
+  const body = h('div', { class: 'jp-xcsh-CallBody', hidden: !open });
+  for (const cell of call.cells) {
+    body.appendChild(renderCell(call, cell, total, ctx));
+  }
+  if (call.displays.length > 0) {
+    body.appendChild(renderDisplays(call, 'call', call.displays, ctx));
+  }
+  const result = call.result;
+  if (result?.truncated) {
+    body.appendChild(truncationWarning(call, ctx));
+  }
+  if (result !== null && call.status !== 'ok' && result.text !== '') {
+    body.appendChild(
+      textBlock(ctx, `${call.id}/result`, result.text, {
+        lines: Collapsed.RESULT_LINES,
+        keep: 'tail',
+        className: 'jp-xcsh-Error',
+        label: 'Result'
+      })
+    );
+  }
+  if (call.interruptError !== null) {
+    body.appendChild(
+      h(
+        'div',
+        { class: 'jp-xcsh-Error jp-xcsh-Note' },
+        `Could not interrupt: ${call.interruptError}`
+      )
+    );
+  }
+
+  return h(
+    'article',
+    {
+      class: 'jp-xcsh-Call',
+      'data-kind': 'python',
+      'data-call-id': call.id,
+      'data-status': call.status,
+      'aria-label': `${summary}, ${CALL_STATUS_LABEL[call.status]}`
+    },
+    header,
+    body
+  );
+}
+
+/**
+ * The interrupt button of a running call whose session is known.
+ */
+function interruptButton(
+  call: IPythonCall,
+  ctx: IRenderContext
+): HTMLButtonElement | null {
+  if (call.status !== 'running' || call.session === null) {
+    return null;
+  }
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: 'jp-xcsh-Interrupt',
+      disabled: call.interrupting,
+      title: `Interrupt the call running in session ${call.session}`,
+      'data-xcsh-key': `${call.id}/interrupt`
+    },
+    call.interrupting ? 'Interrupting…' : 'Interrupt'
+  );
+  button.addEventListener('click', event => {
+    event.stopPropagation();
+    ctx.interrupt(call);
+  });
+  return button;
+}
+
+function renderCell(
+  call: IPythonCall,
+  cell: IPythonCellState,
+  total: string,
+  ctx: IRenderContext
+): HTMLElement {
+  const key = `${call.id}/cell/${cell.index}`;
+  const title = cell.title !== '' ? cell.title : firstLine(cell.code);
+  const header = h(
+    'div',
+    { class: 'jp-xcsh-CellHeader' },
+    h(
+      'span',
+      { class: 'jp-xcsh-CellStatus', 'data-status': cell.status },
+      cell.status
+    ),
+    h(
+      'span',
+      { class: 'jp-xcsh-CellTitle' },
+      `[${cell.index + 1}/${total}] `,
+      title
+    ),
+    cell.durationMs !== null
+      ? h(
+          'span',
+          { class: 'jp-xcsh-Duration' },
+          formatDuration(cell.durationMs)
+        )
+      : null
+  );
+  const element = h(
+    'div',
+    {
+      class: 'jp-xcsh-Cell',
+      'data-index': cell.index,
+      'data-status': cell.status
+    },
+    header
+  );
+  if (cell.code !== '') {
+    element.appendChild(
+      textBlock(ctx, `${key}/code`, cell.code, {
+        lines: Collapsed.PYTHON_CODE_LINES,
+        keep: 'head',
+        language: 'python',
+        className: 'jp-xcsh-Source',
+        label: 'Code'
+      })
+    );
+  }
+  if (cell.output !== '') {
+    element.appendChild(
+      textBlock(ctx, `${key}/output`, cell.output, {
+        lines: Collapsed.OUTPUT_LINES,
+        keep: 'tail',
+        className: 'jp-xcsh-Output',
+        label: 'Output'
+      })
+    );
+  }
+  if (cell.statusEventCount > 0) {
+    element.appendChild(renderStatusEvents(key, cell, ctx));
+  }
+  if (cell.displays.length > 0) {
+    element.appendChild(renderDisplays(call, key, cell.displays, ctx));
+  }
+  return element;
+}
+
+function renderStatusEvents(
+  key: string,
+  cell: IPythonCellState,
+  ctx: IRenderContext
+): HTMLElement {
+  const eventsKey = `${key}/status`;
+  const collapsible = cell.statusEventCount > Collapsed.STATUS_EVENTS;
+  const open = collapsible && ctx.isOpen(eventsKey, false);
+  const shown = lastItems(
+    cell.statusEvents,
+    open ? cell.statusEvents.length : Collapsed.STATUS_EVENTS
+  );
+  const earlier = cell.statusEventCount - shown.items.length;
+  const list = h(
+    'ul',
+    { class: 'jp-xcsh-StatusEvents', 'aria-label': 'Status events' },
+    shown.items.map(statusEventItem)
+  );
+  let button: HTMLElement | null = null;
+  if (collapsible) {
+    const label = open
+      ? 'Show fewer events'
+      : `Show ${earlier} earlier event${earlier === 1 ? '' : 's'}`;
+    button = toggleButton(ctx, eventsKey, label);
+  }
+  const dropped =
+    open && earlier > 0
+      ? h(
+          'div',
+          { class: 'jp-xcsh-Note' },
+          `${earlier} earlier events not kept`
+        )
+      : null;
+  return h('div', { class: 'jp-xcsh-StatusBlock' }, button, dropped, list);
+}
+
+/**
+ * A status event as `op` and its other data, on one line.
+ */
+function statusEventItem(data: unknown): HTMLElement {
+  if (typeof data === 'object' && data !== null && !Array.isArray(data)) {
+    const { op, ...rest } = data as Record<string, unknown>;
+    const restText = Object.keys(rest).length > 0 ? compactJson(rest, 300) : '';
+    return h(
+      'li',
+      {},
+      h(
+        'span',
+        { class: 'jp-xcsh-StatusOp' },
+        typeof op === 'string' ? op : compactJson(op ?? 'status', 60)
+      ),
+      restText !== '' ? ` ${restText}` : null
+    );
+  }
+  return h('li', {}, compactJson(data, 300));
+}
+
+function renderDisplays(
+  call: IPythonCall,
+  key: string,
+  displays: readonly PythonDisplay[],
+  ctx: IRenderContext
+): HTMLElement {
+  return h(
+    'div',
+    { class: 'jp-xcsh-Displays' },
+    displays.map((display, i) =>
+      display.kind === 'image'
+        ? renderImage(display)
+        : renderJsonDisplay(`${key}/display/${i}`, display.data, ctx)
+    )
+  );
+}
+
+/**
+ * Image elements by display, so a re-render moves the decoded image instead
+ * of decoding it again (no flicker while a call streams).
+ */
+const imageCache = new WeakMap<PythonDisplay, HTMLElement>();
+
+function renderImage(
+  display: Extract<PythonDisplay, { kind: 'image' }>
+): HTMLElement {
+  const cached = imageCache.get(display);
+  if (cached) {
+    return cached;
+  }
+  const size = display.bytes !== null ? `, ${formatBytes(display.bytes)}` : '';
+  const element =
+    display.data !== null
+      ? h('img', {
+          class: 'jp-xcsh-Image',
+          src: `data:${display.mimeType};base64,${display.data}`,
+          alt: `Image displayed by the code (${display.mimeType}${size})`
+        })
+      : h(
+          'div',
+          { class: 'jp-xcsh-Note' },
+          `Image not shown (${display.mimeType}${size})`
+        );
+  imageCache.set(display, element);
+  return element;
+}
+
+function renderJsonDisplay(
+  key: string,
+  data: unknown,
+  ctx: IRenderContext
+): HTMLElement {
+  const open = ctx.isOpen(key, false);
+  const tree = renderJsonTree(
+    data,
+    open
+      ? {
+          depth: Expanded.JSON_DEPTH,
+          items: Expanded.JSON_ITEMS,
+          stringChars: 10000
+        }
+      : {
+          depth: Collapsed.JSON_DEPTH,
+          items: Collapsed.JSON_ITEMS,
+          stringChars: 200
+        }
+  );
+  const button =
+    open || tree.clipped
+      ? toggleButton(ctx, key, open ? 'Collapse JSON' : 'Expand JSON')
+      : null;
+  return h('div', { class: 'jp-xcsh-JsonBlock' }, tree.node, button);
+}
+
+function truncationWarning(
+  call: IPythonCall,
+  ctx: IRenderContext
+): HTMLElement {
+  const result = call.result!;
+  const sizes = [
+    result.totalLines !== null ? `${result.totalLines} lines` : null,
+    result.totalBytes !== null ? formatBytes(result.totalBytes) : null
+  ].filter(part => part !== null);
+  const what =
+    sizes.length > 0 ? ` The full output (${sizes.join(', ')})` : ' It';
+  let link: HTMLElement;
+  if (result.artifactPath !== null) {
+    const path = result.artifactPath;
+    link = h(
+      'button',
+      {
+        type: 'button',
+        class: 'jp-xcsh-Link jp-xcsh-OpenArtifact',
+        title: `Open ${path}`,
+        'data-xcsh-key': `${call.id}/artifact`
+      },
+      'Open full output'
+    );
+    link.addEventListener('click', event => {
+      event.stopPropagation();
+      ctx.openArtifact(path);
+    });
+  } else {
+    link = h(
+      'code',
+      {},
+      result.artifactId !== null ? `artifact://${result.artifactId}` : ''
+    );
+  }
+  return h(
+    'div',
+    { class: 'jp-xcsh-Warning', role: 'note' },
+    `Output truncated: only its tail is shown.${what} is kept as an artifact. `,
+    link
+  );
+}
+
+function firstLine(code: string): string {
+  const line = code.split('\n').find(l => l.trim() !== '') ?? '';
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+}

@@ -1,0 +1,421 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+import { Message } from '@lumino/messaging';
+import { Widget } from '@lumino/widgets';
+
+import { h } from './dom';
+import {
+  ActivityCall,
+  ActivityChange,
+  ActivityModel,
+  IPythonCall
+} from './model';
+import { renderNotebookCall } from './rendernotebook';
+import { BlockLanguage, IRenderContext } from './renderparts';
+import { renderPythonCall } from './renderpython';
+
+/**
+ * Which calls the panel lists.
+ */
+export type ActivityFilter = 'all' | 'notebook' | 'python';
+
+/**
+ * The sidebar panel listing agents' tool calls, newest first.
+ *
+ * It only renders its model: each call is one element, rebuilt when the
+ * call or the expanded state of one of its parts changes.
+ */
+export class ActivityPanel extends Widget {
+  /**
+   * Create a panel.
+   */
+  constructor(options: ActivityPanel.IOptions) {
+    super();
+    this.model = options.model;
+    this._actions = options.actions;
+    this._highlighter = options.highlighter ?? null;
+    this.addClass('jp-xcsh-ActivityPanel');
+
+    this._filterSelect = h(
+      'select',
+      { class: 'jp-xcsh-Filter', 'aria-label': 'Show calls of' },
+      h('option', { value: 'all' }, 'All calls'),
+      h('option', { value: 'notebook' }, 'Notebook'),
+      h('option', { value: 'python' }, 'Python')
+    );
+    this._filterSelect.addEventListener('change', () => {
+      this.filter = this._filterSelect.value as ActivityFilter;
+    });
+    const clear = h(
+      'button',
+      {
+        type: 'button',
+        class: 'jp-xcsh-Clear',
+        title: 'Remove finished calls from the list'
+      },
+      'Clear'
+    );
+    clear.addEventListener('click', () => this.model.clear());
+    this._count = h('span', { class: 'jp-xcsh-Count', 'aria-live': 'polite' });
+
+    this._empty = h('p', { class: 'jp-xcsh-Empty' });
+    this._list = h('div', { class: 'jp-xcsh-CallList' });
+    this.node.append(
+      h(
+        'div',
+        { class: 'jp-xcsh-PanelHeader' },
+        h('h2', { class: 'jp-xcsh-PanelTitle' }, 'Agent activity'),
+        this._count
+      ),
+      h('div', { class: 'jp-xcsh-Toolbar' }, this._filterSelect, clear),
+      this._empty,
+      this._list
+    );
+
+    this._context = {
+      isOpen: (key, byDefault = false) => this._open.get(key) ?? byDefault,
+      toggle: (key, byDefault = false) => {
+        this._open.set(key, !(this._open.get(key) ?? byDefault));
+        for (const id of this._rendered.keys()) {
+          if (key === id || key.startsWith(`${id}/`)) {
+            this._dirtyCalls.add(id);
+          }
+        }
+        this._refresh();
+      },
+      highlight: (code, language, element) =>
+        this._highlight(code, language, element),
+      openNotebook: (path, cellIndex) =>
+        this._run(() => this._actions.openNotebook(path, cellIndex)),
+      openArtifact: path => this._run(() => this._actions.openArtifact(path)),
+      interrupt: call => this._run(() => this._actions.interrupt(call))
+    };
+
+    this.model.changed.connect(this._onModelChanged, this);
+    this._sync();
+  }
+
+  /**
+   * The calls the panel shows.
+   */
+  readonly model: ActivityModel;
+
+  /**
+   * Which calls are listed.
+   */
+  get filter(): ActivityFilter {
+    return this._filter;
+  }
+  set filter(value: ActivityFilter) {
+    this._filter = value;
+    this._filterSelect.value = value;
+    this._sync();
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this.model.changed.disconnect(this._onModelChanged, this);
+    super.dispose();
+  }
+
+  protected onAfterShow(msg: Message): void {
+    if (this._stale) {
+      this._sync();
+    }
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    if (this._stale && this.isVisible) {
+      this._sync();
+    }
+  }
+
+  private _onModelChanged(_: ActivityModel, change: ActivityChange): void {
+    if (change.type === 'removed') {
+      this._forget(change.id);
+    }
+    this._refresh();
+  }
+
+  /**
+   * Render now when visible, else when the panel is shown: a hidden sidebar
+   * costs nothing while an agent streams output.
+   */
+  private _refresh(): void {
+    if (this.isVisible) {
+      this._sync();
+    } else {
+      this._stale = true;
+    }
+  }
+
+  /**
+   * Reconcile the call elements with the model: render new and changed
+   * calls, drop removed ones, keep newest-first order and apply the filter.
+   */
+  private _sync(): void {
+    this._stale = false;
+    try {
+      const calls = this.model.calls;
+      const live = new Set(calls.map(call => call.id));
+      for (const [id, rendered] of this._rendered) {
+        if (!live.has(id)) {
+          rendered.element.remove();
+          this._rendered.delete(id);
+        }
+      }
+      let next: ChildNode | null = this._list.firstChild;
+      let shown = 0;
+      for (const call of calls) {
+        const previous = this._rendered.get(call.id)?.element;
+        const element = this._renderIfChanged(call);
+        if (previous !== undefined && previous === next) {
+          // Re-rendered in place: the new element took the old one's spot.
+          next = element;
+        }
+        element.hidden = this._filter !== 'all' && this._filter !== call.kind;
+        if (!element.hidden) {
+          shown++;
+        }
+        if (element !== next) {
+          this._list.insertBefore(element, next);
+        } else {
+          next = next.nextSibling;
+        }
+      }
+      this._updateSummary(calls.length, shown);
+    } catch (error) {
+      console.error('jupyter-xcsh: could not render the activity panel', error);
+    }
+  }
+
+  private _renderIfChanged(call: ActivityCall): HTMLElement {
+    const rendered = this._rendered.get(call.id);
+    if (
+      rendered !== undefined &&
+      rendered.version === call.version &&
+      !this._dirtyCalls.has(call.id)
+    ) {
+      return rendered.element;
+    }
+    this._dirtyCalls.delete(call.id);
+    const element = this._renderCall(call);
+    if (rendered !== undefined) {
+      const focusKey = focusedKey(rendered.element);
+      rendered.element.replaceWith(element);
+      if (focusKey !== null) {
+        for (const target of element.querySelectorAll<HTMLElement>(
+          '[data-xcsh-key]'
+        )) {
+          if (target.dataset.xcshKey === focusKey) {
+            target.focus();
+            break;
+          }
+        }
+      }
+    }
+    this._rendered.set(call.id, { element, version: call.version });
+    return element;
+  }
+
+  /**
+   * Render one call; a call that cannot be rendered says so instead of
+   * breaking the panel.
+   */
+  private _renderCall(call: ActivityCall): HTMLElement {
+    try {
+      return call.kind === 'notebook'
+        ? renderNotebookCall(call, this._context)
+        : renderPythonCall(call, this._context);
+    } catch (error) {
+      console.error('jupyter-xcsh: could not render a call', error);
+      return h(
+        'article',
+        {
+          class: 'jp-xcsh-Call',
+          'data-kind': call.kind,
+          'data-call-id': call.id
+        },
+        h(
+          'div',
+          { class: 'jp-xcsh-Error' },
+          `This ${call.kind} call could not be shown.`
+        )
+      );
+    }
+  }
+
+  private _updateSummary(total: number, shown: number): void {
+    this._count.textContent =
+      total === 0 ? '' : `${shown} call${shown === 1 ? '' : 's'}`;
+    this._empty.hidden = shown > 0;
+    this._empty.textContent =
+      total === 0
+        ? 'No agent activity yet. Notebook and python tool calls appear here as they happen.'
+        : 'No calls of this kind.';
+  }
+
+  /**
+   * Forget the expanded state of a removed call's parts.
+   */
+  private _forget(id: string): void {
+    for (const key of [...this._open.keys()]) {
+      if (key === id || key.startsWith(`${id}/`)) {
+        this._open.delete(key);
+      }
+    }
+    this._dirtyCalls.delete(id);
+  }
+
+  private _highlight(
+    code: string,
+    language: BlockLanguage,
+    element: HTMLElement
+  ): void {
+    const cacheKey = `${language}\n${code}`;
+    const cached = this._highlighted.get(cacheKey);
+    if (cached !== undefined) {
+      element.appendChild(cached.cloneNode(true));
+      return;
+    }
+    element.textContent = code;
+    const highlighter = this._highlighter;
+    if (highlighter === null || language === null || code === '') {
+      return;
+    }
+    const target = document.createElement('span');
+    highlighter(code, language, target)
+      .then(() => {
+        const fragment = document.createDocumentFragment();
+        fragment.append(...target.childNodes);
+        // The element may have been replaced by a newer render meanwhile.
+        if (element.isConnected && element.textContent === code) {
+          element.replaceChildren(fragment.cloneNode(true));
+        }
+        if (code.length > HIGHLIGHT_CACHE_MAX_CHARS) {
+          return;
+        }
+        if (this._highlighted.size >= HIGHLIGHT_CACHE_SIZE) {
+          const oldest = this._highlighted.keys().next().value;
+          if (oldest !== undefined) {
+            this._highlighted.delete(oldest);
+          }
+        }
+        this._highlighted.set(cacheKey, fragment);
+      })
+      .catch(() => {
+        // Plain text is already in place.
+      });
+  }
+
+  /**
+   * Run an action of a link or button; its failure is logged, never thrown
+   * into the lab.
+   */
+  private _run(action: () => Promise<unknown> | void): void {
+    try {
+      void Promise.resolve(action()).catch(error =>
+        console.warn('jupyter-xcsh: activity panel action failed', error)
+      );
+    } catch (error) {
+      console.warn('jupyter-xcsh: activity panel action failed', error);
+    }
+  }
+
+  private _actions: ActivityPanel.IActions;
+  private _highlighter: ActivityPanel.Highlighter | null;
+  private _context: IRenderContext;
+  private _filter: ActivityFilter = 'all';
+  private _filterSelect: HTMLSelectElement;
+  private _count: HTMLElement;
+  private _empty: HTMLElement;
+  private _list: HTMLElement;
+  private _rendered = new Map<
+    string,
+    { element: HTMLElement; version: number }
+  >();
+  private _dirtyCalls = new Set<string>();
+  private _open = new Map<string, boolean>();
+  private _highlighted = new Map<string, DocumentFragment>();
+  private _stale = false;
+}
+
+/**
+ * How many highlighted texts are kept for re-renders.
+ */
+const HIGHLIGHT_CACHE_SIZE = 200;
+
+/**
+ * The longest text whose highlighting is kept (longer ones are redone).
+ */
+const HIGHLIGHT_CACHE_MAX_CHARS = 20000;
+
+/**
+ * The `data-xcsh-key` of the focused element inside `element`, if any.
+ */
+function focusedKey(element: HTMLElement): string | null {
+  const active = document.activeElement;
+  if (active instanceof HTMLElement && element.contains(active)) {
+    return active.dataset.xcshKey ?? null;
+  }
+  return null;
+}
+
+/**
+ * The namespace for {@link ActivityPanel} statics.
+ */
+export namespace ActivityPanel {
+  /**
+   * What the panel's links and buttons do.
+   */
+  export interface IActions {
+    /**
+     * Open a notebook, scrolled to a cell when `cellIndex` is not null.
+     */
+    openNotebook(path: string, cellIndex: number | null): Promise<unknown>;
+
+    /**
+     * Open an artifact file in the lab.
+     */
+    openArtifact(path: string): Promise<unknown>;
+
+    /**
+     * Cancel a running python call.
+     */
+    interrupt(call: IPythonCall): Promise<unknown>;
+  }
+
+  /**
+   * Fill `element` with `code` highlighted as `language`.
+   */
+  export type Highlighter = (
+    code: string,
+    language: 'python' | 'markdown',
+    element: HTMLElement
+  ) => Promise<void>;
+
+  /**
+   * The options of a panel.
+   */
+  export interface IOptions {
+    /**
+     * The calls to show.
+     */
+    model: ActivityModel;
+
+    /**
+     * What links and buttons do.
+     */
+    actions: IActions;
+
+    /**
+     * Syntax highlighting of code and markdown; plain text without it.
+     */
+    highlighter?: Highlighter;
+  }
+}

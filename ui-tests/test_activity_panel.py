@@ -1,0 +1,188 @@
+"""The activity panel shows agents' tool calls live, from the server's events."""
+
+from __future__ import annotations
+
+import time
+
+from playwright.sync_api import expect
+
+NOTEBOOK_SCHEMA = "https://events.jupyter.org/jupyter_xcsh/notebook/v1"
+PYTHON_SCHEMA = "https://events.jupyter.org/jupyter_xcsh/python/v1"
+
+#: First python call of a session starts its kernel: allow for a slow machine.
+KERNEL_START = 60000
+
+
+def python_calls(panel):
+    return panel.locator('.jp-xcsh-Call[data-kind="python"]')
+
+
+def test_python_call_streams_output_and_cell_status(lab, lab_page):
+    lab_page.open()
+    panel = lab_page.open_activity()
+    count = "import time\nfor i in range(8):\n    print('tick', i, flush=True)\n    time.sleep(0.5)"
+    future = lab.python(
+        [{"title": "count", "code": count}, {"title": "after", "code": "print('done')"}],
+        session="ui-stream",
+        timeout=120,
+    )
+    call = python_calls(panel).first
+    first = call.locator(".jp-xcsh-Cell").nth(0)
+    second = call.locator(".jp-xcsh-Cell").nth(1)
+
+    expect(first).to_have_attribute("data-status", "running", timeout=KERNEL_START)
+    expect(first.locator(".jp-xcsh-CellTitle")).to_have_text("[1/2] count")
+    expect(first.locator(".jp-xcsh-Output")).to_contain_text("tick 1")
+    # Streaming: the tail arrives while the cell runs (tick 7 is ~3 s away) and cell 2 waits.
+    expect(first.locator(".jp-xcsh-Output")).not_to_contain_text("tick 7")
+    expect(second).to_have_attribute("data-status", "pending")
+    expect(call.locator(".jp-xcsh-Interrupt")).to_be_visible()
+    lab_page.screenshot("streaming")
+
+    expect(call).to_have_attribute("data-status", "ok", timeout=30000)
+    expect(first).to_have_attribute("data-status", "complete")
+    expect(second).to_have_attribute("data-status", "complete")
+    expect(first.locator(".jp-xcsh-Output")).to_contain_text("tick 7")
+    expect(second.locator(".jp-xcsh-Output")).to_contain_text("done")
+    expect(call.locator(".jp-xcsh-Interrupt")).to_have_count(0)
+    lab_page.screenshot("finished")
+    assert future.result(30)["isError"] is False
+
+    # Keyboard: the call's toggle collapses and expands it.
+    toggle = call.locator(".jp-xcsh-Toggle")
+    toggle.focus()
+    lab_page.page.keyboard.press("Enter")
+    expect(call.locator(".jp-xcsh-CallBody")).to_be_hidden()
+    expect(call.locator(".jp-xcsh-Toggle")).to_be_focused()
+    lab_page.page.keyboard.press("Enter")
+    expect(call.locator(".jp-xcsh-CallBody")).to_be_visible()
+
+    # The panel only uses the theme's variables: the dark theme restyles it.
+    change_theme = "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})"
+    body = lab_page.page.locator("body")
+    lab_page.page.evaluate(change_theme, "JupyterLab Dark")
+    try:
+        expect(body).to_have_attribute("data-jp-theme-light", "false")
+        # The lab shows its splash while it loads the theme.
+        expect(lab_page.page.locator("#jupyterlab-splash")).to_have_count(0)
+        lab_page.screenshot("dark")
+    finally:
+        # The theme is a user setting: the tests after this one get the light theme back.
+        lab_page.page.evaluate(change_theme, "JupyterLab Light")
+        expect(body).to_have_attribute("data-jp-theme-light", "true")
+        expect(lab_page.page.locator("#jupyterlab-splash")).to_have_count(0)
+
+
+def test_truncation_link_opens_the_artifact(lab, lab_page):
+    lab_page.open()
+    panel = lab_page.open_activity()
+    result = lab.python([{"code": "print('x' * 200000)"}], session="ui-truncate").result(120)
+    assert result["truncated"] is True
+    artifact = result["artifactPath"]
+    name = artifact.rsplit("/", 1)[-1]
+
+    call = python_calls(panel).first
+    expect(call).to_have_attribute("data-status", "ok", timeout=KERNEL_START)
+    warning = call.locator(".jp-xcsh-Warning")
+    expect(warning).to_contain_text("Output truncated")
+    lab_page.screenshot("warning")
+
+    warning.locator(".jp-xcsh-OpenArtifact").click()
+    page = lab_page.page
+    current = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current")
+    expect(current).to_contain_text(name)
+    expect(page.locator("#jp-main-dock-panel .jp-FileEditor .cm-content").first).to_contain_text(
+        "xxxxxxxxxxxxxxxx"
+    )
+    lab_page.screenshot("artifact")
+
+
+def test_interrupt_button_cancels_a_running_call(lab, lab_page):
+    lab_page.open()
+    panel = lab_page.open_activity()
+    code = "import time\nprint('sleeping', flush=True)\ntime.sleep(60)"
+    future = lab.python([{"title": "sleep", "code": code}], session="ui-interrupt", timeout=120)
+    call = python_calls(panel).first
+    expect(call.locator(".jp-xcsh-Output")).to_contain_text("sleeping", timeout=KERNEL_START)
+    button = call.locator(".jp-xcsh-Interrupt")
+    lab_page.screenshot("running")
+
+    clicked = time.monotonic()
+    button.click()
+    expect(call).to_have_attribute("data-status", "cancelled", timeout=20000)
+    expect(button).to_have_count(0)
+    lab_page.screenshot("cancelled")
+    result = future.result(30)
+    assert result["cancelled"] is True
+    # The call ended because of the button, not the 60 s sleep or the 120 s timeout.
+    assert time.monotonic() - clicked < 20
+
+
+def test_no_page_errors_whatever_the_server_sends(lab, lab_page):
+    lab.write_notebook("errors.ipynb", [f"x = {i}" for i in range(40)])
+    lab_page.open()
+    page = lab_page.page
+    console_errors: list[str] = []
+    page.on(
+        "console",
+        lambda m: console_errors.append(m.text) if m.type == "error" and "xcsh" in m.text else None,
+    )
+    panel = lab_page.open_activity()
+
+    # Odd but schema-valid events, through the server's event bus and the lab's websocket.
+    odd_events = [
+        (
+            PYTHON_SCHEMA,
+            {"callId": "odd", "event": "chunk", "cellIndex": 999, "text": "\x00\x1b[31m"},
+        ),
+        (PYTHON_SCHEMA, {"callId": "odd", "event": "display", "display": {"kind": "movie"}}),
+        (
+            PYTHON_SCHEMA,
+            {
+                "callId": "odd",
+                "event": "display",
+                "cellIndex": 0,
+                "display": {"kind": "image", "mimeType": "image/png", "data": '"><script>'},
+            },
+        ),
+        (PYTHON_SCHEMA, {"callId": "odd", "event": "finished", "result": {"cells": "x"}}),
+        (NOTEBOOK_SCHEMA, {"callId": "odd-nb", "action": "", "path": "", "status": "error"}),
+    ]
+    for schema_id, data in odd_events:
+        lab.api("POST", "api/events", {"schema_id": schema_id, "version": "1", "data": data})
+    expect(panel.locator('[data-call-id="odd"]')).to_be_visible()
+    expect(panel.locator('[data-call-id="odd-nb"]')).to_be_visible()
+
+    # Anything at all, as if a newer or broken server sent it.
+    page.evaluate(
+        """() => {
+        const stream = window.jupyterapp.serviceManager.events.stream;
+        const python = 'https://events.jupyter.org/jupyter_xcsh/python/v1';
+        const junk = [null, 7, 'x', [], {}, {schema_id: python}, {schema_id: python, callId: {}},
+          {schema_id: python, callId: 'j', event: 'started', cells: [null, 3, {index: -1}]},
+          {schema_id: python, callId: 'j', event: 'cell', cellIndex: 1.5, status: 'running'},
+          {schema_id: python, callId: 'j', event: 'display', cellIndex: 0,
+           display: {kind: 'json', data: {a: {b: {c: {d: Array(10000).fill(1)}}}}}},
+          {schema_id: python, callId: 'j', event: 'display', cellIndex: 0,
+           display: {kind: 'status', data: 'not an object'}},
+          {schema_id: python, callId: 'j', event: 'finished',
+           result: {truncated: true, artifactPath: 5, totalBytes: -1}}];
+        for (const emission of junk) { stream.emit(emission); }
+    }"""
+    )
+    expect(panel.locator('[data-call-id="j"]')).to_be_visible()
+
+    # The panel still works: a real notebook call shows up and opens its notebook at the cell.
+    lab.notebook(action="edit", notebook_path="errors.ipynb", cell_index=35, content="x = 'here'")
+    title = panel.locator(".jp-xcsh-Call[data-kind=notebook] .jp-xcsh-OpenNotebook").first
+    expect(title).to_have_text("Notebook · edit · errors.ipynb · cell 35 · code")
+    title.click()
+    expect(page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current")).to_contain_text(
+        "errors.ipynb"
+    )
+    active = page.locator(".jp-NotebookPanel .jp-Cell.jp-mod-active")
+    expect(active).to_contain_text("x = 'here'")
+    expect(active).to_be_in_viewport()
+    lab_page.screenshot("after-junk")
+    assert lab_page.errors == []
+    assert console_errors == []

@@ -1,0 +1,55 @@
+"""Agent edits show up in a notebook open in the lab, and never cost the person their typing."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from playwright.sync_api import expect
+
+
+def test_agent_insert_appears_in_the_open_notebook(lab, lab_page):
+    lab.write_notebook("insert.ipynb", ["a = 1", "b = 2"])
+    lab_page.open("lab/tree/insert.ipynb")
+    cells = lab_page.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(2)
+
+    lab.notebook(
+        action="insert", notebook_path="insert.ipynb", cell_index=1, content="agent_was_here = 3"
+    )
+
+    expect(cells).to_have_count(3)
+    expect(cells.nth(1)).to_contain_text("agent_was_here = 3")
+    lab_page.screenshot("inserted")
+
+
+def test_unsaved_typing_and_agent_edit_are_both_saved_without_a_dialog(lab, lab_page):
+    path = lab.write_notebook("both.ipynb", ["human = 1", "agent = 1"])
+    lab_page.open("lab/tree/both.ipynb")
+    page = lab_page.page
+    cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(2)
+
+    # The person types into cell 0 and does not save.
+    editor = cells.nth(0).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("End")
+    page.keyboard.type("  # typed by a person")
+    expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(1)
+
+    lab.notebook(
+        action="edit", notebook_path="both.ipynb", cell_index=1, content="agent = 'edited'"
+    )
+    expect(cells.nth(1)).to_contain_text("agent = 'edited'")
+    expect(cells.nth(0)).to_contain_text("# typed by a person")
+    lab_page.screenshot("before-save")
+
+    page.keyboard.press("Control+s")
+    expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
+    # "File Changed" or any other dialog would show up within the save.
+    time.sleep(0.5)
+    expect(page.locator(".jp-Dialog")).to_have_count(0)
+    lab_page.screenshot("saved")
+
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert sources == ["human = 1  # typed by a person", "agent = 'edited'"]
