@@ -35,5 +35,13 @@ step "tests"
 python -m pytest tests -p no:cacheprovider -q -ra
 
 step "browser tests (Playwright + Debian Chromium, a real jupyter lab)"
-command -v chromium || (apt-get update && apt-get install -y chromium)
-python -m pytest ui-tests -p no:cacheprovider -q
+command -v chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
+python -m pytest ui-tests -p no:cacheprovider -q -m "not collaboration"
+
+step "browser tests with jupyter-collaboration installed ($VENV-rtc)"
+# A second environment: jupyter-collaboration turns every notebook into a shared document.
+python3 -m venv "$VENV-rtc"
+"$VENV-rtc/bin/python" -m pip install -q --upgrade pip
+"$VENV-rtc/bin/python" -m pip install -q ".[test]" jupyter-collaboration
+XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/ui-tests-rtc" \
+  "$VENV-rtc/bin/python" -m pytest ui-tests -p no:cacheprovider -q -m collaboration
