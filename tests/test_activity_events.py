@@ -12,16 +12,27 @@ from .notebooks import jupyter_text, sample_notebook
 from .python_tool import run
 
 
-@pytest.fixture
-def events(jp_serverapp):
-    """Collect the xcsh notebook events the server emits."""
+def _collect(serverapp, schema_id):
+    """Return the list every event of ``schema_id`` the server emits is appended to."""
     seen: list[dict] = []
 
     async def listener(logger, schema_id, data):
         seen.append(dict(data))
 
-    jp_serverapp.event_logger.add_listener(schema_id=NOTEBOOK_SCHEMA, listener=listener)
+    serverapp.event_logger.add_listener(schema_id=schema_id, listener=listener)
     return seen
+
+
+@pytest.fixture
+def events(jp_serverapp):
+    """The xcsh notebook events the server emits."""
+    return _collect(jp_serverapp, NOTEBOOK_SCHEMA)
+
+
+@pytest.fixture
+def python_events(jp_serverapp):
+    """The xcsh python events the server emits."""
+    return _collect(jp_serverapp, PYTHON_SCHEMA)
 
 
 async def _wait_for(seen, count):
@@ -72,18 +83,6 @@ async def test_a_malformed_body_reports_nothing(notebook_tool, notebook, events)
     assert status == 400
     await asyncio.sleep(0.1)
     assert events == []
-
-
-@pytest.fixture
-def python_events(jp_serverapp):
-    """Collect the xcsh python events the server emits."""
-    seen: list[dict] = []
-
-    async def listener(logger, schema_id, data):
-        seen.append(dict(data))
-
-    jp_serverapp.event_logger.add_listener(schema_id=PYTHON_SCHEMA, listener=listener)
-    return seen
 
 
 @pytest.mark.timeout(300)

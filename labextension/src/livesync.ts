@@ -24,15 +24,11 @@
 
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { Contents, Event } from '@jupyterlab/services';
+
+import { parseEmission } from './panel/events';
 import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 
 type ISharedNotebook = INotebookModel['sharedModel'];
-
-/**
- * The schema id of notebook tool events.
- */
-export const NOTEBOOK_EVENT_SCHEMA =
-  'https://events.jupyter.org/jupyter_xcsh/notebook/v1';
 
 /**
  * Longest source an event carries; a source this long may have been cut.
@@ -61,40 +57,31 @@ export type SyncPlan = 'revert' | 'apply' | 'skip';
 const CHANGE_ACTIONS = new Set(['edit', 'insert', 'delete', 'move']);
 const CELL_TYPES = new Set(['code', 'markdown', 'raw']);
 
-function isInt(value: unknown): value is number {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0;
-}
-
 /**
  * Read a successful cell change out of a raw event emission; `null` for anything else.
  */
 export function parseCellChange(raw: unknown): ICellChangeEvent | null {
-  if (typeof raw !== 'object' || raw === null) {
-    return null;
-  }
-  const e = raw as Record<string, unknown>;
+  const event = parseEmission(raw);
   if (
-    e.schema_id !== NOTEBOOK_EVENT_SCHEMA ||
-    e.status !== 'ok' ||
-    typeof e.action !== 'string' ||
-    !CHANGE_ACTIONS.has(e.action) ||
-    typeof e.path !== 'string' ||
-    !isInt(e.cellIndex)
+    event === null ||
+    event.kind !== 'notebook' ||
+    event.status !== 'ok' ||
+    !CHANGE_ACTIONS.has(event.action) ||
+    event.cellIndex === null
   ) {
     return null;
   }
-  const cellType = CELL_TYPES.has(e.cellType as string)
-    ? (e.cellType as ICellChangeEvent['cellType'])
-    : 'code';
   return {
-    action: e.action as ICellChangeEvent['action'],
-    path: e.path,
-    cellIndex: e.cellIndex,
-    fromIndex: isInt(e.fromIndex) ? e.fromIndex : null,
-    cellId: typeof e.cellId === 'string' ? e.cellId : null,
-    cellType,
-    source: typeof e.source === 'string' ? e.source : '',
-    lastModified: typeof e.lastModified === 'string' ? e.lastModified : null
+    action: event.action as ICellChangeEvent['action'],
+    path: event.path,
+    cellIndex: event.cellIndex,
+    fromIndex: event.fromIndex,
+    cellId: event.cellId,
+    cellType: CELL_TYPES.has(event.cellType ?? '')
+      ? (event.cellType as ICellChangeEvent['cellType'])
+      : 'code',
+    source: event.source ?? '',
+    lastModified: event.lastModified
   };
 }
 

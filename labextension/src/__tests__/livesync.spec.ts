@@ -9,16 +9,16 @@ import {
   acknowledgeSave,
   applyChange,
   ICellChangeEvent,
-  NOTEBOOK_EVENT_SCHEMA,
   parseCellChange,
   planSync
 } from '../livesync';
+import { NOTEBOOK_SCHEMA_ID } from '../panel/events';
 
 function emission(
   extra: Record<string, unknown> = {}
 ): Record<string, unknown> {
   return {
-    schema_id: NOTEBOOK_EVENT_SCHEMA,
+    schema_id: NOTEBOOK_SCHEMA_ID,
     callId: 'c1',
     action: 'insert',
     path: 'a.ipynb',
