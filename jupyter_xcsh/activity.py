@@ -18,6 +18,7 @@ from typing import Any
 from jupyter_events import EventLogger
 
 from .execution.observer import ExecutionObserver
+from .outputs.sanitize import sanitize
 
 SCHEMA_DIR = Path(__file__).parent / "event_schemas"
 NOTEBOOK_SCHEMA = "https://events.jupyter.org/jupyter_xcsh/notebook/v1"
@@ -147,7 +148,7 @@ class PythonCallEvents(ExecutionObserver):
             self._timer.cancel()
             self._timer = None
         for index in sorted(self._pending):
-            self._emit("chunk", cellIndex=index, text=self._tails[index])
+            self._emit("chunk", cellIndex=index, text=sanitize(self._tails[index]))
         if self._pending:
             self._last_chunk_event = time.monotonic()
         self._pending.clear()

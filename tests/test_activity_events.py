@@ -90,7 +90,7 @@ async def test_a_python_call_is_reported_from_start_to_finish(jp_fetch, python_e
     code = (
         "import time\n"
         "for i in range(12):\n"
-        "    print('line', i, 'x' * 1000, flush=True)\n"
+        "    print('\\x1b[31mline', i, 'x' * 1000, flush=True)\n"
         "    time.sleep(0.1)\n"
         "status('step', done=12)"
     )
@@ -110,6 +110,7 @@ async def test_a_python_call_is_reported_from_start_to_finish(jp_fetch, python_e
     assert all(len(e["text"]) <= 4096 for e in chunks)
     assert chunks[-1]["text"].endswith("x" * 1000 + "\n")
     assert "line 11" in chunks[-1]["text"]
+    assert all("\x1b" not in e["text"] for e in chunks)  # terminal colours removed
     assert kinds.index("chunk") < kinds.index("finished")
     displays = [e["display"] for e in python_events if e["event"] == "display"]
     assert {"kind": "status", "data": {"op": "step", "done": 12}} in displays
