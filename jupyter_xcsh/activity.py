@@ -135,7 +135,8 @@ class PythonCallEvents(ExecutionObserver):
         self._emit("cell", cellIndex=index, status=status)
 
     def chunk(self, index: int, text: str) -> None:  # noqa: D102
-        self._tails[index] = (self._tails.get(index, "") + text)[-MAX_EVENT_TAIL:]
+        # Cut before joining: a kernel may send megabytes in one chunk, the event needs 4 KiB.
+        self._tails[index] = (self._tails.get(index, "") + text[-MAX_EVENT_TAIL:])[-MAX_EVENT_TAIL:]
         self._pending.add(index)
         wait = self._last_chunk_event + self.interval - time.monotonic()
         if wait <= 0:
