@@ -17,10 +17,17 @@ def test_agent_insert_appears_in_the_open_notebook(lab, lab_page):
     lab.notebook(
         action="insert", notebook_path="insert.ipynb", cell_index=1, content="agent_was_here = 3"
     )
+    saved = time.monotonic()
 
     expect(cells).to_have_count(3)
     expect(cells.nth(1)).to_contain_text("agent_was_here = 3")
-    lab_page.screenshot("inserted")
+    # The issue asks for "within a second": measured and reported here (and in the lab's
+    # screenshot folder), not asserted, since a loaded CI machine adds its own latency.
+    latency = time.monotonic() - saved
+    (lab_page.screenshot("inserted").parent / "livesync-latency.txt").write_text(
+        f"{latency:.3f} s\n"
+    )
+    print(f"agent insert visible in the open notebook {latency * 1000:.0f} ms after the save")
 
 
 def test_unsaved_typing_and_agent_edit_are_both_saved_without_a_dialog(lab, lab_page):
