@@ -204,6 +204,21 @@ async def test_working_directory_errors_are_exact_400s(jp_fetch, jp_root_dir):
     assert (status, body["message"]) == (400, "Working directory is not a directory: file.txt")
 
 
+async def test_hidden_working_directories_follow_the_servers_hidden_file_policy(
+    jp_fetch, jp_root_dir, jp_serverapp, tmp_path
+):
+    (jp_root_dir / ".private" / "sub").mkdir(parents=True)
+    (jp_root_dir / "out").symlink_to(tmp_path)
+    call = tool(jp_fetch)
+    for cwd in (".private", ".private/sub"):
+        status, body = await call({"cells": [], "cwd": cwd})
+        assert (status, body["message"]) == (400, f"Working directory does not exist: {cwd}")
+    status, body = await call({"cells": [], "cwd": "out"})
+    assert (status, body["message"]) == (403, "Working directory is outside the server root: out")
+    jp_serverapp.contents_manager.allow_hidden = True
+    assert (await call({"cells": [], "cwd": ".private"}))[0] == 200
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [

@@ -53,9 +53,13 @@ def _resolve_cwd(raw: str, root_dir: str) -> tuple[str, str]:
 
 
 def parse_python_request(
-    body: dict[str, Any], *, root_dir: str, default_mode: str
+    body: dict[str, Any], *, root_dir: str, default_mode: str, allow_hidden: bool = True
 ) -> PythonRequest:
-    """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
+    """Validate a request body; raise ``InvalidRequestError`` saying what is wrong.
+
+    ``allow_hidden`` is the server's hidden-file policy: when false, a hidden working
+    directory is answered as the server answers hidden files, as if it did not exist.
+    """
     unknown = sorted(set(body) - _FIELDS)
     if unknown:
         raise InvalidRequestError(f"Unknown field(s): {', '.join(unknown)}")
@@ -85,6 +89,8 @@ def parse_python_request(
     if not isinstance(cwd, str):
         raise InvalidRequestError("cwd must be a string")
     api_cwd, os_cwd = _resolve_cwd(cwd, root_dir)
+    if not allow_hidden and any(part.startswith(".") for part in api_cwd.split("/")):
+        raise InvalidRequestError(f"Working directory does not exist: {cwd}")
 
     reset = body.get("reset", False)
     if not isinstance(reset, bool):

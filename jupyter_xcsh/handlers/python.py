@@ -81,6 +81,7 @@ class PythonHandler(XcshAPIHandler):
                 self.json_body(),
                 root_dir=self.service.root_dir,
                 default_mode=self.services["settings"].kernel_mode,
+                allow_hidden=self.contents_manager.allow_hidden,
             )
         self.control = CallControl()
         events = PythonCallEvents(self.services["activity"], self.service.stream_interval)
