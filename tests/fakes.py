@@ -5,7 +5,9 @@ from __future__ import annotations
 import errno
 
 from jupyter_server.auth.authorizer import Authorizer
+from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+from tornado.web import HTTPError
 from traitlets import Int
 
 
@@ -38,3 +40,14 @@ class EmfileKernelManager(AsyncMappingKernelManager):
         if self.starts == self.fail_start:
             raise OSError(errno.EMFILE, "Too many open files")
         return await super().start_kernel(*args, **kwargs)
+
+
+class UnreadableContentsManager(AsyncLargeFileManager):
+    """Refuse to read file contents, as a permission problem would (``contents_manager_class``)."""
+
+    async def get(self, path, content=True, type=None, format=None, require_hash=False):  # type: ignore[no-untyped-def]
+        if content and type != "directory":
+            raise HTTPError(403, f"Permission denied: {path}")
+        return await super().get(
+            path, content=content, type=type, format=format, require_hash=require_hash
+        )

@@ -72,3 +72,18 @@ class TestServerAllowingHiddenFiles:
         body = {"action": "insert", "notebook_path": ".h.ipynb", "cell_index": 0, "content": "x"}
         status, result = await notebook_tool(body)
         assert status == 200, result
+
+
+class TestContentsManagerRefusingToRead:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.contents_manager_class = "tests.fakes.UnreadableContentsManager"
+        return config
+
+    async def test_its_answer_is_passed_on_not_mistaken_for_bad_json(self, notebook_tool, notebook):
+        before = notebook.read_bytes()
+        body = {"action": "insert", "notebook_path": "a.ipynb", "cell_index": 0, "content": "x"}
+        status, result = await notebook_tool(body)
+        assert (status, result["message"]) == (403, "Permission denied: a.ipynb")
+        assert notebook.read_bytes() == before

@@ -223,3 +223,15 @@ def test_move_puts_the_cell_at_its_final_position():
 
 def test_move_to_the_same_place_reports_no_change():
     assert _apply(_doc(), action="move", cell_index=1, to_index=1).changed is False
+
+
+def test_cells_that_are_not_objects_can_still_be_deleted_and_moved():
+    doc = NotebookDocument.parse(
+        '{"cells": [1, {"cell_type": "raw", "metadata": {}, "source": []}, "x"],'
+        ' "nbformat": 4, "nbformat_minor": 4, "metadata": {}}'
+    )
+    moved = _apply(doc, action="move", cell_index=2, to_index=0)
+    assert moved.details["cellType"] == "unknown" and moved.details["cellSource"] == []
+    deleted = _apply(doc, action="delete", cell_index=0)
+    assert deleted.text == "Deleted cell 0 (unknown). Notebook now has 2 cells."
+    assert raw_cells(doc.dumps()) == [1, {"cell_type": "raw", "metadata": {}, "source": []}]

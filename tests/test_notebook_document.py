@@ -118,7 +118,19 @@ def test_move_keeps_the_moved_cells_exact_text():
 
 
 @pytest.mark.parametrize(
-    "text", ["", "{", "not json", '{"cells": [1,]}', '{"cells": []} x', "{'a': 1}"]
+    "text",
+    [
+        "",
+        "{",
+        "not json",
+        '{"cells": [1,]}',
+        '{"cells": []} x',
+        "{'a': 1}",
+        '{"cells": [{"a" 1}]}',
+        '{"cells": ["\\x"]}',
+        '{"cells": [{"a": [1 2]}]}',
+        '{"metadata": {"a" 1}, "cells": []}',
+    ],
 )
 def test_invalid_json_is_reported_as_such(text):
     with pytest.raises(NotJSONError):

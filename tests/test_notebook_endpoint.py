@@ -204,6 +204,12 @@ async def test_files_that_are_not_notebooks_are_422(notebook_tool, jp_root_dir):
     assert (jp_root_dir / "nocells.ipynb").read_text() == '{"metadata": {}}'
 
 
+async def test_bad_json_deep_inside_the_cells_is_still_a_422(notebook_tool, jp_root_dir):
+    (jp_root_dir / "deep.ipynb").write_text('{"cells": [{"source": [1 2]}]}', encoding="utf-8")
+    body = {"action": "delete", "notebook_path": "deep.ipynb", "cell_index": 0}
+    await _fails(notebook_tool, body, 422, "Invalid JSON in notebook: deep.ipynb")
+
+
 async def test_a_directory_is_not_a_notebook(notebook_tool, notebook):
     await _fails(
         notebook_tool, {"action": "read", "notebook_path": "dir"}, 404, "Notebook not found: dir"

@@ -186,16 +186,17 @@ def locate_cell(document: NotebookDocument, request: NotebookRequest) -> int:
     return index
 
 
-def _details(
-    action: str, index: int, cell: dict[str, Any], total: int, **extra: Any
-) -> dict[str, Any]:
-    cell_id = cell.get("id")
+def _details(action: str, index: int, cell: Any, total: int, **extra: Any) -> dict[str, Any]:
+    # A cell that is not an object (a damaged notebook) can still be deleted or moved.
+    fields = cell if isinstance(cell, dict) else {}
+    cell_id = fields.get("id")
+    source = fields.get("source", [])
     return {
         "action": action,
         "cellIndex": index,
         "cellType": _cell_type(cell),
         "totalCells": total,
-        "cellSource": cell.get("source", []),
+        "cellSource": source if isinstance(source, (str, list)) else [],
         "cellId": cell_id if isinstance(cell_id, str) else None,
         **extra,
     }

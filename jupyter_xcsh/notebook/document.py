@@ -51,6 +51,8 @@ def _scan_value(text: str, index: int) -> tuple[Any, int]:
         return _SCAN(text, index)
     except StopIteration:
         raise NotJSONError(f"expected a value at character {index}") from None
+    except ValueError as e:  # JSONDecodeError from inside a nested value
+        raise NotJSONError(str(e)) from None
 
 
 def _expect(text: str, index: int, char: str) -> int:

@@ -77,8 +77,10 @@ class NotebookStore:
         except HTTPError as e:
             if e.status_code == 404:
                 raise NotFoundError(f"Notebook not found: {path}") from None
-            # Not UTF-8 text, so certainly not notebook JSON.
-            raise InvalidDocumentError(f"Invalid JSON in notebook: {path}") from None
+            if e.status_code == 400:
+                # Not UTF-8 text, so certainly not notebook JSON.
+                raise InvalidDocumentError(f"Invalid JSON in notebook: {path}") from None
+            raise  # the contents manager's own answer (a permission problem, a fault)
         return await asyncio.to_thread(_parse, model["content"], path)
 
     async def read(self, request: NotebookRequest) -> dict[str, Any]:
