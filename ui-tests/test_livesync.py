@@ -60,3 +60,30 @@ def test_unsaved_typing_and_agent_edit_are_both_saved_without_a_dialog(lab, lab_
 
     sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
     assert sources == ["human = 1  # typed by a person", "agent = 'edited'"]
+
+
+def test_an_agent_edit_of_a_cell_the_person_deleted_is_not_overwritten_silently(lab, lab_page):
+    path = lab.write_notebook("gone.ipynb", ["keep = 1", "doomed = 1"])
+    lab_page.open("lab/tree/gone.ipynb")
+    page = lab_page.page
+    cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(2)
+
+    # The person deletes cell 1 (unsaved), then the agent edits that very cell on disk.
+    cells.nth(1).click(position={"x": 5, "y": 5})
+    page.keyboard.press("Escape")
+    page.keyboard.press("d")
+    page.keyboard.press("d")
+    expect(cells).to_have_count(1)
+    lab.notebook(action="edit", notebook_path="gone.ipynb", cell_id="cell-1", content="agent = 2")
+    time.sleep(1)  # the event arrives within milliseconds; leave it ample time to be handled
+
+    # Saving now must not silently drop the agent's edit: JupyterLab asks.
+    page.keyboard.press("Control+s")
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_have_count(1)
+    expect(dialog).to_contain_text("File Changed")
+    lab_page.screenshot("conflict")
+    dialog.get_by_role("button", name="Cancel").click()
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert sources == ["keep = 1", "agent = 2"]

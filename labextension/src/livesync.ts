@@ -9,14 +9,19 @@
  * The notebook tool saves through the server's contents manager, so the file on disk changes
  * under an open notebook. Left alone, the person's next save meets JupyterLab's "File Changed"
  * conflict dialog (and either loses the agent's edit or their own typing). Instead, on each
- * notebook event from the server:
+ * notebook event from the server, the *same cell operation* is applied to the open notebook's
+ * model, addressed by cell id (index only for pre-4.5 notebooks), and the document's known
+ * modification time is set to the file's new one, in one synchronous step:
  *
- * - a notebook with no unsaved changes is simply reverted to the saved file (exactly what is on
- *   disk, nothing to reconcile);
- * - a notebook with unsaved changes gets the *same cell operation* applied to its model,
- *   addressed by cell id (index only for pre-4.5 notebooks), so the person's typing elsewhere
- *   survives; then the document's known modification time and hash are set to the file's new
- *   ones, so the person's next save is not seen as a conflict and writes both changes;
+ * - unsaved typing elsewhere in the notebook survives (nothing is reloaded, the cursor stays),
+ *   and the person's next save is not seen as a conflict: it writes both their change and the
+ *   agent's;
+ * - a notebook with no unsaved changes is instead loaded from the saved file, exactly (and
+ *   stays clean) — unless the person starts typing while the file is fetched, in which case
+ *   their keystrokes win and the cell operation is applied as above;
+ * - when the operation cannot be placed (the person deleted that cell), nothing is
+ *   acknowledged: their next save meets JupyterLab's own conflict dialog, so neither side is
+ *   overwritten silently;
  * - a collaborative document (jupyter-collaboration) is left to the collaboration server, which
  *   reloads the shared document from disk itself; applying the operation here as well would
  *   duplicate cells.
@@ -52,7 +57,7 @@ export interface ICellChangeEvent {
 /**
  * What to do with an open notebook for one event.
  */
-export type SyncPlan = 'revert' | 'apply' | 'skip';
+export type SyncPlan = 'apply' | 'skip';
 
 const CHANGE_ACTIONS = new Set(['edit', 'insert', 'delete', 'move']);
 const CELL_TYPES = new Set(['code', 'markdown', 'raw']);
@@ -88,14 +93,8 @@ export function parseCellChange(raw: unknown): ICellChangeEvent | null {
 /**
  * Decide how an open notebook follows an agent change.
  */
-export function planSync(state: {
-  dirty: boolean;
-  collaborative: boolean;
-}): SyncPlan {
-  if (state.collaborative) {
-    return 'skip';
-  }
-  return state.dirty ? 'apply' : 'revert';
+export function planSync(state: { collaborative: boolean }): SyncPlan {
+  return state.collaborative ? 'skip' : 'apply';
 }
 
 function findCell(
@@ -264,15 +263,10 @@ export class LiveSync {
     if (context.isDisposed || !context.model) {
       return;
     }
-    const plan = planSync({
-      dirty: context.model.dirty,
-      collaborative: context.model.collaborative === true
-    });
-    if (plan === 'skip') {
-      return;
-    }
-    if (plan === 'revert') {
-      await context.revert();
+    if (
+      planSync({ collaborative: context.model.collaborative === true }) ===
+      'skip'
+    ) {
       return;
     }
     if (
@@ -295,13 +289,40 @@ export class LiveSync {
             content: false,
             hash: true
           });
-    if (!applyChange(context.model.sharedModel, change)) {
-      console.warn(
-        `jupyter-xcsh: agent ${change.action} of cell ${change.cellIndex} in ` +
-          `${change.path} has no matching cell here; the file holds it`
-      );
+    const model = context.model;
+    if (!model.dirty && (await this._reload(panel))) {
+      return;
     }
+    if (applyChange(model.sharedModel, change)) {
+      acknowledgeSave(context, saved);
+      return;
+    }
+    // Not acknowledged: the person's next save meets JupyterLab's conflict dialog.
+    console.warn(
+      `jupyter-xcsh: agent ${change.action} of cell ${change.cellIndex} in ` +
+        `${change.path} has no matching cell here; saving will ask what to keep`
+    );
+  }
+
+  /**
+   * Load the saved file into a notebook with no unsaved changes; `false` if the person started
+   * typing while it was fetched (their keystrokes win, and the cell operation is applied).
+   */
+  private async _reload(panel: NotebookPanel): Promise<boolean> {
+    const { context } = panel;
+    const saved = await this.app.serviceManager.contents.get(context.path, {
+      content: true,
+      type: 'notebook',
+      hash: true
+    });
+    const model = context.model;
+    if (context.isDisposed || model.dirty) {
+      return false;
+    }
+    // As Context.revert does, but without a second fetch between the check and the load.
+    model.fromJSON(saved.content);
     acknowledgeSave(context, saved);
+    return true;
   }
 
   /**

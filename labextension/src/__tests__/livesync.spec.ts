@@ -94,11 +94,9 @@ describe('parseCellChange', () => {
 });
 
 describe('planSync', () => {
-  it('reverts a clean notebook, applies to a dirty one, leaves RTC alone', () => {
-    expect(planSync({ dirty: false, collaborative: false })).toBe('revert');
-    expect(planSync({ dirty: true, collaborative: false })).toBe('apply');
-    expect(planSync({ dirty: true, collaborative: true })).toBe('skip');
-    expect(planSync({ dirty: false, collaborative: true })).toBe('skip');
+  it('applies to every notebook but a collaborative one', () => {
+    expect(planSync({ collaborative: false })).toBe('apply');
+    expect(planSync({ collaborative: true })).toBe('skip');
   });
 });
 
