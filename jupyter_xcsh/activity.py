@@ -117,6 +117,7 @@ class PythonCallEvents(ExecutionObserver):
         self._pending: set[int] = set()
         self._last_chunk_event = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._finished = False
 
     def _emit(self, event: str, **fields: Any) -> None:
         data = {"callId": self.call_id, "event": event, "session": self.session, **fields}
@@ -135,6 +136,8 @@ class PythonCallEvents(ExecutionObserver):
         self._emit("cell", cellIndex=index, status=status)
 
     def chunk(self, index: int, text: str) -> None:  # noqa: D102
+        if self._finished:
+            return  # nothing is reported after the call's end
         # Cut before joining: a kernel may send megabytes in one chunk, the event needs 4 KiB.
         self._tails[index] = (self._tails.get(index, "") + text[-MAX_EVENT_TAIL:])[-MAX_EVENT_TAIL:]
         self._pending.add(index)
@@ -178,7 +181,8 @@ class PythonCallEvents(ExecutionObserver):
         self._emit("display", cellIndex=index, display={"kind": "status", "data": event})
 
     def call_finished(self, result: dict[str, Any]) -> None:  # noqa: D102
-        self._flush()
+        self._flush()  # also cancels the throttle timer: nothing fires after the end
+        self._finished = True
         keys = ("isError", "cancelled", "timedOut", "truncated", "totalLines", "totalBytes")
         summary: dict[str, Any] = {k: result.get(k) for k in keys}
         summary["text"] = str(result.get("text", ""))[:MAX_EVENT_TEXT]

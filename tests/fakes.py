@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
+import time
 
+from jupyter_client.kernelspec import NoSuchKernel
 from jupyter_server.auth.authorizer import Authorizer
 from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from tornado.web import HTTPError
-from traitlets import Int
+from traitlets import Float, Int
 
 
 class DenyWritesAuthorizer(Authorizer):
@@ -51,3 +54,50 @@ class UnreadableContentsManager(AsyncLargeFileManager):
         return await super().get(
             path, content=content, type=type, format=format, require_hash=require_hash
         )
+
+
+class SlowStartKernelManager(AsyncMappingKernelManager):
+    """Wait ``start_delay`` seconds before each kernel start (a slow or queued cluster)."""
+
+    start_delay = Float(0.0, config=True, help="Seconds each kernel start waits first.")
+    started: list[str]
+
+    async def start_kernel(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(self.start_delay)
+        kernel_id = await super().start_kernel(*args, **kwargs)
+        self.started = [*getattr(self, "started", []), kernel_id]
+        return kernel_id
+
+
+class SlowShutdownKernelManager(AsyncMappingKernelManager):
+    """Wait ``shutdown_delay`` seconds in each kernel shutdown; record when things happen.
+
+    ``events`` lists ``("start" | "shutdown-begin" | "shutdown-end", kernel_id, monotonic)``.
+    """
+
+    shutdown_delay = Float(0.0, config=True, help="Seconds each kernel shutdown takes extra.")
+    events: list[tuple[str, str, float]]
+
+    def _record(self, what: str, kernel_id: str) -> None:
+        self.events = [*getattr(self, "events", []), (what, kernel_id, time.monotonic())]
+
+    async def start_kernel(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        kernel_id = await super().start_kernel(*args, **kwargs)
+        self._record("start", kernel_id)
+        return kernel_id
+
+    async def shutdown_kernel(self, kernel_id, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self._record("shutdown-begin", kernel_id)
+        await asyncio.sleep(self.shutdown_delay)
+        try:
+            return await super().shutdown_kernel(kernel_id, *args, **kwargs)
+        finally:
+            self._record("shutdown-end", kernel_id)
+
+
+class MissingSpecOnStartKernelManager(AsyncMappingKernelManager):
+    """Fail every kernel start with NoSuchKernel although the spec is listed (a spec removed
+    between the lookup and the start)."""
+
+    async def start_kernel(self, *args, kernel_name=None, **kwargs):  # type: ignore[no-untyped-def]
+        raise NoSuchKernel(kernel_name or "python3")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 from traitlets.config import Config
 
+from jupyter_xcsh.activity import PYTHON_SCHEMA
+
 from .gateway import FailingProxy, kernel_gateway, use_kernels  # noqa: F401
-from .python_tool import run
+from .python_tool import eventually, run, sessions, tool
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -73,3 +78,104 @@ class TestFileDescriptorExhaustion:
 
         assert after["text"] == "False"
         assert after["session"]["stateLost"] is True
+
+
+class TestSlowKernelStart:
+    """A kernel start is bounded by the call's deadline; the late kernel is not lost."""
+
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.kernel_manager_class = "tests.fakes.SlowStartKernelManager"
+        config.SlowStartKernelManager.start_delay = 4.0
+        return config
+
+    async def test_a_slow_start_times_out_and_the_next_call_gets_its_kernel(
+        self, jp_fetch, jp_serverapp
+    ):
+        started = time.monotonic()
+        result = await run(jp_fetch, "print('ran')", timeout=1.5)
+
+        assert time.monotonic() - started < 3.5  # not the 4 s the start takes
+        assert result["timedOut"] is True
+        assert result["isError"] is True
+        assert result["text"].startswith("[Command timed out after 1.5 seconds]")
+        assert result["cells"][0]["status"] == "pending"
+        # The next call waits for the start already under way instead of starting another.
+        after = await run(jp_fetch, "print('ran')", timeout=60)
+        assert after["text"] == "ran"
+        km = jp_serverapp.kernel_manager
+        assert km.started == km.list_kernel_ids() == [after["session"]["kernelId"]]
+
+    async def test_a_late_kernel_of_a_per_call_session_is_shut_down(self, jp_fetch, jp_serverapp):
+        result = await run(jp_fetch, "print('ran')", timeout=1, mode="per-call")
+
+        assert result["timedOut"] is True
+        km = jp_serverapp.kernel_manager
+        await eventually(lambda: _started_and_gone(km), timeout=60)
+
+
+async def _started_and_gone(km):
+    return len(getattr(km, "started", [])) == 1 and km.list_kernel_ids() == []
+
+
+class TestKernelSpecGoneBeforeTheStart:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.kernel_manager_class = "tests.fakes.MissingSpecOnStartKernelManager"
+        return config
+
+    async def test_a_failed_first_start_reports_the_end_and_keeps_no_session(
+        self, jp_fetch, jp_serverapp
+    ):
+        seen = []
+
+        async def listener(logger, schema_id, data):
+            seen.append(dict(data))
+
+        jp_serverapp.event_logger.add_listener(schema_id=PYTHON_SCHEMA, listener=listener)
+
+        status, body = await tool(jp_fetch)({"cells": [{"code": "1"}]})
+
+        assert (status, body["message"]) == (400, "No such kernel: python3")
+        assert await sessions(jp_fetch) == []
+        await eventually(lambda: _has_event(seen, "finished"), timeout=5, interval=0.01)
+        finished = next(e for e in seen if e["event"] == "finished")
+        assert finished["result"]["isError"] is True
+        assert finished["result"]["text"] == "No such kernel: python3"
+        assert [e["event"] for e in seen] == ["started", "finished"]
+
+
+async def _has_event(seen, name):
+    return any(e["event"] == name for e in seen)
+
+
+class TestSessionCap:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.kernel_manager_class = "tests.fakes.SlowShutdownKernelManager"
+        config.SlowShutdownKernelManager.shutdown_delay = 2.0
+        config.XcshSettings.max_sessions = 1
+        return config
+
+    async def test_kernels_still_shutting_down_count_against_the_cap(self, jp_fetch, jp_serverapp):
+        km = jp_serverapp.kernel_manager
+        a = (await run(jp_fetch, "1", session="a", timeout=60))["session"]["kernelId"]
+        delete = asyncio.create_task(jp_fetch("api", "xcsh", "sessions", "a", method="DELETE"))
+        await eventually(lambda: _event(km, "shutdown-begin", a), interval=0.01)
+
+        b = (await run(jp_fetch, "1", session="b", timeout=60))["session"]["kernelId"]
+        await delete
+
+        # b's kernel started only once a's was gone: never two kernels past a cap of one.
+        assert _at(km, "start", b) >= _at(km, "shutdown-end", a)
+
+
+async def _event(km, what, kernel_id):
+    return any(e[:2] == (what, kernel_id) for e in getattr(km, "events", []))
+
+
+def _at(km, what, kernel_id):
+    return next(t for w, k, t in km.events if (w, k) == (what, kernel_id))

@@ -301,3 +301,48 @@ async def test_stop_extension_shuts_down_every_session_kernel(jp_fetch, jp_serve
     await jp_serverapp.extension_manager.stop_all_extensions()
 
     assert jp_serverapp.kernel_manager.list_kernel_ids() == []
+
+
+async def test_an_unknown_kernel_name_is_a_400_that_leaves_the_session_alone(jp_fetch):
+    first = await run(jp_fetch, "x = 41")
+    call = tool(jp_fetch)
+
+    status, body = await call({"cells": [{"code": "1"}], "kernel_name": "nope"})
+    assert (status, body["message"]) == (400, "No such kernel: nope")
+    status, body = await call({"cells": [{"code": "1"}], "session": "new", "kernel_name": "nope"})
+    assert (status, body["message"]) == (400, "No such kernel: nope")
+
+    after = await run(jp_fetch, "x + 1")
+    assert after["text"] == "42"
+    assert after["session"]["kernelId"] == first["session"]["kernelId"]
+    assert after["session"]["stateLost"] is False
+    listed = await sessions(jp_fetch)
+    assert [(s["name"], s["kernelId"], s["kernelName"]) for s in listed] == [
+        ("default", first["session"]["kernelId"], first["session"]["kernelName"])
+    ]
+
+
+async def test_the_session_state_file_can_be_written_by_the_kernel(jp_fetch):
+    code = (
+        "import os\n"
+        "with open(os.environ['PI_SESSION_FILE'], 'w') as f:\n"
+        "    f.write('{}')\n"
+        "print(open(os.environ['PI_SESSION_FILE']).read())"
+    )
+    result = await run(jp_fetch, code)
+
+    assert result["isError"] is False, result["text"]
+    assert result["text"] == "{}"
+
+
+def test_timeout_is_clamped_to_600_seconds(tmp_path):
+    from jupyter_xcsh.execution import parse_python_request
+
+    def timeout(value):
+        body = {"cells": [], "timeout": value}
+        return parse_python_request(body, root_dir=str(tmp_path), default_mode="session").timeout
+
+    assert timeout(10000) == 600
+    assert timeout(600) == 600
+    assert timeout(599.5) == 599.5
+    assert timeout(0) == 1

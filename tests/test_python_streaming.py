@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 
 import jsonschema
@@ -142,3 +143,54 @@ async def _warm(jp_fetch):
 
 async def _idle(jp_fetch):
     return not any(s["busy"] for s in await sessions(jp_fetch))
+
+
+async def test_a_client_reading_slowly_gets_skipped_output_not_an_unbounded_buffer(
+    jp_fetch, jp_http_port, jp_base_url, jp_auth_header
+):
+    await asyncio.wait_for(_warm(jp_fetch), REQUEST_TIMEOUT)
+    lines, size = 50, 1024 * 1024  # 50 MiB, printed while the client reads nothing
+    code = (
+        f"import sys\nfor _ in range({lines}):\n    _ = sys.stdout.write('x' * {size - 1} + '\\n')"
+    )
+    body = json.dumps({"cells": [{"code": code}], "timeout": 240}).encode()
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a client that cannot keep up
+    sock.connect(("127.0.0.1", jp_http_port))
+    sock.setblocking(False)
+    reader, writer = await asyncio.open_connection(sock=sock, limit=2**26)
+    headers = "".join(f"{k}: {v}\r\n" for k, v in jp_auth_header.items())
+    # HTTP/1.0: no chunked encoding, the server closes the connection at the end.
+    writer.write(
+        f"POST {jp_base_url.rstrip('/')}/api/xcsh/python HTTP/1.0\r\nHost: 127.0.0.1\r\n"
+        f"{headers}Accept: application/x-ndjson\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    await writer.drain()
+    await eventually(lambda: _busy(jp_fetch), timeout=60, interval=0.05)
+    # The whole call runs while the client reads nothing at all.
+    await eventually(lambda: _idle(jp_fetch), timeout=240, interval=0.2)
+
+    raw = await asyncio.wait_for(reader.read(), 120)
+    writer.close()
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head[:200]
+    events = [json.loads(line) for line in payload.splitlines()]
+    for event in events:
+        check_event(event)
+    result = events[-1]["result"]
+    total = lines * size
+    assert result["totalBytes"] == total
+    chunks = [e for e in events if e["type"] == "chunk"]
+    skipped = sum(e.get("skipped", 0) for e in chunks)
+    assert skipped > 0
+    # Every byte is either streamed or counted as skipped; what the client missed is the head.
+    assert sum(len(e["text"]) for e in chunks) + skipped == total
+    assert all(len(e["text"]) <= 51200 for e in chunks if "skipped" in e)
+    assert len(payload) < 16 * 1024 * 1024  # not the 50 MiB the kernel printed
+    assert events[-2] == {"type": "cell", "index": 0, "status": "complete"}
+
+
+async def _busy(jp_fetch):
+    return any(s["busy"] for s in await sessions(jp_fetch))

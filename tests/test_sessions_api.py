@@ -167,3 +167,145 @@ class TestAuthorization:
                 request_timeout=REQUEST_TIMEOUT,
             )
         assert e.value.code == 403
+
+
+async def _starting(jp_fetch, name):
+    return any(
+        s["name"] == name and s["busy"] and s["kernelId"] is None for s in await sessions(jp_fetch)
+    )
+
+
+async def test_deleting_a_session_while_its_kernel_starts_leaves_no_kernel(jp_fetch):
+    call = asyncio.create_task(run(jp_fetch, "print('ran')", session="s", timeout=120))
+    await eventually(lambda: _starting(jp_fetch, "s"), interval=0.02)
+
+    response = await jp_fetch("api", "xcsh", "sessions", "s", method="DELETE")
+    result = await asyncio.wait_for(call, 120)
+
+    assert response.code == 204
+    assert result["cancelled"] is True
+    assert result["isError"] is True
+    assert result["text"] == "(no output)\n\nSession was shut down"
+    assert result["cells"][0]["status"] == "pending"
+    assert await sessions(jp_fetch) == []
+    # The kernel that was starting is shut down once it is up, not left running untracked.
+    await eventually(lambda: _no_kernels(jp_fetch), timeout=60)
+
+
+async def _no_kernels(jp_fetch):
+    return await kernel_ids(jp_fetch) == set()
+
+
+SLEEPER = (
+    "import pathlib, time\nprint('started', flush=True)\n"
+    "pathlib.Path('started').write_text('x')\ntime.sleep(60)"
+)
+
+
+async def test_deleting_a_busy_session_cancels_its_call_and_keeps_its_output(jp_fetch, jp_root_dir):
+    call = asyncio.create_task(run(jp_fetch, SLEEPER, timeout=120))
+    await eventually(lambda: _exists(jp_root_dir / "started"), timeout=120)
+    await asyncio.sleep(0.3)  # let the printed line reach the server
+
+    response = await jp_fetch("api", "xcsh", "sessions", "default", method="DELETE")
+    result = await asyncio.wait_for(call, 30)
+
+    assert response.code == 204
+    assert result["cancelled"] is True
+    assert result["isError"] is True
+    cell = result["cells"][0]
+    assert (cell["status"], cell["exitCode"], cell["output"]) == ("error", 1, "started\n")
+    assert result["text"] == "started\n\nSession was shut down"
+    await eventually(lambda: _no_kernels(jp_fetch), timeout=60)
+
+
+async def test_stopping_the_server_mid_call_ends_the_call_cleanly(
+    jp_fetch, jp_root_dir, jp_serverapp
+):
+    call = asyncio.create_task(run(jp_fetch, SLEEPER, timeout=120))
+    await eventually(lambda: _exists(jp_root_dir / "started"), timeout=120)
+    await asyncio.sleep(0.3)
+
+    await jp_serverapp.extension_manager.stop_all_extensions()
+    result = await asyncio.wait_for(call, 30)
+
+    assert result["cancelled"] is True
+    assert result["cells"][0]["status"] == "error"
+    assert result["cells"][0]["output"] == "started\n"
+    assert result["text"] == "started\n\nSession was shut down"
+
+
+async def _exists(path):
+    return path.exists()
+
+
+async def test_a_json_client_that_disconnects_interrupts_its_call(jp_fetch, jp_root_dir):
+    await run(jp_fetch, "import time, pathlib")
+    code = "time.sleep(30)\npathlib.Path('finished').write_text('x')"
+    with pytest.raises(HTTPClientError) as e:
+        await jp_fetch(
+            "api",
+            "xcsh",
+            "python",
+            method="POST",
+            body=json.dumps({"cells": [{"code": code}], "timeout": 120}),
+            request_timeout=3,
+        )
+    assert e.value.code == 599  # the client gave up and closed the connection
+
+    # Interrupted, the call ends and frees the session long before the cell's 30 s sleep.
+    await eventually(lambda: _all_idle(jp_fetch), timeout=15)
+    result = await run(jp_fetch, "print('next')", timeout=10)
+    assert result["text"] == "next"
+    assert not (jp_root_dir / "finished").exists()
+
+
+async def _all_idle(jp_fetch):
+    listed = await sessions(jp_fetch)
+    return bool(listed) and not any(s["busy"] for s in listed)
+
+
+@pytest.mark.parametrize("xcsh_settings", [{"max_sessions": 2}])
+async def test_eviction_never_picks_a_busy_session(jp_fetch):
+    await run(jp_fetch, "import time", session="a")
+    await run(jp_fetch, "1", session="b")
+    # a is busy, and used less recently than b: the cap must evict b all the same.
+    slow = asyncio.create_task(run(jp_fetch, "time.sleep(4)\nprint('a done')", session="a"))
+    await eventually(lambda: busy(jp_fetch, "a"), interval=0.02)
+    b = (await run(jp_fetch, "1", session="b"))["session"]["kernelId"]
+
+    await run(jp_fetch, "1", session="c")
+    a = await asyncio.wait_for(slow, 60)
+
+    assert (a["text"], a["isError"]) == ("a done", False)
+    assert sorted(s["name"] for s in await sessions(jp_fetch)) == ["a", "c"]
+    assert b not in await kernel_ids(jp_fetch)
+
+
+class TestNoToken:
+    async def test_calls_without_a_token_are_refused_and_run_nothing(
+        self, jp_fetch, jp_http_port, jp_base_url, jp_root_dir
+    ):
+        from tornado.httpclient import AsyncHTTPClient
+
+        client = AsyncHTTPClient()
+        base = f"http://127.0.0.1:{jp_http_port}{jp_base_url.rstrip('/')}/api/xcsh"
+        code = "import pathlib\npathlib.Path('ran').write_text('x')"
+        requests = [
+            ("POST", "/python", json.dumps({"cells": [{"code": code}]})),
+            ("GET", "/sessions", None),
+            ("DELETE", "/sessions/default", None),
+            ("POST", "/sessions/default/interrupt", ""),
+        ]
+        for method, path, body in requests:
+            response = await client.fetch(
+                base + path,
+                method=method,
+                body=body,
+                raise_error=False,
+                request_timeout=REQUEST_TIMEOUT,
+            )
+            assert response.code in (401, 403), (method, path, response.code)
+        assert not (jp_root_dir / "ran").exists()
+        assert await sessions(jp_fetch) == []
+        assert await kernel_ids(jp_fetch) == set()

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..outputs.sink import OutputSink, SinkResult
-from .connection import KernelConnection, KernelLostError
+from .connection import ConnectionClosedError, KernelConnection, KernelLostError
 from .messages import STDIN_NOTICE, error_output, reduce_display
 from .observer import ExecutionObserver
 
@@ -80,6 +80,7 @@ class _CellState:
     reply: dict[str, Any] | None = None
     idle: bool = False
     lost: bool = False
+    closed: bool = False
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -115,8 +116,9 @@ async def run_cell(
     state = _CellState()
 
     def handle(channel: str, msg: dict[str, Any]) -> None:
-        if channel == "lost":
-            state.lost = True
+        if channel in ("lost", "closed"):
+            state.lost = state.lost or channel == "lost"
+            state.closed = state.closed or channel == "closed"
             state.wake.set()
             return
         kind = msg.get("msg_type")
@@ -158,6 +160,8 @@ async def run_cell(
         """Wait until the cell is done ('done'), cancelled ('cancel') or the time is up."""
         next_check = time.monotonic() + LIVENESS_INTERVAL
         while not state.done:
+            if state.closed or connection.closed:
+                raise ConnectionClosedError("the kernel connection was closed")
             if state.lost:
                 raise KernelLostError(connection.lost or "kernel lost")
             if stop_on_cancel and control.cancelled:
@@ -171,7 +175,7 @@ async def run_cell(
                 next_check = time.monotonic() + LIVENESS_INTERVAL
                 continue
             state.wake.clear()
-            if state.done or state.lost or (stop_on_cancel and control.cancelled):
+            if state.done or state.lost or state.closed or (stop_on_cancel and control.cancelled):
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(state.wake.wait(), min(until, next_check) - now)

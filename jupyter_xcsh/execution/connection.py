@@ -20,7 +20,7 @@ from typing import Any
 
 from jupyter_core.utils import ensure_async
 
-__all__ = ["Handler", "KernelConnection", "KernelLostError", "Route"]
+__all__ = ["ConnectionClosedError", "Handler", "KernelConnection", "KernelLostError", "Route"]
 
 #: Seconds given to a ZMQ stdin socket to finish connecting once the kernel answers.
 STDIN_SETTLE = 0.25
@@ -28,7 +28,8 @@ STDIN_SETTLE = 0.25
 #: One routed message: the channel name and the message.
 Route = tuple[str, dict[str, Any]]
 #: Receives the routed messages of one request, on the event loop, as they are read. The
-#: channel is ``"lost"`` (with an empty message) when the kernel died or restarted.
+#: channel is ``"lost"`` (with an empty message) when the kernel died or restarted, and
+#: ``"closed"`` when the connection itself was closed.
 Handler = Callable[[str, dict[str, Any]], None]
 #: Messages handled in a row before a pump lets other tasks run.
 FAIRNESS_BATCH = 64
@@ -36,6 +37,10 @@ FAIRNESS_BATCH = 64
 
 class KernelLostError(RuntimeError):
     """The kernel died or restarted while a request was outstanding."""
+
+
+class ConnectionClosedError(RuntimeError):
+    """The connection was closed (its session shut down) while a request was outstanding."""
 
 
 class KernelConnection:
@@ -56,6 +61,7 @@ class KernelConnection:
         self.lost: str | None = None
         self.kernel_info: dict[str, Any] = {}
         self.ready = False
+        self.closed = False
 
     # -- lifecycle ------------------------------------------------------------------------
     async def open(self, deadline: float, is_alive: Callable[[], Awaitable[bool]]) -> None:
@@ -84,6 +90,8 @@ class KernelConnection:
                         channel, msg = await asyncio.wait_for(queue.get(), remaining)
                     except TimeoutError:
                         break
+                    if channel == "closed":
+                        raise ConnectionClosedError("the kernel connection was closed")
                     if channel == "lost":
                         raise KernelLostError(self.lost or "kernel lost")
                     if channel == "shell" and msg["msg_type"] == "kernel_info_reply":
@@ -108,7 +116,15 @@ class KernelConnection:
                 raise KernelLostError("Kernel died before replying to kernel_info")
 
     def close(self) -> None:
-        """Stop reading and close the client's channels (releasing its sockets)."""
+        """Stop reading and close the client's channels (releasing its sockets).
+
+        Requests still routed get a ``"closed"`` message, so nobody waits on a dead socket.
+        """
+        if not self.closed:
+            self.closed = True
+            for handler in list(self._routes.values()):
+                with contextlib.suppress(Exception):
+                    handler("closed", {})
         for task in self._pumps:
             task.cancel()
         self._pumps.clear()
@@ -160,12 +176,20 @@ class KernelConnection:
         self._send("stdin", "input_reply", {"value": value})
 
     def interrupt_request(self) -> None:
-        """Send an ``interrupt_request`` on the control channel (protocol 5.3+)."""
+        """Send an ``interrupt_request`` on the control channel (protocol 5.3+).
+
+        Best effort: nothing is sent on a closed connection, and a failed send is logged.
+        """
+        if self.closed:
+            return
         version = str(self.kernel_info.get("protocol_version", "5.0"))
         major, _, minor = version.partition(".")
         if (int(major or 0), int((minor or "0").split(".")[0] or 0)) < (5, 3):
             return
-        self._send("control", "interrupt_request", {})
+        try:
+            self._send("control", "interrupt_request", {})
+        except Exception as e:  # a socket closed under us (locally) or a gateway's websocket
+            self.log.warning("xcsh: control interrupt_request failed: %s", e)
 
     # -- reading --------------------------------------------------------------------------
     def _mark_lost(self, reason: str) -> None:

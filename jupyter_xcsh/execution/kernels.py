@@ -72,6 +72,22 @@ class KernelLauncher:
         """The server's default kernel name."""
         return str(getattr(self.km, "default_kernel_name", "") or "python3")
 
+    async def has_kernel_spec(self, kernel_name: str) -> bool:
+        """Whether the server knows a kernel spec ``kernel_name`` (the gateway's, on a gateway).
+
+        A spec manager that cannot answer (a gateway down) is not a "no": the start will say.
+        """
+        specs = getattr(self.km, "kernel_spec_manager", None)
+        if specs is None:
+            return True
+        try:
+            await ensure_async(specs.get_kernel_spec(kernel_name))
+        except KeyError:  # NoSuchKernel locally, KeyError for a gateway's 404
+            return False
+        except Exception as e:
+            self.log.warning("xcsh: could not look up kernel spec %s: %s", kernel_name, e)
+        return True
+
     async def start(self, kernel_name: str, path: str) -> str:
         """Start a kernel in API ``path``; retry once on an HTTP 5xx and once on EMFILE."""
         retried_5xx = retried_fd = False

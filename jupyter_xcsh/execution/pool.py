@@ -108,6 +108,11 @@ class KernelSessionPool:
             session.current_call.cancel()
         await self.dispose(session)
 
+    def discard(self, session: KernelSession) -> None:
+        """Forget a session that has no kernel (nothing to shut down)."""
+        if self.sessions.get(session.key) is session:
+            del self.sessions[session.key]
+
     def release_idle(self) -> None:
         """Release the cached clients of idle sessions and mark them for restart (EMFILE)."""
         for session in list(self.sessions.values()):

@@ -22,7 +22,7 @@ from .pool import KernelSessionPool
 from .prelude import init_code
 from .request import PythonRequest
 from .result import CallOutcome, assemble_result, format_seconds
-from .session import KernelSession, SessionKey, TooManyRestartsError
+from .session import KernelSession, SessionDisposedError, SessionKey, TooManyRestartsError
 
 __all__ = ["ExecutionService"]
 
@@ -73,6 +73,11 @@ class ExecutionService:
 
     def _init_code(self, key: SessionKey) -> str:
         digest = hashlib.sha256(f"{key.name}\0{key.cwd}".encode()).hexdigest()[:16]
+        try:
+            # Code in the kernel writes the state file: its directory must exist.
+            os.makedirs(self.state_dir, mode=0o700, exist_ok=True)
+        except OSError as e:
+            self.log.warning("xcsh: could not create %s: %s", self.state_dir, e)
         session_file = os.path.join(self.state_dir, f"{digest}.json")
         os_cwd = os.path.join(self.root_dir, *key.cwd.split("/")) if key.cwd else self.root_dir
         return init_code(
@@ -124,6 +129,11 @@ class ExecutionService:
         control = control or CallControl()
         deadline = time.monotonic() + request.timeout
         kernel_name = request.kernel_name or self.launcher.default_kernel_name
+        # Before touching any session: a misspelled name must not cost a session its kernel.
+        if kernel_name != self.launcher.default_kernel_name and not (
+            await self.launcher.has_kernel_spec(kernel_name)
+        ):
+            raise InvalidRequestError(f"No such kernel: {kernel_name}")
         key = SessionKey(request.session, request.cwd)
         cells = [CellRun(i, c.title, c.code) for i, c in enumerate(request.cells)]
         outcome = CallOutcome(cells=cells, max_output_bytes=self.max_output_bytes)
@@ -136,18 +146,25 @@ class ExecutionService:
                 "cells": [{"index": c.index, "title": c.title, "code": c.code} for c in cells],
             }
         )
-        if request.mode == "per-call":
-            session = self.pool.new_session(key, kernel_name)
-            session.busy, session.current_call = True, control
-            self.pool.transient.add(session)
-            try:
-                await self._run_on(session, request, outcome, deadline, control, observer)
-            finally:
-                self.pool.transient.discard(session)
-                await asyncio.shield(session.dispose())
-        else:
-            await self._run_queued(key, kernel_name, request, outcome, deadline, control, observer)
-        result = assemble_result(outcome)
+        try:
+            if request.mode == "per-call":
+                session = self.pool.new_session(key, kernel_name)
+                session.busy, session.current_call = True, control
+                self.pool.transient.add(session)
+                try:
+                    await self._run_on(session, request, outcome, deadline, control, observer)
+                finally:
+                    self.pool.transient.discard(session)
+                    await asyncio.shield(session.dispose())
+            else:
+                await self._run_queued(
+                    key, kernel_name, request, outcome, deadline, control, observer
+                )
+            result = assemble_result(outcome)
+        except BaseException as e:
+            # Observers (the lab's activity panel) must see every call end, failed or not.
+            observer.call_finished(_failure_summary(outcome, e))
+            raise
         observer.call_finished(result)
         return result
 
@@ -181,6 +198,9 @@ class ExecutionService:
             session.busy, session.current_call = False, None
             session.last_used = time.time()
             session.queue.release()
+            if session.kernel_id is None and not session.waiting and not session.starting:
+                # Its first start failed (or it lost its kernel): keep no phantom session.
+                self.pool.discard(session)
 
     def _timed_out(self, outcome: CallOutcome, seconds: float) -> None:
         outcome.timed_out = outcome.cancelled = True
@@ -200,11 +220,14 @@ class ExecutionService:
         kernel_name = request.kernel_name or self.launcher.default_kernel_name
         try:
             while True:
+                session.check_disposed()
                 if session.kernel_id is not None and session.kernel_name != kernel_name:
-                    # Same session, another kernel: the old kernel (and its state) goes.
-                    await session.dispose()
+                    # Same session, another (existing) kernel: the old kernel and its state go.
                     session.kernel_name = kernel_name
+                    await session.shutdown_kernel()
+                    session.check_disposed()
                     state_lost = True
+                session.kernel_name = kernel_name
                 state_lost = await session.ensure_kernel(deadline) or state_lost
                 if reset:
                     reset = False  # before the first cell of the call only, even if re-run
@@ -232,12 +255,23 @@ class ExecutionService:
                 self._timed_out(outcome, request.timeout)
         except NoSuchKernel as e:
             raise InvalidRequestError(f"No such kernel: {e.name}") from None
+        except SessionDisposedError as e:
+            outcome.cancelled = True
+            outcome.abort = str(e)
         except Exception as e:
-            if control.cancelled:
+            if session.disposed:
                 outcome.cancelled = True
-            self.log.warning("xcsh: python call failed: %s", e, exc_info=True)
-            outcome.abort = f"Python kernel failed: {e}"
+                outcome.abort = str(SessionDisposedError())
+            else:
+                if control.cancelled:
+                    outcome.cancelled = True
+                self.log.warning("xcsh: python call failed: %s", e, exc_info=True)
+                outcome.abort = f"Python kernel failed: {_describe(e)}"
         finally:
+            for cell in outcome.cells:
+                if cell.status == "running":  # ended by the failure, not by the kernel
+                    cell.status, cell.exit_code = "error", 1
+                    observer.cell_status(cell.index, "error")
             outcome.session = {
                 "name": session.key.name,
                 "cwd": session.key.cwd,
@@ -289,8 +323,16 @@ class ExecutionService:
                     interrupt=lambda: self.launcher.interrupt(kernel_id),
                     is_alive=lambda: self.launcher.is_alive(kernel_id),
                 )
+            except KernelLostError:
+                sink.close()  # the call is re-run: this cell starts over
+                raise
             except BaseException:
-                sink.close()
+                # Keep what the cell printed before the failure; the caller says why it ended.
+                cell.sink = sink.dump()
+                cell.output = cell.sink.output
+                cell.duration_ms = round((time.monotonic() - started) * 1000)
+                cell.status, cell.exit_code = "error", 1
+                observer.cell_status(cell.index, "error")
                 raise
             cell.duration_ms = round((time.monotonic() - started) * 1000)
             outcome.images.extend(result.images)
@@ -313,3 +355,25 @@ class ExecutionService:
             observer.cell_status(cell.index, cell.status)
             if result.kind != "ok":
                 return
+
+
+def _describe(error: BaseException) -> str:
+    """``Type: message`` of an unexpected failure (never empty)."""
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def _failure_summary(outcome: CallOutcome, error: BaseException) -> dict[str, Any]:
+    """A result-shaped summary of a call that raised instead of returning a result."""
+    message = getattr(error, "message", None) or _describe(error)
+    return {
+        "text": message,
+        "isError": True,
+        "cancelled": isinstance(error, asyncio.CancelledError),
+        "timedOut": False,
+        "truncated": False,
+        "totalLines": 0,
+        "totalBytes": 0,
+        "cells": [c.to_json() for c in outcome.cells],
+        "session": outcome.session,
+    }

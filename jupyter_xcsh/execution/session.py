@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from .connection import KernelConnection, KernelLostError
+from .connection import ConnectionClosedError, KernelConnection, KernelLostError
 from .kernels import KernelLauncher
 
-__all__ = ["KernelSession", "SessionKey", "TooManyRestartsError"]
+__all__ = ["KernelSession", "SessionDisposedError", "SessionKey", "TooManyRestartsError"]
 
 #: The exact error of a session whose kernel died again right after a restart.
 TOO_MANY_RESTARTS = "Python kernel restarted too many times in this session"
+
+#: The message of a call whose session was shut down under it.
+SESSION_SHUT_DOWN = "Session was shut down"
 
 #: Longest wait for the server's own auto-restarter to act on a dead local kernel.
 RESTARTER_WAIT = 10.0
@@ -26,6 +30,13 @@ class TooManyRestartsError(RuntimeError):
 
     def __init__(self) -> None:
         super().__init__(TOO_MANY_RESTARTS)
+
+
+class SessionDisposedError(RuntimeError):
+    """The session was shut down (deleted, evicted, or the server stopping) during a call."""
+
+    def __init__(self) -> None:
+        super().__init__(SESSION_SHUT_DOWN)
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,10 @@ class KernelSession:
         self.current_call: Any = None
         self._restarter_event: asyncio.Event | None = None
         self._restarter_outcome: str | None = None
+        # A kernel start that outlived its call's deadline; the next start waits for it.
+        self._pending_start: asyncio.Future[str] | None = None
+        self._pending_name = ""
+        self._late_shutdowns: set[asyncio.Task[None]] = set()
 
     # -- observations --------------------------------------------------------------------
     def mark_dead(self, reason: str) -> None:
@@ -120,8 +135,10 @@ class KernelSession:
     async def ensure_kernel(self, deadline: float) -> bool:
         """Make the kernel ready to run; return whether earlier state was lost doing so.
 
-        Raises ``TooManyRestartsError`` when the kernel needs a second restart in a row.
+        Raises ``TooManyRestartsError`` when the kernel needs a second restart in a row, and
+        ``SessionDisposedError`` once the session was shut down.
         """
+        self.check_disposed()
         if self.kernel_id is None:
             await self._start(deadline)
             return False
@@ -134,11 +151,61 @@ class KernelSession:
             await self._connect(deadline)
         return False
 
+    @property
+    def starting(self) -> bool:
+        """Whether a kernel start (perhaps one a timed-out call left behind) is under way."""
+        return self._pending_start is not None
+
+    def check_disposed(self) -> None:
+        """Raise ``SessionDisposedError`` if the session was shut down."""
+        if self.disposed:
+            raise SessionDisposedError()
+
     async def _start(self, deadline: float) -> None:
-        self.kernel_id = await self.launcher.start(self.kernel_name, self.key.cwd)
-        self.launcher.watch_restarts(self.kernel_id, self._on_restarter)
-        self.generation += 1
+        """Start the kernel, waiting at most until ``deadline`` (kernel start included).
+
+        A start still running at the deadline is not abandoned: its kernel is kept for the
+        session (the next call waits for that start rather than begin another one), or shut
+        down if the session is gone by then.
+        """
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("Kernel start timed out")
+        start = self._pending_start
+        if start is None or self._pending_name != self.kernel_name:
+            start = asyncio.ensure_future(self.launcher.start(self.kernel_name, self.key.cwd))
+            self._pending_start, self._pending_name = start, self.kernel_name
+            start.add_done_callback(functools.partial(self._start_done, self.kernel_name))
+        try:
+            kernel_id = await asyncio.wait_for(asyncio.shield(start), remaining)
+        except TimeoutError:
+            raise TimeoutError("Kernel start timed out") from None
+        self.check_disposed()  # _start_done shut the new kernel down
+        self._adopt(kernel_id)
         await self._connect(deadline)
+
+    def _adopt(self, kernel_id: str) -> None:
+        if self.kernel_id == kernel_id:
+            return
+        self.kernel_id = kernel_id
+        self.launcher.watch_restarts(kernel_id, self._on_restarter)
+        self.generation += 1
+
+    def _start_done(self, kernel_name: str, start: asyncio.Future[str]) -> None:
+        """A kernel start ended: keep a late kernel, or shut it down if it is not wanted."""
+        if self._pending_start is start:
+            self._pending_start = None
+        if start.cancelled() or start.exception() is not None:
+            return
+        kernel_id = start.result()
+        unwanted = kernel_name != self.kernel_name or self.kernel_id not in (None, kernel_id)
+        if self.disposed or unwanted:
+            self.log.info("xcsh: shutting down kernel %s, started too late", kernel_id)
+            task = asyncio.ensure_future(self.launcher.shutdown(kernel_id))
+            self._late_shutdowns.add(task)
+            task.add_done_callback(self._late_shutdowns.discard)
+        elif self.kernel_id is None:
+            self._adopt(kernel_id)  # a call that gave up on it left it for the next one
 
     async def _connect(self, deadline: float) -> None:
         assert self.kernel_id is not None
@@ -150,8 +217,10 @@ class KernelSession:
         try:
             await connection.open(deadline, lambda: self.launcher.is_alive(kernel_id))
             await self._run_silently(connection, self.init_code, deadline)
+            self.check_disposed()  # dispose() shut the kernel down meanwhile
         except BaseException:
             connection.close()
+            self.check_disposed()
             raise
         self.connection = connection
         self.dead = None
@@ -169,6 +238,8 @@ class KernelSession:
                 if remaining <= 0:
                     raise TimeoutError("Kernel initialisation timed out")
                 channel, msg = await asyncio.wait_for(queue.get(), remaining)
+                if channel == "closed":
+                    raise ConnectionClosedError("the kernel connection was closed")
                 if channel == "lost":
                     raise KernelLostError(connection.lost or "kernel lost")
                 kind = msg.get("msg_type")
@@ -202,6 +273,7 @@ class KernelSession:
                     self.log.warning("xcsh: restart of %s failed (%s); replacing it", kernel_id, e)
                     await launcher.shutdown(kernel_id)
         if not launcher.exists(kernel_id):
+            self.kernel_id = None
             await self._start(deadline)
         else:
             self.generation += 1
@@ -242,8 +314,20 @@ class KernelSession:
         await self._wait_alive(self.kernel_id, deadline)
         await self._connect(deadline)
 
+    async def shutdown_kernel(self) -> None:
+        """Close the connection and shut the kernel down; the session stays usable."""
+        self.release_connection()
+        kernel_id, self.kernel_id = self.kernel_id, None
+        self.dead, self.restarted_underneath = None, False
+        if kernel_id is not None:
+            await self.launcher.shutdown(kernel_id)
+
     async def dispose(self) -> None:
-        """Close the connection and shut the kernel down (idempotent)."""
+        """Shut the session down for good (idempotent).
+
+        A kernel start in flight is shut down when it ends; a call running on the session
+        ends as cancelled (``SessionDisposedError``).
+        """
         self.disposed = True
         self.release_connection()
         kernel_id, self.kernel_id = self.kernel_id, None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -19,31 +20,84 @@ from .base import XcshAPIHandler, status_for
 NDJSON = "application/x-ndjson"
 
 
-class StreamWriter(ExecutionObserver):
-    """Write each progress callback of a call as one JSON line, flushed at once."""
+#: Bytes written to a streaming client but not yet taken by its socket, past which further
+#: output chunks are coalesced (only their tail is kept) until the client catches up.
+MAX_PENDING_BYTES = 1024 * 1024
 
-    def __init__(self, handler: PythonHandler) -> None:
+
+class StreamWriter(ExecutionObserver):
+    """Write each progress callback of a call as one JSON line, flushed at once.
+
+    Memory stays bounded whatever the client's pace: while more than ``max_pending`` bytes
+    wait for a slow client, output chunks are not written but coalesced per cell, keeping only
+    their last ``max_tail`` bytes; once the client catches up, one chunk per cell carries that
+    tail and ``skipped``, the bytes left out before it. The final result holds everything.
+    """
+
+    def __init__(
+        self,
+        handler: PythonHandler,
+        *,
+        max_tail: int,
+        max_pending: int = MAX_PENDING_BYTES,
+    ) -> None:
         self.handler = handler
+        self.max_tail = max_tail
+        self.max_pending = max_pending
+        self.pending = 0  # bytes written whose flush has not completed
+        self.peak_pending = 0
+        self._held: dict[int, tuple[str, int]] = {}  # cell -> (tail, bytes skipped)
 
     def send(self, event: dict[str, Any]) -> None:
-        """Write ``event`` as a line; a client gone cancels the call."""
+        """Write ``event`` as a line (after any held output); a client gone cancels the call."""
+        self._release()
+        self._write(event)
+
+    def _write(self, event: dict[str, Any]) -> None:
         handler = self.handler
         if handler.gone:
             return
+        data = (json.dumps(event) + "\n").encode()
         try:
-            handler.write(json.dumps(event) + "\n")
-            handler.flush().add_done_callback(handler.flushed)
+            handler.write(data)
+            future = handler.flush()
         except StreamClosedError:
             handler.on_connection_close()
+            return
+        self.pending += len(data)
+        self.peak_pending = max(self.peak_pending, self.pending)
+        future.add_done_callback(functools.partial(self._flushed, len(data)))
+
+    def _flushed(self, size: int, future: Any) -> None:
+        self.pending -= size
+        self.handler.flushed(future)
+        if self.pending < self.max_pending:
+            self._release()
+
+    def _hold(self, index: int, text: str) -> None:
+        tail, skipped = self._held.get(index, ("", 0))
+        kept = (tail + text).encode()
+        cut = max(0, len(kept) - self.max_tail)
+        while cut < len(kept) and kept[cut] & 0xC0 == 0x80:  # a whole character
+            cut += 1
+        self._held[index] = (kept[cut:].decode(), skipped + cut)
+
+    def _release(self) -> None:
+        held, self._held = self._held, {}
+        for index, (tail, skipped) in held.items():
+            self._write({"type": "chunk", "index": index, "text": tail, "skipped": skipped})
+
+    def chunk(self, index: int, text: str) -> None:  # noqa: D102
+        if self.pending >= self.max_pending:
+            self._hold(index, text)
+        else:
+            self.send({"type": "chunk", "index": index, "text": text})
 
     def call_started(self, call: dict[str, Any]) -> None:  # noqa: D102
         self.send({"type": "start", **call})
 
     def cell_status(self, index: int, status: str) -> None:  # noqa: D102
         self.send({"type": "cell", "index": index, "status": status})
-
-    def chunk(self, index: int, text: str) -> None:  # noqa: D102
-        self.send({"type": "chunk", "index": index, "text": text})
 
     def display(self, index: int, kind: str, data: Any) -> None:  # noqa: D102
         self.send({"type": "display", "index": index, "kind": kind, "data": data})
@@ -65,6 +119,7 @@ class PythonHandler(XcshAPIHandler):
 
     auth_resource = "kernels"
     control: CallControl | None = None
+    writer: StreamWriter | None = None
     gone = False
 
     @property
@@ -95,7 +150,8 @@ class PythonHandler(XcshAPIHandler):
         if self.request.connection is not None and hasattr(self.request.connection, "stream"):
             # Without this, back-to-back small lines wait on delayed ACKs (~40 ms each).
             self.request.connection.stream.set_nodelay(True)
-        writer = StreamWriter(self)
+        writer = StreamWriter(self, max_tail=self.service.max_output_bytes)
+        self.writer = writer
         try:
             result = await self.service.run(request, ObserverGroup(writer, events), self.control)
             line: dict[str, Any] = {"type": "result", "result": result}
