@@ -58,6 +58,7 @@ class XcshApp(ExtensionApp):
             folder=self.xcsh_settings.artifacts_dir,
             max_bytes=self.xcsh_settings.artifacts_max_bytes,
             max_age=self.xcsh_settings.artifacts_max_age,
+            prune_interval=5.0,
         )
         settings = self.xcsh_settings
         self.execution = ExecutionService(

@@ -277,3 +277,19 @@ def test_size_and_open_read_an_artifact(store):
 def test_open_of_an_unknown_artifact_is_not_found(store):
     with pytest.raises(NotFoundError):
         store.open("20240101T000000-0123456789ab")
+
+
+def test_finishing_an_artifact_applies_retention_at_once(tmp_path):
+    store = ArtifactStore(str(tmp_path), max_bytes=150, prune_interval=0)
+    first = make_artifact(store, b"a" * 100, age=30)
+    second = make_artifact(store, b"b" * 100)
+    # No prune() call: closing the second artifact took the folder past max_bytes.
+    assert [a.id for a in store.entries()] == [second]
+    assert first not in {a.id for a in store.entries()}
+
+
+def test_retention_on_finish_is_rate_limited(tmp_path):
+    store = ArtifactStore(str(tmp_path), max_bytes=150, prune_interval=3600)
+    make_artifact(store, b"a" * 100, age=30)  # the first finish runs a pass (nothing to do)
+    make_artifact(store, b"b" * 100)  # within the interval: no second pass
+    assert len(store.entries()) == 2

@@ -10,6 +10,8 @@ overwritten. The store knows neither kernels nor HTTP.
 from __future__ import annotations
 
 import contextlib
+import logging
+import math
 import os
 import re
 import secrets
@@ -21,6 +23,8 @@ from types import TracebackType
 from typing import BinaryIO
 
 from ..errors import InvalidRequestError, NotFoundError
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "ARTIFACT_ID_PATTERN",
@@ -129,6 +133,11 @@ class ArtifactStore:
         Total size the folder may reach before the oldest artifacts are pruned; 0 = no limit.
     max_age
         Seconds after its last write when an artifact is pruned; 0 = kept forever.
+    prune_interval
+        Least seconds between two retention passes run when an artifact is finished (so a
+        burst of large outputs cannot push the folder far past ``max_bytes`` between the
+        server's periodic passes); 0 = a pass after every artifact; the default (infinity)
+        leaves retention to explicit ``prune()`` calls.
 
     """
 
@@ -138,6 +147,7 @@ class ArtifactStore:
         folder: str = "xcsh-artifacts",
         max_bytes: int = 512 * 1024 * 1024,
         max_age: float = 7 * 24 * 3600,
+        prune_interval: float = math.inf,
     ) -> None:
         parts = [p for p in folder.replace(os.sep, "/").split("/") if p not in ("", ".")]
         if not parts or os.path.isabs(folder) or ".." in parts:
@@ -149,6 +159,8 @@ class ArtifactStore:
         self.os_folder = os.path.join(self.root_dir, *parts)
         self.max_bytes = max_bytes
         self.max_age = max_age
+        self.prune_interval = prune_interval
+        self._last_prune = -math.inf
         self._writing: set[str] = set()
         self._lock = threading.Lock()
 
@@ -178,6 +190,13 @@ class ArtifactStore:
     def _release(self, artifact_id: str) -> None:
         with self._lock:
             self._writing.discard(artifact_id)
+        if math.isfinite(self.prune_interval) and (
+            time.monotonic() - self._last_prune >= self.prune_interval
+        ):
+            try:
+                self.prune()
+            except OSError as e:  # retention must never fail the output it follows
+                log.warning("Could not prune artifacts in %s: %s", self.os_folder, e)
 
     def is_writing(self, artifact_id: str) -> bool:
         """Whether the artifact is still being written (and so protected from pruning)."""
@@ -227,6 +246,7 @@ class ArtifactStore:
 
         An artifact being written is never removed. Returns the ids removed.
         """
+        self._last_prune = time.monotonic()
         now = time.time() if now is None else now
         artifacts = self.entries()
         total = sum(a.size for a in artifacts)
