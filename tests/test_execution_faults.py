@@ -114,6 +114,41 @@ class TestSlowKernelStart:
         km = jp_serverapp.kernel_manager
         await eventually(lambda: _started_and_gone(km), timeout=60)
 
+    async def test_deleting_a_session_while_its_kernel_starts_leaves_no_kernel(
+        self, jp_fetch, jp_serverapp
+    ):
+        call = asyncio.create_task(run(jp_fetch, "print('ran')", session="s", timeout=60))
+        await eventually(lambda: _listed(jp_fetch, "s"), interval=0.05)
+
+        response = await jp_fetch("api", "xcsh", "sessions", "s", method="DELETE")
+        result = await asyncio.wait_for(call, 60)
+
+        assert response.code == 204
+        assert result["cancelled"] is True
+        assert result["isError"] is True
+        assert result["text"] == "(no output)\n\nSession was shut down"
+        assert result["cells"][0]["status"] == "pending"
+        assert await sessions(jp_fetch) == []
+        # The kernel that was starting is shut down once it is up, not left running untracked.
+        await eventually(lambda: _started_and_gone(jp_serverapp.kernel_manager), timeout=60)
+
+    async def test_stopping_the_server_while_a_kernel_starts_leaves_no_kernel(
+        self, jp_fetch, jp_serverapp
+    ):
+        call = asyncio.create_task(run(jp_fetch, "print('ran')", timeout=60))
+        await eventually(lambda: _listed(jp_fetch, "default"), interval=0.05)
+
+        await jp_serverapp.extension_manager.stop_all_extensions()
+        result = await asyncio.wait_for(call, 60)
+
+        assert result["cancelled"] is True
+        assert result["text"] == "(no output)\n\nSession was shut down"
+        await eventually(lambda: _started_and_gone(jp_serverapp.kernel_manager), timeout=60)
+
+
+async def _listed(jp_fetch, name):
+    return any(s["name"] == name and s["busy"] for s in await sessions(jp_fetch))
+
 
 async def _started_and_gone(km):
     return len(getattr(km, "started", [])) == 1 and km.list_kernel_ids() == []
@@ -163,7 +198,7 @@ class TestSessionCap:
     async def test_kernels_still_shutting_down_count_against_the_cap(self, jp_fetch, jp_serverapp):
         km = jp_serverapp.kernel_manager
         a = (await run(jp_fetch, "1", session="a", timeout=60))["session"]["kernelId"]
-        delete = asyncio.create_task(jp_fetch("api", "xcsh", "sessions", "a", method="DELETE"))
+        delete = asyncio.ensure_future(jp_fetch("api", "xcsh", "sessions", "a", method="DELETE"))
         await eventually(lambda: _event(km, "shutdown-begin", a), interval=0.01)
 
         b = (await run(jp_fetch, "1", session="b", timeout=60))["session"]["kernelId"]

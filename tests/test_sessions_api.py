@@ -169,29 +169,6 @@ class TestAuthorization:
         assert e.value.code == 403
 
 
-async def _starting(jp_fetch, name):
-    return any(
-        s["name"] == name and s["busy"] and s["kernelId"] is None for s in await sessions(jp_fetch)
-    )
-
-
-async def test_deleting_a_session_while_its_kernel_starts_leaves_no_kernel(jp_fetch):
-    call = asyncio.create_task(run(jp_fetch, "print('ran')", session="s", timeout=120))
-    await eventually(lambda: _starting(jp_fetch, "s"), interval=0.02)
-
-    response = await jp_fetch("api", "xcsh", "sessions", "s", method="DELETE")
-    result = await asyncio.wait_for(call, 120)
-
-    assert response.code == 204
-    assert result["cancelled"] is True
-    assert result["isError"] is True
-    assert result["text"] == "(no output)\n\nSession was shut down"
-    assert result["cells"][0]["status"] == "pending"
-    assert await sessions(jp_fetch) == []
-    # The kernel that was starting is shut down once it is up, not left running untracked.
-    await eventually(lambda: _no_kernels(jp_fetch), timeout=60)
-
-
 async def _no_kernels(jp_fetch):
     return await kernel_ids(jp_fetch) == set()
 

@@ -28,10 +28,11 @@ MAX_PENDING_BYTES = 1024 * 1024
 class StreamWriter(ExecutionObserver):
     """Write each progress callback of a call as one JSON line, flushed at once.
 
-    Memory stays bounded whatever the client's pace: while more than ``max_pending`` bytes
-    wait for a slow client, output chunks are not written but coalesced per cell, keeping only
-    their last ``max_tail`` bytes; once the client catches up, one chunk per cell carries that
-    tail and ``skipped``, the bytes left out before it. The final result holds everything.
+    Memory stays bounded whatever the client's pace: an output chunk that would take the bytes
+    waiting for the client past ``max_pending`` is not written whole but coalesced per cell,
+    keeping only the last ``max_tail`` bytes; as soon as the client has room, one chunk per
+    cell carries that tail and ``skipped``, the bytes left out before it. The final result and
+    the artifact hold everything.
     """
 
     def __init__(
@@ -88,8 +89,11 @@ class StreamWriter(ExecutionObserver):
             self._write({"type": "chunk", "index": index, "text": tail, "skipped": skipped})
 
     def chunk(self, index: int, text: str) -> None:  # noqa: D102
-        if self.pending >= self.max_pending:
+        # A chunk that does not fit (one kernel message may hold megabytes) is cut to its tail.
+        if self.pending + len(text) > self.max_pending:
             self._hold(index, text)
+            if self.pending < self.max_pending:
+                self._release()
         else:
             self.send({"type": "chunk", "index": index, "text": text})
 
