@@ -422,3 +422,32 @@ def test_pending_chunks_are_delivered_early_rather_than_outgrow_the_limit():
         sink.push(chunk)
     assert seen == ["a", "bcdefghijklm"]
     assert "".join(seen) + "n" == "abcdefghijklmn"
+
+
+def test_a_huge_chunk_is_counted_kept_and_spilled_exactly_like_small_ones(tmp_path):
+    # Larger than the encode slice, with multi-byte characters straddling slice boundaries.
+    text = ("é" * 700_000 + "\n") * 3
+    store = ArtifactStore(str(tmp_path))
+    sink = OutputSink(max_bytes=1000, open_artifact=lambda: store.create("python"))
+    sink.push(text)
+    result = sink.dump()
+    data = text.encode()
+    assert (result.total_bytes, result.total_lines) == (len(data), 4)
+    assert result.output.encode() == data[-999:]  # 1000 bytes, cut forward to a boundary
+    with open(store.resolve(result.artifact_id), "rb") as f:
+        assert f.read() == data
+
+
+def test_pushing_a_huge_chunk_never_holds_a_second_full_size_copy(tmp_path):
+    chunk = "x" * (32 * 1024 * 1024)
+    store = ArtifactStore(str(tmp_path))
+    sink = OutputSink(max_bytes=51200, open_artifact=lambda: store.create("python"))
+    tracemalloc.start()
+    try:
+        sink.push(chunk)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    sink.close()
+    # Encoded a slice at a time: a few MB at most, not another 32 MB.
+    assert peak < 8 * 1024 * 1024

@@ -23,6 +23,10 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES = 51200
 
 
+#: Characters of one pushed chunk encoded at a time (bounds the transient copy of a huge chunk).
+ENCODE_SLICE = 1024 * 1024
+
+
 class SpillFile(Protocol):
     """What the sink needs of an artifact being written (``ArtifactWriter`` is one)."""
 
@@ -166,8 +170,16 @@ class OutputSink:
             raise RuntimeError("OutputSink is closed")
         if not chunk:
             return
+        # A kernel may send tens of megabytes in one message: encode it a slice at a time, so
+        # no second full-size copy of it is ever held.
+        for start in range(0, len(chunk), ENCODE_SLICE):
+            self._push_text(chunk[start : start + ENCODE_SLICE])  # the chunk itself if short
+        if self._on_chunk is not None:
+            self._forward(chunk)
+
+    def _push_text(self, text: str) -> None:
         # A lone surrogate (possible in JSON from a kernel) has no UTF-8 form: it becomes "?".
-        data = chunk.encode("utf-8", "replace")
+        data = text.encode("utf-8", "replace")
         self._total_bytes += len(data)
         self._newlines += data.count(b"\n")
         if not self._spilled and len(self._buf) + len(data) > self._max:
@@ -175,8 +187,6 @@ class OutputSink:
         if self._artifact is not None:
             self._spill(data)
         self._keep(data)
-        if self._on_chunk is not None:
-            self._forward(chunk)
 
     def _keep(self, data: bytes) -> None:
         buf = self._buf
