@@ -8,7 +8,13 @@ import tracemalloc
 import pytest
 
 from jupyter_xcsh.outputs.artifacts import ArtifactStore, ArtifactWriter
-from jupyter_xcsh.outputs.sink import OutputSink, SinkResult, format_size, truncation_notice
+from jupyter_xcsh.outputs.sink import (
+    OutputSink,
+    SinkResult,
+    count_newlines,
+    format_size,
+    truncation_notice,
+)
 
 
 @pytest.fixture
@@ -451,3 +457,13 @@ def test_pushing_a_huge_chunk_never_holds_a_second_full_size_copy(tmp_path):
     sink.close()
     # Encoded a slice at a time: a few MB at most, not another 32 MB.
     assert peak < 8 * 1024 * 1024
+
+
+@pytest.mark.parametrize("line_length", [1, 2, 10, 31, 33, 40, 100, 1000, 100_000])
+def test_newlines_are_counted_exactly_whatever_the_line_length(line_length):
+    for size in (0, 100, 4095, 4096, 65536, 200_001):
+        data = (b"a" * (line_length - 1) + b"\n") * (size // line_length + 1)
+        data = data[:size]
+        assert count_newlines(data) == data.count(b"\n")
+    mixed = b"\n" * 3000 + b"x" * 3000 + b"\nabc\n" * 500
+    assert count_newlines(mixed) == mixed.count(b"\n")

@@ -15,7 +15,14 @@ from typing import Any, Protocol
 
 from .sanitize import sanitize
 
-__all__ = ["OutputSink", "SinkResult", "SpillFile", "format_size", "truncation_notice"]
+__all__ = [
+    "OutputSink",
+    "SinkResult",
+    "SpillFile",
+    "count_newlines",
+    "format_size",
+    "truncation_notice",
+]
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +32,19 @@ DEFAULT_MAX_BYTES = 51200
 
 #: Characters of one pushed chunk encoded at a time (bounds the transient copy of a huge chunk).
 ENCODE_SLICE = 1024 * 1024
+
+
+def count_newlines(data: bytes) -> int:
+    """Count newlines in ``data``, fast for the line lengths program output has.
+
+    ``bytes.count`` walks byte by byte (~3 GB/s); removing the newlines with ``bytes.replace``
+    jumps between them with ``memchr`` and copies the runs, which is 2-3x faster once lines
+    average 40 bytes or more, and slower for very short lines. A small sample picks the method.
+    """
+    sample = data[:2048]
+    if len(data) < 4096 or sample.count(b"\n") * 32 > len(sample):
+        return data.count(b"\n")
+    return len(data) - len(data.replace(b"\n", b""))
 
 
 class SpillFile(Protocol):
@@ -181,7 +201,7 @@ class OutputSink:
         # A lone surrogate (possible in JSON from a kernel) has no UTF-8 form: it becomes "?".
         data = text.encode("utf-8", "replace")
         self._total_bytes += len(data)
-        self._newlines += data.count(b"\n")
+        self._newlines += count_newlines(data)
         if not self._spilled and len(self._buf) + len(data) > self._max:
             self._start_spill()
         if self._artifact is not None:
