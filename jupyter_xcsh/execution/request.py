@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, RefusedError
+from ..paths import escapes_root
 
 __all__ = ["DEFAULT_TIMEOUT", "CellSpec", "PythonRequest", "parse_python_request"]
 
@@ -42,7 +43,7 @@ def _resolve_cwd(raw: str, root_dir: str) -> tuple[str, str]:
     root = os.path.realpath(root_dir)
     candidate = raw if os.path.isabs(raw) else os.path.join(root, raw.lstrip("/"))
     os_path = os.path.realpath(candidate)
-    if os_path != root and not os_path.startswith(root + os.sep):
+    if escapes_root(os_path, root):
         raise RefusedError(f"Working directory is outside the server root: {raw}")
     if not os.path.exists(os_path):
         raise InvalidRequestError(f"Working directory does not exist: {raw}")

@@ -43,17 +43,18 @@ class NotebookStore:
         except HTTPError:
             raise RefusedError(f"Path is outside the contents root: {api_path}") from None
 
-    def _lock(self, api_path: str) -> asyncio.Lock:
-        # Key by the real file when there is one, so two names of one file share a lock.
-        os_path = self._os_path(api_path)
-        key = os.path.realpath(os_path) if os_path is not None else api_path
+    def _lock(self, key: str) -> asyncio.Lock:
         lock = self._locks.get(key)
         if lock is None:
             lock = self._locks[key] = asyncio.Lock()
         return lock
 
-    async def resolve(self, path: str) -> str:
-        """Return the API path for a caller's path, enforcing root and hidden-file policy."""
+    async def resolve(self, path: str) -> tuple[str, str]:
+        """Return the API path for a caller's path, enforcing root and hidden-file policy.
+
+        Also returns the key of the notebook's lock: its real file when the contents manager
+        has one, so two names of one file share a lock; else the API path.
+        """
         cm = self.contents_manager
         api_path = to_api_path(path, cm.root_dir)
         os_path = self._os_path(api_path)
@@ -62,13 +63,14 @@ class NotebookStore:
         if not cm.allow_hidden and await ensure_async(cm.is_hidden(api_path)):
             # As the server itself answers for hidden files: as if they did not exist.
             raise NotFoundError(f"Notebook not found: {path}")
-        return api_path
+        return api_path, os.path.realpath(os_path) if os_path is not None else api_path
 
     def api_path(self, request: NotebookRequest) -> str:
         """The API path a (successfully resolved) request addressed."""
         return to_api_path(request.notebook_path, self.contents_manager.root_dir)
 
-    async def _load(self, api_path: str, path: str) -> NotebookDocument:
+    async def _load(self, api_path: str, path: str) -> tuple[NotebookDocument, str | None]:
+        """The parsed notebook and the ``last_modified`` of the text it was parsed from."""
         cm = self.contents_manager
         if not await ensure_async(cm.file_exists(api_path)):
             raise NotFoundError(f"Notebook not found: {path}")
@@ -81,29 +83,28 @@ class NotebookStore:
                 # Not UTF-8 text, so certainly not notebook JSON.
                 raise InvalidDocumentError(f"Invalid JSON in notebook: {path}") from None
             raise  # the contents manager's own answer (a permission problem, a fault)
-        return await asyncio.to_thread(_parse, model["content"], path)
+        document = await asyncio.to_thread(_parse, model["content"], path)
+        return document, _timestamp(model.get("last_modified"))
 
     async def read(self, request: NotebookRequest) -> dict[str, Any]:
         """Answer a ``read`` request with the bounded view of the notebook."""
-        api_path = await self.resolve(request.notebook_path)
-        document = await self._load(api_path, request.notebook_path)
+        api_path, _ = await self.resolve(request.notebook_path)
+        document, last_modified = await self._load(api_path, request.notebook_path)
         result = read_view(document, request, self.limits)
-        model = await ensure_async(self.contents_manager.get(api_path, content=False))
-        result["details"]["lastModified"] = _timestamp(model.get("last_modified"))
+        result["details"]["lastModified"] = last_modified
         return result
 
     async def change(self, request: NotebookRequest) -> dict[str, Any]:
         """Apply an edit/insert/delete/move request and save the notebook (all or nothing)."""
-        api_path = await self.resolve(request.notebook_path)
-        async with self._lock(api_path):
-            document = await self._load(api_path, request.notebook_path)
+        api_path, lock_key = await self.resolve(request.notebook_path)
+        async with self._lock(lock_key):
+            document, last_modified = await self._load(api_path, request.notebook_path)
             result, text = await asyncio.to_thread(_apply, document, request)
             if text is not None:
                 model = {"type": "file", "format": "text", "content": text}
                 saved = await ensure_async(self.contents_manager.save(model, api_path))
-            else:
-                saved = await ensure_async(self.contents_manager.get(api_path, content=False))
-        details = dict(result.details, lastModified=_timestamp(saved.get("last_modified")))
+                last_modified = _timestamp(saved.get("last_modified"))
+        details = dict(result.details, lastModified=last_modified)
         return {"text": result.text, "details": details}
 
 
