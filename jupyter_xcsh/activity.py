@@ -108,10 +108,12 @@ class PythonCallEvents(ExecutionObserver):
     event bus; a cell's final tail is always sent before its status changes.
     """
 
-    def __init__(self, events: ActivityEvents, interval: float = 0.25) -> None:
+    def __init__(
+        self, events: ActivityEvents, call_id: str | None = None, interval: float = 0.25
+    ) -> None:
         self.events = events
         self.interval = interval
-        self.call_id = new_call_id()
+        self.call_id = call_id or new_call_id()
         self.session: str | None = None
         self._tails: dict[int, str] = {}
         self._pending: set[int] = set()

@@ -19,7 +19,13 @@ from .handlers import sessions as sessions_handlers
 from .notebook.reader import ReadLimits
 from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
+from .services import XcshServices
 from .settings import XcshSettings
+from .tools import ArtifactTool, NotebookTool, PythonTool
+from .tools.python import CallRegistry
+
+#: The modules whose ``routes(services)`` make up the extension's endpoints.
+ROUTE_MODULES = (notebook_handlers, artifacts_handlers, python_handlers, sessions_handlers)
 
 
 class XcshApp(ExtensionApp):
@@ -30,13 +36,9 @@ class XcshApp(ExtensionApp):
 
     classes = [XcshSettings]
 
-    xcsh_settings = Instance(
-        XcshSettings, allow_none=True, help="The user settings (XcshSettings)."
+    services = Instance(
+        XcshServices, allow_none=True, help="The services every handler is given (built once)."
     )
-    notebook_store = Instance(NotebookStore, allow_none=True, help="Reads and saves notebooks.")
-    artifact_store = Instance(ArtifactStore, allow_none=True, help="Keeps full outputs as files.")
-    execution = Instance(ExecutionService, allow_none=True, help="Runs python tool calls.")
-    activity = Instance(ActivityEvents, allow_none=True, help="Reports tool calls to the lab.")
 
     #: Seconds between two artifact retention passes (the first runs at start).
     artifact_prune_interval = 600.0
@@ -44,28 +46,28 @@ class XcshApp(ExtensionApp):
 
     def initialize_settings(self) -> None:
         """Build the services, once, from the server's managers and the user settings."""
-        self.xcsh_settings = XcshSettings(parent=self)
-        limits = ReadLimits(
-            max_chars=self.xcsh_settings.read_max_chars,
-            max_source_chars=self.xcsh_settings.read_max_source_chars,
-            max_output_chars=self.xcsh_settings.read_max_output_chars,
-        )
         assert self.serverapp is not None  # set by the server before it loads extensions
-        self.notebook_store = NotebookStore(self.serverapp.contents_manager, limits)
-        self.activity = ActivityEvents(self.serverapp.event_logger)
-        self.artifact_store = ArtifactStore(
-            self.serverapp.root_dir,
-            folder=self.xcsh_settings.artifacts_dir,
-            max_bytes=self.xcsh_settings.artifacts_max_bytes,
-            max_age=self.xcsh_settings.artifacts_max_age,
+        server = self.serverapp
+        settings = XcshSettings(parent=self)
+        limits = ReadLimits(
+            max_chars=settings.read_max_chars,
+            max_source_chars=settings.read_max_source_chars,
+            max_output_chars=settings.read_max_output_chars,
+        )
+        notebook_store = NotebookStore(server.contents_manager, limits)
+        activity = ActivityEvents(server.event_logger)
+        artifact_store = ArtifactStore(
+            server.root_dir,
+            folder=settings.artifacts_dir,
+            max_bytes=settings.artifacts_max_bytes,
+            max_age=settings.artifacts_max_age,
             prune_interval=5.0,
         )
-        settings = self.xcsh_settings
-        self.execution = ExecutionService(
-            self.serverapp.kernel_manager,
-            artifact_store=self.artifact_store,
-            root_dir=self.serverapp.root_dir,
-            state_dir=os.path.join(self.serverapp.runtime_dir, "xcsh-sessions"),
+        execution = ExecutionService(
+            server.kernel_manager,
+            artifact_store=artifact_store,
+            root_dir=server.root_dir,
+            state_dir=os.path.join(server.runtime_dir, "xcsh-sessions"),
             log=self.log,
             max_output_bytes=settings.max_output_bytes,
             stream_interval=settings.stream_interval / 1000,
@@ -74,36 +76,39 @@ class XcshApp(ExtensionApp):
             cleanup_interval=settings.cleanup_interval,
             heartbeat_interval=settings.heartbeat_interval,
         )
-        self.settings["xcsh"] = {
-            "settings": self.xcsh_settings,
-            "notebook_store": self.notebook_store,
-            "artifact_store": self.artifact_store,
-            "execution": self.execution,
-            "activity": self.activity,
-        }
+        calls = CallRegistry()
+        self.services = XcshServices(
+            settings=settings,
+            notebook_store=notebook_store,
+            artifact_store=artifact_store,
+            execution=execution,
+            activity=activity,
+            calls=calls,
+            notebook=NotebookTool(notebook_store, activity),
+            python=PythonTool(
+                execution,
+                activity,
+                settings,
+                calls,
+                allow_hidden=server.contents_manager.allow_hidden,
+            ),
+            artifacts=ArtifactTool(artifact_store),
+        )
+        self.settings["xcsh"] = self.services
 
     def initialize_handlers(self) -> None:
-        """Register every endpoint, each handler receiving its services through ``initialize``."""
-        services: dict[str, Any] = {
-            "settings": self.xcsh_settings,
-            "notebook_store": self.notebook_store,
-            "artifact_store": self.artifact_store,
-            "execution": self.execution,
-            "activity": self.activity,
-        }
-        routes = notebook_handlers.routes(services)
-        routes += artifacts_handlers.routes(services)
-        routes += python_handlers.routes(services)
-        routes += sessions_handlers.routes(services)
-        self.handlers.extend(routes)
+        """Register every endpoint, each handler receiving the services through ``initialize``."""
+        assert self.services is not None
+        for module in ROUTE_MODULES:
+            self.handlers.extend(module.routes(self.services))
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start background work once the server's event loop runs: artifact retention."""
         self._prune_task = asyncio.create_task(self._prune_artifacts())
 
     async def _prune_artifacts(self) -> None:
-        store = self.artifact_store
-        assert store is not None
+        assert self.services is not None
+        store = self.services.artifact_store
         while True:
             try:
                 # Off the event loop: the folder may hold many files.
@@ -122,10 +127,10 @@ class XcshApp(ExtensionApp):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._prune_task
             self._prune_task = None
-        if self.execution is not None:
+        if self.services is not None:
             # Every kernel the python tool started goes with the server; bounded, not forever.
             try:
-                await asyncio.wait_for(self.execution.close(), 30)
+                await asyncio.wait_for(self.services.execution.close(), 30)
             except TimeoutError:
                 self.log.warning("jupyter_xcsh: python tool kernels did not stop within 30 s")
         self.log.debug("jupyter_xcsh stopped")

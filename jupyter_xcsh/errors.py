@@ -1,14 +1,37 @@
-"""Domain errors of jupyter-xcsh; handlers alone turn them into HTTP statuses."""
+"""Domain errors of jupyter-xcsh; one place (``handlers/base.py``) turns them into HTTP statuses.
+
+The tools raise these whoever calls them (REST, MCP, the lab); each transport maps them once:
+REST to a status and a JSON body, MCP to a tool result with ``isError``.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class XcshError(Exception):
-    """Base of every error a caller can cause; ``message`` is shown to the caller verbatim."""
+    """Base of every error a caller can cause; ``message`` is shown to the caller verbatim.
 
-    def __init__(self, message: str) -> None:
+    ``reason`` (a short machine-readable word) and ``details`` (a JSON object) travel with the
+    message in the error body when set.
+    """
+
+    def __init__(
+        self, message: str, *, reason: str | None = None, details: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
+        self.reason = reason
+        self.details = details
+
+    def body(self) -> dict[str, Any]:
+        """The error as a JSON body: ``{"message", "reason"?, "details"?}``."""
+        body: dict[str, Any] = {"message": self.message}
+        if self.reason is not None:
+            body["reason"] = self.reason
+        if self.details is not None:
+            body["details"] = self.details
+        return body
 
 
 class InvalidRequestError(XcshError):
@@ -23,5 +46,18 @@ class RefusedError(XcshError):
     """The request would leave the contents root or break the server's policy."""
 
 
+class ForbiddenError(RefusedError):
+    """The server's authorizer does not allow the caller this action."""
+
+
+class ConflictError(XcshError):
+    """The request met a state it cannot act on now: a stale read, a session waiting for input."""
+
+
 class InvalidDocumentError(XcshError):
     """The stored document cannot be used: not JSON, or not a notebook."""
+
+
+def forbidden(action: str, resource: str) -> ForbiddenError:
+    """The error of a caller the authorizer refuses (jupyter_server's own wording)."""
+    return ForbiddenError(f"User is not authorized to {action} on resource: {resource}.")

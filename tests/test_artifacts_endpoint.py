@@ -24,7 +24,7 @@ TEXT = "line 1\nline 2 é\nline 3 🎉\nlast line".encode()
 
 @pytest.fixture
 def store(jp_serverapp) -> ArtifactStore:
-    return jp_serverapp.web_app.settings["xcsh"]["artifact_store"]
+    return jp_serverapp.web_app.settings["xcsh"].artifact_store
 
 
 @pytest.fixture

@@ -123,8 +123,13 @@ class ExecutionService:
         request: PythonRequest,
         observer: ExecutionObserver | None = None,
         control: CallControl | None = None,
+        *,
+        call_id: str | None = None,
     ) -> dict[str, Any]:
-        """Run ``request`` and return the result body; errors in the code are results."""
+        """Run ``request`` and return the result body; errors in the code are results.
+
+        ``call_id`` names the call in its progress and its result (``callId``).
+        """
         observer = observer or ExecutionObserver()
         control = control or CallControl()
         deadline = time.monotonic() + request.timeout
@@ -140,6 +145,7 @@ class ExecutionService:
         outcome.session = {"name": key.name, "cwd": key.cwd, "kernelId": None, "restartCount": 0}
         observer.call_started(
             {
+                "callId": call_id,
                 "session": key.name,
                 "cwd": key.cwd,
                 "mode": request.mode,
@@ -161,9 +167,10 @@ class ExecutionService:
                     key, kernel_name, request, outcome, deadline, control, observer
                 )
             result = assemble_result(outcome)
+            result["callId"] = call_id
         except BaseException as e:
             # Observers (the lab's activity panel) must see every call end, failed or not.
-            observer.call_finished(_failure_summary(outcome, e))
+            observer.call_finished(dict(_failure_summary(outcome, e), callId=call_id))
             raise
         observer.call_finished(result)
         return result

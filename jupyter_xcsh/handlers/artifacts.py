@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..outputs.artifacts import ArtifactStore, iter_byte_range, iter_line_range
+from ..outputs.artifacts import iter_byte_range, iter_line_range
+from ..services import XcshServices
 from .base import XcshAPIHandler
 
 TEXT = "text/plain; charset=utf-8"
@@ -53,12 +53,6 @@ class ArtifactHandler(XcshAPIHandler):
 
     auth_resource = "contents"
 
-    @property
-    def store(self) -> ArtifactStore:
-        """The extension's artifact store."""
-        store: ArtifactStore = self.services["artifact_store"]
-        return store
-
     @web.authenticated
     @authorized
     async def get(self, artifact_id: str) -> None:
@@ -70,7 +64,7 @@ class ArtifactHandler(XcshAPIHandler):
         if paged and byte_range is not None:
             raise web.HTTPError(400, "Use either ?offset=&limit= or a Range header, not both")
         with self.domain_errors():
-            file = self.store.open(artifact_id)
+            file = await self.services.artifacts.open(artifact_id, self.caller)
         with file:
             if paged:
                 blocks = iter_line_range(file, offset or 1, limit)
@@ -106,6 +100,6 @@ class ArtifactHandler(XcshAPIHandler):
         return int(raw)
 
 
-def routes(services: dict[str, Any]) -> list[tuple[str, type, dict[str, Any]]]:
+def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:
     """The artifact routes, each handler receiving ``services`` through ``initialize``."""
-    return [(r"/api/xcsh/artifacts/(.+)", ArtifactHandler, services)]
+    return [(r"/api/xcsh/artifacts/(.+)", ArtifactHandler, {"services": services})]

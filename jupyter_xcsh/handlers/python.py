@@ -10,11 +10,10 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..activity import PythonCallEvents
 from ..errors import XcshError
-from ..execution import CallControl, ExecutionObserver, ExecutionService, parse_python_request
-from ..execution.observer import ObserverGroup
-from .base import XcshAPIHandler, status_for
+from ..execution import CallControl, ExecutionObserver
+from ..services import XcshServices
+from .base import DomainHTTPError, XcshAPIHandler, status_for
 
 #: The media type that asks for a stream of JSON lines.
 NDJSON = "application/x-ndjson"
@@ -45,6 +44,7 @@ class StreamWriter(ExecutionObserver):
         self.handler = handler
         self.max_tail = max_tail
         self.max_pending = max_pending
+        self.started = False  # whether a line was written (the response has begun)
         self.pending = 0  # bytes written whose flush has not completed
         self.peak_pending = 0
         self._held: dict[int, tuple[str, int]] = {}  # cell -> (tail, bytes skipped)
@@ -59,6 +59,7 @@ class StreamWriter(ExecutionObserver):
         if handler.gone:
             return
         data = (json.dumps(event) + "\n").encode()
+        self.started = True
         try:
             handler.write(data)
             future = handler.flush()
@@ -126,27 +127,16 @@ class PythonHandler(XcshAPIHandler):
     writer: StreamWriter | None = None
     gone = False
 
-    @property
-    def service(self) -> ExecutionService:
-        """The execution service built by the extension app."""
-        return self.services["execution"]
-
     @web.authenticated
     @authorized("execute")
     async def post(self) -> None:
         """Run one python tool call."""
-        with self.domain_errors():
-            request = parse_python_request(
-                self.json_body(),
-                root_dir=self.service.root_dir,
-                default_mode=self.services["settings"].kernel_mode,
-                allow_hidden=self.contents_manager.allow_hidden,
-            )
+        body = self.json_body()
         self.control = CallControl()
-        events = PythonCallEvents(self.services["activity"], self.service.stream_interval)
+        tool = self.services.python
         if NDJSON not in self.request.headers.get("Accept", ""):
             with self.domain_errors():
-                result = await self.service.run(request, events, self.control)
+                result = await tool.call(body, self.caller, control=self.control)
             self.finish(json.dumps(result))
             return
         self.set_header("Content-Type", NDJSON)
@@ -154,13 +144,14 @@ class PythonHandler(XcshAPIHandler):
         if self.request.connection is not None and hasattr(self.request.connection, "stream"):
             # Without this, back-to-back small lines wait on delayed ACKs (~40 ms each).
             self.request.connection.stream.set_nodelay(True)
-        writer = StreamWriter(self, max_tail=self.service.max_output_bytes)
-        self.writer = writer
+        self.writer = writer = StreamWriter(self, max_tail=self.services.settings.max_output_bytes)
         try:
-            result = await self.service.run(request, ObserverGroup(writer, events), self.control)
+            result = await tool.call(body, self.caller, writer, self.control)
             line: dict[str, Any] = {"type": "result", "result": result}
         except XcshError as e:
-            line = {"type": "error", "status": status_for(e), "message": e.message}
+            if not writer.started:  # refused before anything ran: a plain HTTP error
+                raise DomainHTTPError(e) from None
+            line = {"type": "error", "status": status_for(e), **e.body()}
         writer.send(line)
         if not self.gone:
             self.finish()
@@ -177,6 +168,6 @@ class PythonHandler(XcshAPIHandler):
             self.control.cancel()
 
 
-def routes(services: dict[str, Any]) -> list[tuple[str, type, dict[str, Any]]]:
+def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:
     """Return the python tool's URL routes."""
-    return [(r"/api/xcsh/python", PythonHandler, services)]
+    return [(r"/api/xcsh/python", PythonHandler, {"services": services})]

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..execution import ExecutionService
+from ..services import XcshServices
 from .base import XcshAPIHandler
 
 
@@ -18,7 +18,7 @@ class _SessionsBase(XcshAPIHandler):
     @property
     def service(self) -> ExecutionService:
         """The execution service built by the extension app."""
-        return self.services["execution"]
+        return self.services.execution
 
 
 class SessionsHandler(_SessionsBase):
@@ -56,10 +56,24 @@ class SessionInterruptHandler(_SessionsBase):
         self.finish(json.dumps({"interrupted": interrupted}))
 
 
-def routes(services: dict[str, Any]) -> list[tuple[str, type, dict[str, Any]]]:
-    """Return the sessions API's URL routes."""
+class CallInterruptHandler(_SessionsBase):
+    """``POST /api/xcsh/calls/<callId>/interrupt``: cancel one running call (200; 404)."""
+
+    @web.authenticated
+    @authorized("execute")
+    async def post(self, call_id: str) -> None:
+        """Cancel the call; its result says ``cancelled`` (other calls are untouched)."""
+        with self.domain_errors():
+            self.services.calls.interrupt(call_id)
+        self.finish(json.dumps({"interrupted": True}))
+
+
+def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:
+    """Return the sessions and calls URL routes."""
+    given = {"services": services}
     return [
-        (r"/api/xcsh/sessions", SessionsHandler, services),
-        (r"/api/xcsh/sessions/(?P<name>[^/]+)", SessionHandler, services),
-        (r"/api/xcsh/sessions/(?P<name>[^/]+)/interrupt", SessionInterruptHandler, services),
+        (r"/api/xcsh/sessions", SessionsHandler, given),
+        (r"/api/xcsh/sessions/(?P<name>[^/]+)", SessionHandler, given),
+        (r"/api/xcsh/sessions/(?P<name>[^/]+)/interrupt", SessionInterruptHandler, given),
+        (r"/api/xcsh/calls/(?P<call_id>[0-9a-f]{32})/interrupt", CallInterruptHandler, given),
     ]

@@ -1,0 +1,30 @@
+"""The services the extension builds once and hands to every handler, as one typed object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .activity import ActivityEvents
+from .execution import ExecutionService
+from .notebook.store import NotebookStore
+from .outputs.artifacts import ArtifactStore
+from .settings import XcshSettings
+from .tools import ArtifactTool, NotebookTool, PythonTool
+from .tools.python import CallRegistry
+
+__all__ = ["XcshServices"]
+
+
+@dataclass(frozen=True)
+class XcshServices:
+    """Everything the handlers use: the settings, the domain services and the tools."""
+
+    settings: XcshSettings
+    notebook_store: NotebookStore
+    artifact_store: ArtifactStore
+    execution: ExecutionService
+    activity: ActivityEvents
+    calls: CallRegistry
+    notebook: NotebookTool
+    python: PythonTool
+    artifacts: ArtifactTool

@@ -1,0 +1,75 @@
+"""The artifact tool's one call path: read back an artifact's full text, a page at a time."""
+
+from __future__ import annotations
+
+from typing import Any, BinaryIO
+
+from ..errors import InvalidRequestError
+from ..outputs.artifacts import ArtifactStore, iter_line_range
+from .caller import Caller
+
+__all__ = ["ArtifactTool"]
+
+#: The authorizer resource of artifacts: they are files in the contents root.
+RESOURCE = "contents"
+
+#: Most bytes one ``call`` returns; a longer page stops at a line boundary with a notice.
+MAX_PAGE_BYTES = 256 * 1024
+
+
+def _positive(body: dict[str, Any], name: str, default: int | None) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InvalidRequestError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+class ArtifactTool:
+    """Open artifacts for a caller allowed to read contents."""
+
+    def __init__(self, store: ArtifactStore) -> None:
+        self.store = store
+
+    async def open(self, artifact_id: str, caller: Caller) -> BinaryIO:
+        """Open an artifact for reading (the caller closes it); 400/403/404 as domain errors."""
+        await caller.require("read", RESOURCE)
+        return self.store.open(artifact_id)
+
+    async def call(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """Return lines ``offset .. offset+limit-1`` (1-based) of an artifact: ``{text, details}``.
+
+        The page is bounded by ``MAX_PAGE_BYTES``: a longer one ends at a line boundary (or
+        mid-line for a single huge line) and ``details.nextOffset`` says where to continue.
+        """
+        unknown = sorted(set(body) - {"id", "offset", "limit"})
+        if unknown:
+            raise InvalidRequestError(f"Unknown field(s): {', '.join(unknown)}")
+        artifact_id = body.get("id")
+        if not isinstance(artifact_id, str):
+            raise InvalidRequestError("id must be a string")
+        artifact_id = artifact_id.removeprefix("artifact://")
+        offset = _positive(body, "offset", 1)
+        limit = _positive(body, "limit", None)
+        assert offset is not None
+        with await self.open(artifact_id, caller) as file:
+            data = bytearray()
+            for block in iter_line_range(file, offset, limit):
+                data += block
+                if len(data) > MAX_PAGE_BYTES:
+                    break
+        cut = len(data) > MAX_PAGE_BYTES
+        if cut:
+            end = data.rfind(b"\n", 0, MAX_PAGE_BYTES) + 1 or MAX_PAGE_BYTES
+            del data[end:]
+        lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        text = data.decode("utf-8", errors="replace")
+        details: dict[str, Any] = {"artifactId": artifact_id, "offset": offset, "lines": lines}
+        if cut:
+            next_offset = offset + data.count(b"\n")
+            details["nextOffset"] = next_offset
+            text += f"\n[Page cut at {MAX_PAGE_BYTES} bytes. Continue with offset={next_offset}]"
+        return {"text": text, "details": details}

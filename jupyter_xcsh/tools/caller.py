@@ -1,0 +1,37 @@
+"""Who calls a tool: the user and a way to ask the server's authorizer about them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import forbidden
+
+__all__ = ["Caller"]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The identity behind a tool call, whatever the transport (REST, MCP, the lab).
+
+    ``authorize(action, resource)`` asks the server's authorizer (``jupyter_server``'s
+    ``Authorizer.is_authorized``) on the caller's behalf, as the transport's handler would.
+    """
+
+    user: Any
+    authorize: Callable[[str, str], Awaitable[bool]]
+
+    async def require(self, action: str, resource: str) -> None:
+        """Raise ``ForbiddenError`` unless the caller may do ``action`` on ``resource``."""
+        if not await self.authorize(action, resource):
+            raise forbidden(action, resource)
+
+    @classmethod
+    def trusted(cls, user: Any = None) -> Caller:
+        """A caller every action is allowed to (the server itself, tests of the core)."""
+
+        async def allow(action: str, resource: str) -> bool:
+            return True
+
+        return cls(user=user, authorize=allow)
