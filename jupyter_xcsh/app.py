@@ -90,7 +90,7 @@ class XcshApp(ExtensionApp):
                 activity,
                 settings,
                 calls,
-                allow_hidden=server.contents_manager.allow_hidden,
+                contents_manager=server.contents_manager,
             ),
             artifacts=ArtifactTool(artifact_store),
         )

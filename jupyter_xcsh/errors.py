@@ -25,10 +25,8 @@ class XcshError(Exception):
         self.details = details
 
     def body(self) -> dict[str, Any]:
-        """The error as a JSON body: ``{"message", "reason"?, "details"?}``."""
-        body: dict[str, Any] = {"message": self.message}
-        if self.reason is not None:
-            body["reason"] = self.reason
+        """The error as Jupyter's JSON error body ``{"message", "reason"}`` (+ ``details``)."""
+        body: dict[str, Any] = {"message": self.message, "reason": self.reason}
         if self.details is not None:
             body["details"] = self.details
         return body

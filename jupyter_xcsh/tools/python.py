@@ -53,13 +53,13 @@ class PythonTool:
         settings: XcshSettings,
         calls: CallRegistry,
         *,
-        allow_hidden: bool,
+        contents_manager: Any,
     ) -> None:
         self.execution = execution
         self.activity = activity
         self.settings = settings
         self.calls = calls
-        self.allow_hidden = allow_hidden
+        self.contents_manager = contents_manager  # its hidden-file policy, read per call
 
     async def call(
         self,
@@ -78,7 +78,7 @@ class PythonTool:
             body,
             root_dir=self.execution.root_dir,
             default_mode=self.settings.kernel_mode,
-            allow_hidden=self.allow_hidden,
+            allow_hidden=self.contents_manager.allow_hidden,
         )
         await caller.require(ACTION, RESOURCE)
         control = control or CallControl()
