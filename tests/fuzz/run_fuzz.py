@@ -159,9 +159,12 @@ class Server:
 
 def make_config(path: Path, server: Server, notebooks: list[str], artifact: str) -> None:
     """Write the Schemathesis configuration: auth, checks, and dictionaries of real values."""
+    # Real names, so requests succeed, and names no generator is likely to hit: each of the
+    # latter was once a 500 (issue 8) and must stay a 4xx.
+    hostile_paths = ["x" * 256 + ".ipynb", "a\x00b.ipynb", "/".join(["d" * 200] * 25), "../out"]
     dictionaries = {
-        "notebooks": notebooks,
-        "folders": ["", "dir", "dir/data"],
+        "notebooks": notebooks + hostile_paths + ["dir", "/etc/hostname", "%s%d.ipynb"],
+        "folders": ["", "dir", "dir/data", "analysis.ipynb", *hostile_paths],
         "sessions": ["default", "fuzz"],
         "artifacts": [artifact],
         "modes": ["session"],
@@ -218,7 +221,7 @@ def main() -> int:
         config = work / "schemathesis.toml"
         make_config(config, server, notebooks, artifact)
         command = [
-            args.st,
+            str(Path(args.st).absolute()),
             "--config-file",
             str(config),
             "run",
@@ -253,12 +256,13 @@ def main() -> int:
     ]
     for line in faults:
         print("server:", line)
-    print(
-        f"fuzz: schemathesis exit {run.returncode}, {len(faults)} server faults, "
-        f"{seconds:.0f} s (server log {server.log_path})"
-    )
     ok = run.returncode == 0 and not faults
-    if ok and not args.keep:
+    kept = args.keep or not ok
+    print(
+        f"fuzz: schemathesis exit {run.returncode}, {len(faults)} server faults, {seconds:.0f} s"
+        + (f" (server log {server.log_path})" if kept else "")
+    )
+    if not kept:
         shutil.rmtree(work, ignore_errors=True)
     return 0 if ok else 1
 
