@@ -16,6 +16,7 @@ from .handlers import artifacts as artifacts_handlers
 from .handlers import notebook as notebook_handlers
 from .handlers import python as python_handlers
 from .handlers import sessions as sessions_handlers
+from .handlers.base import NotFoundHandler
 from .notebook.reader import ReadLimits
 from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
@@ -101,6 +102,8 @@ class XcshApp(ExtensionApp):
         assert self.services is not None
         for module in ROUTE_MODULES:
             self.handlers.extend(module.routes(self.services))
+        # Last: any other URL under /api/xcsh answers a JSON 404, as the API's errors are JSON.
+        self.handlers.append((r"/api/xcsh(?:/.*)?", NotFoundHandler, {"services": self.services}))
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start background work once the server's event loop runs: artifact retention."""

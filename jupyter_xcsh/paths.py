@@ -3,8 +3,56 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable
 
 from .errors import InvalidRequestError, RefusedError
+
+#: Longest file name, in bytes, of the file systems a server runs on (Linux, macOS, Windows).
+NAME_MAX = 255
+#: Longest path, in bytes, Linux takes in one system call (``PATH_MAX``, the NUL included).
+PATH_MAX = 4096
+
+
+def check_path(path: str, root_dir: str, label: str = "Path") -> None:
+    """Refuse, with ``InvalidRequestError``, a path no file system call could take.
+
+    A NUL character, text that is not Unicode (a lone surrogate), a name over ``NAME_MAX``
+    bytes or a path over ``PATH_MAX`` bytes would each make the operating system (or Python's
+    encoding of the name) fail mid-request; they are the caller's mistake and said so here.
+    A relative path is measured as the server will use it, joined to ``root_dir``. ``label``
+    names the field in the message (``Path``, ``Working directory``).
+    """
+    if "\x00" in path:
+        raise InvalidRequestError(f"{label} contains a NUL character: {path!r}")
+    try:
+        encoded = path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequestError(f"{label} is not valid Unicode: {path!r}") from None
+    joined = encoded if os.path.isabs(path) else os.fsencode(root_dir) + b"/" + encoded
+    if len(joined) >= PATH_MAX:
+        raise InvalidRequestError(f"{label} is too long: {path}")
+    if any(len(name) > NAME_MAX for name in encoded.split(b"/")):
+        raise InvalidRequestError(f"{label} has a name longer than {NAME_MAX} bytes: {path}")
+
+
+def hide_root(message: str, root_dirs: Iterable[str]) -> str:
+    """Return ``message`` with the server's root directory taken out of the paths it names.
+
+    ``/srv/root/dir/a.ipynb`` becomes ``dir/a.ipynb`` (the API path) and the root itself
+    ``/``, for every spelling of each root given (as configured and with symlinks resolved).
+    """
+    spellings = set()
+    for root in root_dirs:
+        for spelling in (os.path.abspath(root), os.path.realpath(root)):
+            spellings.add(spelling.rstrip(os.sep) or os.sep)
+    for root in sorted(spellings, key=len, reverse=True):
+        if root == os.sep:
+            continue  # a server rooted at / has no prefix worth hiding
+        message = message.replace(root + os.sep, "")
+        # The root itself, not a longer name that starts with it (``/srv/nb2``).
+        message = re.sub(re.escape(root) + r"(?![^\s'\",:;)\]])", "/", message)
+    return message
 
 
 def to_api_path(path: str, root_dir: str) -> str:
@@ -14,8 +62,7 @@ def to_api_path(path: str, root_dir: str) -> str:
     ``..`` segments and absolute paths elsewhere with ``RefusedError`` before anything touches
     the file system.
     """
-    if "\x00" in path:
-        raise InvalidRequestError(f"Invalid path: {path!r}")
+    check_path(path, root_dir)
     relative = path
     if path.startswith("/") or os.path.isabs(path):
         inside = None

@@ -34,6 +34,9 @@ step "tests"
 # pytest exits 5 when it collects no test: set -e makes that a failure, as it must be.
 python -m pytest tests -p no:cacheprovider -q -ra
 
+step "API fuzzing (Schemathesis over rest-api.yml, live server, fixed seed)"
+VENV="$VENV" bash scripts/fuzz.sh
+
 step "browser tests (Playwright + Debian Chromium, a real jupyter lab)"
 command -v chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 python -m pytest ui-tests -p no:cacheprovider -q -m "not collaboration"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import os
 import time
 
 from jupyter_client.kernelspec import NoSuchKernel
@@ -101,3 +102,14 @@ class MissingSpecOnStartKernelManager(AsyncMappingKernelManager):
 
     async def start_kernel(self, *args, kernel_name=None, **kwargs):  # type: ignore[no-untyped-def]
         raise NoSuchKernel(kernel_name or "python3")
+
+
+class DiskFullContentsManager(AsyncLargeFileManager):
+    """Fail every file write as a full disk would (``ServerApp.contents_manager_class``).
+
+    The OSError names the absolute path, as the operating system's does; the stock contents
+    manager then answers ``Unexpected error while saving file: <path> <error>``.
+    """
+
+    async def _save_file(self, os_path, content, format):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os_path)

@@ -42,3 +42,13 @@ def assert_response_matches(path: str, method: str, status: int, body: Any) -> N
     if isinstance(body, (bytes, str)) and "application/json" in content:
         body = json.loads(body)
     jsonschema.validate(body, schema, cls=jsonschema.Draft202012Validator)
+
+
+def request_is_valid(path: str, method: str, body: Any) -> bool:
+    """Whether ``body`` is a JSON request body the spec accepts for ``method path``."""
+    operation = spec()["paths"][path][method.lower()]
+    media = _resolve(operation["requestBody"])["content"]["application/json"]
+    schema = dict(media["schema"])
+    schema["components"] = spec()["components"]
+    validator = jsonschema.Draft202012Validator(schema)
+    return validator.is_valid(body)

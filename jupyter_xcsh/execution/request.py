@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, RefusedError
-from ..paths import escapes_root
+from ..paths import check_path, escapes_root
 
 __all__ = ["DEFAULT_TIMEOUT", "CellSpec", "PythonRequest", "parse_python_request"]
 
 DEFAULT_TIMEOUT = 30.0
 TIMEOUT_RANGE = (1.0, 600.0)
 _FIELDS = {"cells", "timeout", "cwd", "reset", "session", "mode", "kernel_name"}
+
+#: A session name: 1..200 characters, not only dots (``.`` and ``..`` cannot be addressed in a
+#: URL), no ``/`` and no control characters. rest-api.yml states the same pattern.
+SESSION_NAME = re.compile(r"[^/\x00-\x1f\x7f]*[^./\x00-\x1f\x7f][^/\x00-\x1f\x7f]*")
+SESSION_NAME_MAX = 200
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class PythonRequest:
 
 
 def _resolve_cwd(raw: str, root_dir: str) -> tuple[str, str]:
+    check_path(raw, root_dir, "Working directory")
     root = os.path.realpath(root_dir)
     candidate = raw if os.path.isabs(raw) else os.path.join(root, raw.lstrip("/"))
     os_path = os.path.realpath(candidate)
@@ -82,9 +89,15 @@ def parse_python_request(
         cells.append(CellSpec(code=raw["code"], title=title))
 
     timeout = body.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout):
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise InvalidRequestError("timeout must be a number of seconds")
-    timeout = min(max(float(timeout), TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
+    try:
+        seconds = float(timeout)
+    except OverflowError:  # an integer beyond any float
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise InvalidRequestError("timeout must be a finite number of seconds")
+    timeout = min(max(seconds, TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
 
     cwd = body.get("cwd", "")
     if not isinstance(cwd, str):
@@ -97,8 +110,15 @@ def parse_python_request(
     if not isinstance(reset, bool):
         raise InvalidRequestError("reset must be a boolean")
     session = body.get("session", "default")
-    if not isinstance(session, str) or not session or "/" in session or len(session) > 200:
-        raise InvalidRequestError("session must be a non-empty name without '/'")
+    if (
+        not isinstance(session, str)
+        or len(session) > SESSION_NAME_MAX
+        or not SESSION_NAME.fullmatch(session)
+    ):
+        raise InvalidRequestError(
+            f"session must be 1 to {SESSION_NAME_MAX} characters, not only dots, "
+            "without '/' or control characters"
+        )
     mode = body.get("mode", default_mode)
     if mode not in ("session", "per-call"):
         raise InvalidRequestError(f"mode must be 'session' or 'per-call', not {mode!r}")

@@ -18,6 +18,15 @@ TEXT = "text/plain; charset=utf-8"
 
 _RANGE = re.compile(r"\Abytes=(\d*)-(\d*)\Z")
 
+#: Stands for any number past what a file can hold (Python refuses to convert very long digit
+#: strings to int, and no artifact is this large anyway).
+BEYOND_ANY_FILE = 2**63
+
+
+def _number(digits: str) -> int:
+    """The value of a string of ASCII digits, capped at ``BEYOND_ANY_FILE``."""
+    return int(digits) if len(digits.lstrip("0")) < 19 else BEYOND_ANY_FILE
+
 
 def parse_range(header: str, size: int) -> tuple[int, int] | None:
     """Return ``[start, end)`` of a single ``bytes=`` range, or None to serve the whole file.
@@ -29,12 +38,12 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
     if not match or match[1] == match[2] == "":
         return None
     if match[1] == "":
-        suffix = int(match[2])
+        suffix = _number(match[2])
         if suffix == 0:
             raise web.HTTPError(416, f"Range not satisfiable: {header}")
         return max(0, size - suffix), size
-    start = int(match[1])
-    end = size if match[2] == "" else min(size, int(match[2]) + 1)
+    start = _number(match[1])
+    end = size if match[2] == "" else min(size, _number(match[2]) + 1)
     if start >= size or start >= end:
         raise web.HTTPError(416, f"Range not satisfiable: {header}")
     return start, end
@@ -95,9 +104,9 @@ class ArtifactHandler(XcshAPIHandler):
         raw = self.get_query_argument(name, None)
         if raw is None:
             return None
-        if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
-            raise web.HTTPError(400, f"{name} must be a positive integer, got {raw!r}")
-        return int(raw)
+        if not (raw.isascii() and raw.isdigit()) or _number(raw) < 1:
+            raise web.HTTPError(400, "%s", f"{name} must be a positive integer, got {raw!r}")
+        return _number(raw)
 
 
 def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.client import responses
@@ -20,8 +21,19 @@ from ..errors import (
     RefusedError,
     XcshError,
 )
+from ..paths import hide_root
 from ..services import XcshServices
 from ..tools.caller import Caller
+
+#: Deepest nesting of arrays and objects a request body may have. No request needs more than a
+#: few levels; a bound keeps parsing (and everything that walks the body) far from Python's
+#: recursion limit, whose RecursionError would otherwise be a 500.
+MAX_BODY_DEPTH = 64
+
+# A lone surrogate can only come from a ``\uD800``..``\uDFFF`` escape (raw UTF-8 cannot encode
+# one); bodies without such an escape skip the search for them.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: HTTP status for each domain error; anything not listed is a server fault (500).
 ERROR_STATUS: dict[type[XcshError], int] = {
@@ -69,25 +81,52 @@ class XcshAPIHandler(APIHandler):
         return Caller(user=self.current_user, authorize=authorize)
 
     def json_body(self) -> dict[str, Any]:
-        """Parse the request body as a JSON object, or fail with a 400 that says why."""
+        r"""Parse the request body as a JSON object, or fail with a 400 that says why.
+
+        Beyond syntax, a body is refused when it nests deeper than ``MAX_BODY_DEPTH``, uses
+        ``NaN``/``Infinity`` (not JSON, though Python's parser takes them) or holds a lone
+        surrogate (``"\ud800"``: valid JSON syntax but no Unicode text; it cannot be saved,
+        sent to a kernel or used as a file name).
+        """
         raw = self.request.body
         if not raw:
             raise web.HTTPError(400, "Request body is empty; expected a JSON object")
         try:
-            body = json.loads(raw)
+            body = json.loads(raw, parse_constant=_refuse_constant)
+        except RecursionError:
+            raise web.HTTPError(400, _too_deep()) from None
         except (UnicodeDecodeError, ValueError) as e:
-            raise web.HTTPError(400, f"Request body is not valid JSON: {e}") from None
+            raise web.HTTPError(400, "%s", f"Request body is not valid JSON: {e}") from None
         if not isinstance(body, dict):
             raise web.HTTPError(400, "Request body must be a JSON object")
+        problem = check_body(body, surrogates=_SURROGATE_ESCAPE.search(raw) is not None)
+        if problem is not None:
+            raise web.HTTPError(400, "%s", problem)
         return body
 
     @contextmanager
     def domain_errors(self) -> Iterator[None]:
-        """Turn the domain errors raised inside the block into HTTP errors with their body."""
+        """Turn the errors raised inside the block into HTTP errors with their exact body.
+
+        A domain error becomes its status and body. An ``HTTPError`` of one of the server's
+        managers passes through with its status, but with the server's root directory taken out
+        of its message: jupyter_server's contents manager names files by their absolute path
+        (``Encoding error saving /srv/root/a.ipynb: ...``), which a caller must not learn.
+        """
         try:
             yield
         except XcshError as e:
             raise DomainHTTPError(e) from None
+        except DomainHTTPError:
+            raise
+        except web.HTTPError as e:
+            message = hide_root(_message(e), self._root_dirs())
+            raise web.HTTPError(e.status_code, "%s", message, reason=e.reason) from None
+
+    def _root_dirs(self) -> list[str]:
+        roots = [self.settings.get("server_root_dir")]
+        roots.append(getattr(self.contents_manager, "root_dir", None))
+        return [root for root in roots if isinstance(root, str) and root]
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Write an error as JSON with its exact message (and a domain error's whole body).
@@ -97,19 +136,88 @@ class XcshAPIHandler(APIHandler):
         """
         exc_info = kwargs.get("exc_info")
         error = exc_info[1] if exc_info else None
+        if status_code == 405:
+            # RFC 9110: a 405 lists the methods the resource has.
+            self.set_header("Allow", ", ".join(self.allowed_methods()))
         if not isinstance(error, web.HTTPError):
             super().write_error(status_code, **kwargs)
             return
         if isinstance(error, DomainHTTPError):
             body = error.body
         else:
-            # tornado < 6.5 has no get_message(); its log_message is then the plain text.
-            get_message = getattr(error, "get_message", None)
-            message = get_message() if get_message is not None else error.log_message
             body = {
-                "message": message or responses.get(status_code, "Unknown HTTP Error"),
+                "message": _message(error) or responses.get(status_code, "Unknown HTTP Error"),
                 "reason": error.reason,
             }
         self.set_header("Content-Type", "application/json")
         self.log.warning("wrote error: %r", body["message"])
         self.finish(json.dumps(body))
+
+    @classmethod
+    def allowed_methods(cls) -> list[str]:
+        """The HTTP methods this handler implements (``OPTIONS`` comes from ``APIHandler``)."""
+        return [
+            method
+            for method in cls.SUPPORTED_METHODS
+            if getattr(cls, method.lower()) is not getattr(web.RequestHandler, method.lower())
+        ]
+
+
+class NotFoundHandler(XcshAPIHandler):
+    """Any other URL under ``/api/xcsh``: a JSON 404 (tornado's own is an HTML page)."""
+
+    def prepare(self) -> None:  # type: ignore[override]
+        """Answer 404 whatever the method, before any other check."""
+        raise web.HTTPError(404, "%s", f"Not found: {self.request.path}")
+
+
+def _message(error: web.HTTPError) -> str:
+    # tornado doubles every % of a log_message raised without arguments (its get_message()
+    # undoes that; tornado < 6.5 has no get_message() and keeps the plain text).
+    get_message = getattr(error, "get_message", None)
+    if get_message is not None:
+        return str(get_message() or "")
+    if error.log_message is None:
+        return ""
+    return error.log_message % error.args if error.args else error.log_message
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _too_deep() -> str:
+    return f"Request body is nested too deeply (more than {MAX_BODY_DEPTH} levels)"
+
+
+def check_body(body: Any, *, surrogates: bool = True) -> str | None:
+    r"""Return why a parsed JSON body is unusable (too deep, a lone surrogate), or None.
+
+    ``surrogates=False`` skips the search for lone surrogates (a body without ``\u`` escapes
+    cannot hold one). Iterative, so a body at any depth is checked without recursion.
+    """
+    stack: list[tuple[Any, str, int]] = [(body, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth >= MAX_BODY_DEPTH:
+                return _too_deep()
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str):
+                    if surrogates and _SURROGATE.search(key):
+                        return f"Invalid Unicode in a field name{_in(where)}: a lone surrogate"
+                    child = f"{where}.{key}" if where else key
+                else:
+                    child = f"{where}[{key}]"
+                stack.append((item, child, depth + 1))
+        elif surrogates and isinstance(value, str):
+            match = _SURROGATE.search(value)
+            if match:
+                code = f"\\u{ord(match.group()):04x}"
+                return f"Invalid Unicode in {where}: a lone surrogate ({code})"
+    return None
+
+
+def _in(where: str) -> str:
+    return f" of {where}" if where else ""

@@ -75,19 +75,32 @@ def _type_name(value: Any) -> str:
     )
 
 
+def as_integer(value: Any) -> Any:
+    """Return a JSON number with no fraction (``1.0``) as the ``int`` it is; anything else as is.
+
+    JSON has one number type: ``1.0`` and ``1`` are the same number, and JSON Schema counts both
+    as an integer. ``1.5``, ``"1"`` and ``true`` stay what they are (and are refused).
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def parse_request(body: dict[str, Any]) -> NotebookRequest:
     """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
+    unknown = next((name for name in body if name not in _FIELDS), None)
+    if unknown is not None:
+        raise InvalidRequestError(f"Unknown field: {unknown}")
     # A JSON null means "not given": agents often send every field, unused ones as null.
     body = {name: value for name, value in body.items() if value is not None}
+    body = {name: as_integer(v) if _FIELDS.get(name) is int else v for name, v in body.items()}
     action = body.get("action")
     if action is None:
         raise InvalidRequestError("action is required")
     if not isinstance(action, str) or action not in ACTIONS:
         raise InvalidRequestError(f"Invalid action: {action}")
     for name, value in body.items():
-        expected = _FIELDS.get(name)
-        if expected is None:
-            raise InvalidRequestError(f"Unknown field: {name}")
+        expected = _FIELDS[name]
         if name not in ("action", "notebook_path") and name not in _ACCEPTED[action]:
             raise InvalidRequestError(f"Field {name} is not accepted by the {action} action")
         # bool is an int subclass in Python; 1.5, "2" and true are all not integers here.

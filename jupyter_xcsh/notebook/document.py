@@ -53,6 +53,8 @@ def _scan_value(text: str, index: int) -> tuple[Any, int]:
         raise NotJSONError(f"expected a value at character {index}") from None
     except ValueError as e:  # JSONDecodeError from inside a nested value
         raise NotJSONError(str(e)) from None
+    except RecursionError:  # nested deeper than Python's parser goes (nbformat cannot either)
+        raise NotJSONError(f"nested too deeply at character {index}") from None
 
 
 def _expect(text: str, index: int, char: str) -> int:
@@ -152,6 +154,8 @@ class NotebookDocument:
             json.loads(text)
         except ValueError as e:
             raise NotJSONError(str(e)) from None
+        except RecursionError:
+            raise NotJSONError("nested too deeply") from None
         raise NoCellsError("top level is not an object")
 
     # -- reading -----------------------------------------------------------------------------
