@@ -13,6 +13,7 @@ from traitlets import Instance
 from .activity import ActivityEvents
 from .execution import ExecutionService
 from .handlers import artifacts as artifacts_handlers
+from .handlers import mcp as mcp_handlers
 from .handlers import notebook as notebook_handlers
 from .handlers import python as python_handlers
 from .handlers import sessions as sessions_handlers
@@ -26,7 +27,13 @@ from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.python import CallRegistry
 
 #: The modules whose ``routes(services)`` make up the extension's endpoints.
-ROUTE_MODULES = (notebook_handlers, artifacts_handlers, python_handlers, sessions_handlers)
+ROUTE_MODULES = (
+    notebook_handlers,
+    artifacts_handlers,
+    python_handlers,
+    sessions_handlers,
+    mcp_handlers,
+)
 
 
 class XcshApp(ExtensionApp):

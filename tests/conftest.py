@@ -9,6 +9,8 @@ import pytest
 from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
+from .mcp_client import tool_via_mcp
+
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
@@ -22,8 +24,23 @@ def jp_server_config(jp_server_config):
 
 
 @pytest.fixture
-def notebook_tool(jp_fetch):
-    """Call ``POST /api/xcsh/notebook``; return ``(status, json body)`` for success and error."""
+def transport():
+    """How the tool tests reach a tool: ``rest`` (its endpoint) or ``mcp`` (``tools/call``).
+
+    Shared cases run through both with ``@pytest.mark.parametrize("transport", TRANSPORTS)``
+    (``tests/mcp_client.py``).
+    """
+    return "rest"
+
+
+@pytest.fixture
+def notebook_tool(jp_fetch, transport):
+    """Call ``POST /api/xcsh/notebook``; return ``(status, json body)`` for success and error.
+
+    Over MCP when ``transport`` says so: the tool result, shaped as REST would answer it.
+    """
+    if transport == "mcp":
+        return tool_via_mcp(jp_fetch, "notebook")
 
     async def call(body: Any, raw: bytes | None = None, **kwargs: Any) -> tuple[int, Any]:
         data = raw if raw is not None else json.dumps(body).encode()

@@ -29,6 +29,14 @@ class DenyAllAuthorizer(Authorizer):
         return False
 
 
+class ApiReadOnlyAuthorizer(Authorizer):
+    """Allow reading the API (``api``) and nothing else: the MCP endpoint answers, every tool
+    is refused (``ServerApp.authorizer_class``)."""
+
+    def is_authorized(self, handler, user, action, resource):  # type: ignore[no-untyped-def]
+        return (action, resource) == ("read", "api")
+
+
 class EmfileKernelManager(AsyncMappingKernelManager):
     """Fail one kernel start with EMFILE, as a process out of file descriptors would.
 

@@ -10,14 +10,20 @@ from typing import Any
 
 from tornado.httpclient import HTTPClientError
 
+from .mcp_client import tool_via_mcp
 from .openapi_check import assert_response_matches
 
 #: Generous: two cores shared with other test runs, and kernels to start.
 REQUEST_TIMEOUT = 180
 
 
-def tool(jp_fetch: Any) -> Callable[..., Awaitable[tuple[int, Any]]]:
-    """Return ``call(body, **fetch_kwargs) -> (status, json)`` for ``POST /api/xcsh/python``."""
+def tool(jp_fetch: Any, transport: str = "rest") -> Callable[..., Awaitable[tuple[int, Any]]]:
+    """Return ``call(body, **fetch_kwargs) -> (status, json)`` for ``POST /api/xcsh/python``.
+
+    ``transport="mcp"`` calls the same tool through ``tools/call`` (see ``tests/mcp_client.py``).
+    """
+    if transport == "mcp":
+        return _checked(tool_via_mcp(jp_fetch, "python"))
 
     async def call(body: Any, **kwargs: Any) -> tuple[int, Any]:
         kwargs.setdefault("request_timeout", REQUEST_TIMEOUT)
@@ -37,9 +43,21 @@ def tool(jp_fetch: Any) -> Callable[..., Awaitable[tuple[int, Any]]]:
     return call
 
 
-async def run(jp_fetch: Any, *codes: str, **options: Any) -> Any:
+def _checked(
+    call: Callable[..., Awaitable[tuple[int, Any]]],
+) -> Callable[..., Awaitable[tuple[int, Any]]]:
+    async def checked(body: Any, **kwargs: Any) -> tuple[int, Any]:
+        status, result = await call(body)
+        assert_response_matches("/api/xcsh/python", "post", status, result)
+        return status, result
+
+    return checked
+
+
+async def run(jp_fetch: Any, *codes: str, transport: str = "rest", **options: Any) -> Any:
     """Run ``codes`` as cells (with request ``options``) and return the 200 result."""
-    status, result = await tool(jp_fetch)({"cells": [{"code": c} for c in codes], **options})
+    call = tool(jp_fetch, transport)
+    status, result = await call({"cells": [{"code": c} for c in codes], **options})
     assert status == 200, result
     return result
 

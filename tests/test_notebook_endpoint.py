@@ -9,6 +9,7 @@ import os
 import nbformat
 import pytest
 
+from .mcp_client import TRANSPORTS
 from .notebooks import jupyter_text, load, raw_cells, sample_notebook
 from .openapi_check import assert_response_matches
 
@@ -40,6 +41,7 @@ async def _fails(notebook_tool, body, status, message=None, raw=None):
     return result
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_edit_insert_delete_round_trip_through_the_server(notebook_tool, notebook):
     result = await _ok(
         notebook_tool,
@@ -67,6 +69,7 @@ async def test_edit_insert_delete_round_trip_through_the_server(notebook_tool, n
     assert [c.source for c in nb.cells] == ["x = 2", "x", "raw text", "# end"]
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_move_and_read_over_http(notebook_tool, notebook):
     await _ok(
         notebook_tool,
@@ -111,6 +114,7 @@ async def test_string_sources_and_unknown_fields_of_other_cells_survive(notebook
     assert after.replace('"changed"', '"r"') == text
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize(
     ("body", "status", "message"),
     [
@@ -284,6 +288,7 @@ async def test_saves_go_through_the_contents_manager(notebook_tool, notebook, jp
     assert seen == [("dir/a.ipynb", "file")]
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_45_notebook_stays_valid_after_every_kind_of_change(notebook_tool, notebook):
     p = "dir/a.ipynb"
     for body in (

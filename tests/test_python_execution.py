@@ -15,6 +15,7 @@ import re
 import pytest
 
 from .gateway import KERNELS, kernel_gateway, use_kernels  # noqa: F401
+from .mcp_client import TRANSPORTS
 from .python_tool import run, sessions, tool
 
 pytestmark = pytest.mark.timeout(300)
@@ -67,8 +68,9 @@ async def test_per_call_mode_isolates_calls_and_leaves_no_kernel_behind(jp_fetch
     assert json.loads((await jp_fetch("api", "kernels")).body) == []
 
 
-async def test_several_cells_are_titled_and_joined_by_a_blank_line(jp_fetch):
-    status, result = await tool(jp_fetch)(
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_several_cells_are_titled_and_joined_by_a_blank_line(jp_fetch, transport):
+    status, result = await tool(jp_fetch, transport)(
         {"cells": [{"code": "a = 1", "title": "setup"}, {"code": "print(a + 1)", "title": "use"}]}
     )
 
@@ -77,8 +79,9 @@ async def test_several_cells_are_titled_and_joined_by_a_blank_line(jp_fetch):
     assert [c["status"] for c in result["cells"]] == ["complete", "complete"]
 
 
-async def test_a_failing_cell_stops_the_call_and_later_cells_stay_pending(jp_fetch):
-    result = await run(jp_fetch, "print('one')", "1 / 0", "print('never')")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_failing_cell_stops_the_call_and_later_cells_stay_pending(jp_fetch, transport):
+    result = await run(jp_fetch, "print('one')", "1 / 0", "print('never')", transport=transport)
 
     assert result["isError"] is True
     assert [c["status"] for c in result["cells"]] == ["complete", "error", "pending"]
@@ -92,8 +95,10 @@ async def test_a_failing_cell_stops_the_call_and_later_cells_stay_pending(jp_fet
     )
 
 
-async def test_a_single_failing_cell_returns_its_traceback_without_ansi(jp_fetch):
-    result = await run(jp_fetch, "def f():\n    raise ValueError('bad value')\nf()")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_single_failing_cell_returns_its_traceback_without_ansi(jp_fetch, transport):
+    code = "def f():\n    raise ValueError('bad value')\nf()"
+    result = await run(jp_fetch, code, transport=transport)
 
     assert result["isError"] is True
     error = result["cells"][0]["error"]
@@ -231,8 +236,9 @@ async def test_hidden_working_directories_follow_the_servers_hidden_file_policy(
         ({"cells": [], "colour": 1}, "Unknown field(s): colour"),
     ],
 )
-async def test_malformed_bodies_are_400s_that_say_why(jp_fetch, body, message):
-    status, result = await tool(jp_fetch)(body)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_malformed_bodies_are_400s_that_say_why(jp_fetch, body, message, transport):
+    status, result = await tool(jp_fetch, transport)(body)
 
     assert (status, result["message"]) == (400, message)
 
@@ -246,16 +252,18 @@ async def test_reset_restarts_the_kernel_before_the_first_cell_only(jp_fetch):
     assert result["session"]["stateLost"] is True
 
 
-async def test_timeout_interrupts_the_cell_and_the_session_stays_usable(jp_fetch):
-    await run(jp_fetch, "kept = 'yes'")
-    result = await run(jp_fetch, "print('started')\nimport time\ntime.sleep(60)", timeout=2)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_timeout_interrupts_the_cell_and_the_session_stays_usable(jp_fetch, transport):
+    await run(jp_fetch, "kept = 'yes'", transport=transport)
+    code = "print('started')\nimport time\ntime.sleep(60)"
+    result = await run(jp_fetch, code, timeout=2, transport=transport)
 
     assert result["timedOut"] is True
     assert result["cancelled"] is True
     assert result["isError"] is True
     assert result["text"].startswith("[Command timed out after 2 seconds]\nstarted\n")
     assert result["cells"][0]["status"] == "error"
-    after = await run(jp_fetch, "print(kept)")
+    after = await run(jp_fetch, "print(kept)", transport=transport)
     assert after["text"] == "yes"
     assert after["session"]["stateLost"] is False
 

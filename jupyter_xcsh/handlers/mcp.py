@@ -1,0 +1,214 @@
+"""``POST /api/xcsh/mcp``: the Model Context Protocol over streamable HTTP, on the server's port.
+
+Authentication, authorization and origin checks are the server's own (``@web.authenticated``,
+``@authorized``, the tools asking the authorizer per call as REST does). The protocol itself
+lives in ``jupyter_xcsh.mcp``; this handler only moves messages: it parses the body, answers
+notifications with 202, and answers requests as one JSON body, or as a ``text/event-stream``
+when a ``tools/call`` client accepts one (progress notifications, then the result). A client
+that goes away interrupts its call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import json
+import uuid
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from ..execution import CallControl
+from ..mcp.progress import ProgressNotifier
+from ..mcp.protocol import (
+    INVALID_REQUEST,
+    Message,
+    ProtocolError,
+    error_response,
+    parse_body,
+    request_version,
+)
+from ..mcp.server import McpServer, RequestContext, progress_token
+from ..services import XcshServices
+from .base import XcshAPIHandler
+
+#: Seconds between two progress notifications (or keep-alive comments) of a streamed call.
+PROGRESS_INTERVAL = 2.0
+
+SSE = "text/event-stream"
+SESSION_HEADER = "Mcp-Session-Id"
+
+
+class McpHandler(XcshAPIHandler):
+    """Serve MCP (protocol 2025-03-26 to 2025-11-25), stateless (SPEC §7).
+
+    ``POST``: one JSON-RPC message (or a 2025-03-26 batch). 200 with the JSON-RPC answer as
+    ``application/json``, or as ``text/event-stream`` for a ``tools/call`` whose client accepts
+    it; 202 for notifications and responses only; 400 (a JSON-RPC error body) for a body that
+    is not JSON-RPC or an unsupported ``MCP-Protocol-Version``; 403 for a caller who may not
+    read the API, or a foreign ``Origin`` (checked for every request, token or not, as MCP
+    asks against DNS rebinding). ``GET`` and ``DELETE``: 405 (no server-initiated stream, no
+    session to end).
+    """
+
+    auth_resource = "api"
+    mcp: McpServer
+    gone = False
+
+    def initialize(self, services: XcshServices, mcp: McpServer) -> None:  # type: ignore[override]
+        """Keep the services and the MCP server built once for every request."""
+        super().initialize(services)
+        self.mcp = mcp
+        self.controls: list[CallControl] = []
+
+    def skip_check_origin(self) -> bool:
+        """Check the Origin of token-authenticated requests too (only preflights skip it)."""
+        return self.request.method == "OPTIONS"
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        """Refuse a foreign ``Origin`` with 403 before anything else."""
+        if not self.check_origin():
+            origin = self.request.headers.get("Origin")
+            raise web.HTTPError(403, f"Origin not allowed: {origin}")
+        await super().prepare()
+
+    @web.authenticated
+    @authorized("read")
+    async def post(self) -> None:
+        """Answer one JSON-RPC message or batch."""
+        try:
+            version = request_version(self.request.headers.get("MCP-Protocol-Version"))
+            messages, batch = parse_body(self.request.body, version)
+        except ProtocolError as e:
+            self._write_json(e.response(), 400)
+            return
+        client = self._client_key()
+        requests: list[Message | ProtocolError] = []
+        for message in messages:
+            if isinstance(message, ProtocolError) or message.kind == "request":
+                requests.append(message)
+            elif message.kind == "notification":
+                self.mcp.notification(message, client)
+        if not requests:
+            self.set_status(202)
+            self.finish()
+            return
+        first = requests[0]
+        if not batch and isinstance(first, Message):
+            if first.method == "initialize" and SESSION_HEADER not in self.request.headers:
+                # Only a namespace for the client's request ids (see McpServer); nothing is
+                # kept under it, and requests without it are served the same.
+                self.set_header(SESSION_HEADER, uuid.uuid4().hex)
+            if first.method == "tools/call" and SSE in self.request.headers.get("Accept", ""):
+                await self._stream(first, self._context(client, version, first))
+                return
+        answers = []
+        for message in requests:
+            if isinstance(message, ProtocolError):
+                answers.append(message.response())
+            else:
+                answers.append(await self.mcp.request(message, self._context(client, version)))
+        if not self.gone:
+            self._write_json(answers if batch else answers[0], 200)
+
+    @web.authenticated
+    @authorized("read")
+    async def get(self) -> None:
+        """405: this server opens no stream of its own (the transport's rule for that case)."""
+        self._not_allowed()
+
+    @web.authenticated
+    @authorized("read")
+    async def delete(self) -> None:
+        """405: a stateless server has no session to end."""
+        self._not_allowed()
+
+    def on_connection_close(self) -> None:
+        """Interrupt the calls of a client that went away."""
+        self.gone = True
+        for control in self.controls:
+            control.cancel()
+
+    def _client_key(self) -> str:
+        # A shared token makes a new anonymous user per request: the credential is what stays
+        # the same across a client's requests. Hashed, so the token never sits in a key.
+        token = self.identity_provider.get_token(self) if self.token_authenticated else None
+        if token:
+            who = "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+        else:
+            who = "user:" + str(getattr(self.current_user, "username", self.current_user))
+        return f"{who}\n{self.request.headers.get(SESSION_HEADER, '')[:128]}"
+
+    def _context(
+        self, client: str, version: str, streamed: Message | None = None
+    ) -> RequestContext:
+        control = CallControl()
+        self.controls.append(control)
+        token = progress_token(streamed.params) if streamed is not None else None
+        progress = ProgressNotifier(token, self._send_event) if token is not None else None
+        return RequestContext(self.caller, client, version, control, progress)
+
+    async def _stream(self, message: Message, context: RequestContext) -> None:
+        self.set_header("Content-Type", SSE)
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")  # proxies (nginx) would hold events back
+        connection = self.request.connection
+        if connection is not None and hasattr(connection, "stream"):
+            # Progress lines must not wait on delayed ACKs (see handlers/python.py).
+            connection.stream.set_nodelay(True)
+        ticker = asyncio.create_task(self._tick(context.progress))
+        try:
+            response = await self.mcp.request(message, context)
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+        self._send_event(response)
+        if not self.gone:
+            self.finish(set_content_type=SSE)
+
+    async def _tick(self, progress: ProgressNotifier | None) -> None:
+        # Headers go out with the first event: a quick call answers in one write.
+        while not self.gone:
+            await asyncio.sleep(PROGRESS_INTERVAL)
+            if progress is not None:
+                progress.tick()
+            else:
+                self._write_event(b": keep-alive\n\n")
+
+    def _send_event(self, message: dict[str, Any]) -> None:
+        self._write_event(f"event: message\ndata: {json.dumps(message)}\n\n".encode())
+
+    def _write_event(self, data: bytes) -> None:
+        if self.gone:
+            return
+        try:
+            self.write(data)
+            future = self.flush()
+        except StreamClosedError:
+            self.on_connection_close()
+            return
+        future.add_done_callback(functools.partial(_flushed, self))
+
+    def _write_json(self, body: Any, status: int) -> None:
+        self.set_status(status)
+        self.finish(json.dumps(body))
+
+    def _not_allowed(self) -> None:
+        self.set_header("Allow", "POST")
+        self._write_json(error_response(None, INVALID_REQUEST, "Method Not Allowed"), 405)
+
+
+def _flushed(handler: McpHandler, future: Any) -> None:
+    """Notice a failed flush (the client went away) and cancel its call."""
+    if future.cancelled() or future.exception() is not None:
+        handler.on_connection_close()
+
+
+def routes(services: XcshServices) -> list[tuple[str, type, dict[str, Any]]]:
+    """The MCP endpoint; its server is built once, here, with the extension's services."""
+    return [(r"/api/xcsh/mcp", McpHandler, {"services": services, "mcp": McpServer(services)})]

@@ -1,0 +1,27 @@
+"""The Model Context Protocol server of jupyter-xcsh: the same tools, for any MCP client.
+
+Served by ``handlers/mcp.py`` at ``POST /api/xcsh/mcp`` on the Jupyter Server's own port, with
+its own token, authorizer and origin checks, calling the tools' one call path (``tools/``):
+no second process, no second port, no loopback HTTP.
+
+Why a native handler and not the official ``mcp`` package at runtime: the SDK's server side is
+ASGI (starlette, uvicorn, sse-starlette, pydantic, httpx, anyio, python-multipart, PyJWT and
+cryptography, jsonschema, opentelemetry: about 30 packages), built around its own app and
+session manager. Mounting it in tornado would need an ASGI bridge per request, a second auth
+path beside jupyter_server's, and pins that every Jupyter deployment (JupyterHub images
+included) would have to satisfy. What the server side actually needs here is small and stable:
+JSON-RPC framing, five methods, version negotiation and Server-Sent Events, about 500 lines
+on tornado's own request handling, where the server's auth, origin checks, nodelay and
+disconnect detection already live. The SDK is used where it is the reference: its client runs
+the end-to-end tests (``mcp-tests/``, in ``.venv-mcp``), so the wire format is checked against
+the official implementation rather than against our reading of the spec.
+
+Modules: ``protocol`` (JSON-RPC and versions, pure), ``schemas`` (tool input schemas derived
+from ``rest-api.yml``), ``tools`` (the tool table), ``results`` (a tool's body or error as an
+MCP result), ``progress`` (progress notifications), ``server`` (the methods, cancellation),
+``client_config`` (ready-made client configuration for ``jupyter xcsh mcp-config``).
+"""
+
+from .server import McpServer
+
+__all__ = ["McpServer"]

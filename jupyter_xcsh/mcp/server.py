@@ -1,0 +1,226 @@
+"""The MCP methods of a stateless server: initialize, ping, tools, resources, and cancellation.
+
+Stateless: nothing is kept between HTTP requests but the calls running now, so a
+``notifications/cancelled`` (which arrives on another request) finds the call it names. A
+request id is unique only per client, so calls are found by the client's key (the user, plus
+the ``Mcp-Session-Id`` the client echoes when it has one) and the id.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from .. import __version__
+from ..errors import NotFoundError, RefusedError, XcshError
+from ..execution import CallControl
+from ..services import XcshServices
+from ..tools import Caller
+from .progress import ProgressNotifier
+from .protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    Message,
+    ProtocolError,
+    RequestId,
+    error_response,
+    negotiate,
+    result_response,
+)
+from .results import call_result, error_result, text_result
+from .tools import McpTool, ToolContext, build_tools
+
+__all__ = ["McpServer", "RequestContext", "RunningRequests", "progress_token"]
+
+INSTRUCTIONS = """\
+Tools of a running Jupyter Server, acting in its contents root with the permissions of the \
+token's user: `notebook` reads and edits .ipynb cells (people see the changes live in \
+JupyterLab), `python` runs code in persistent Jupyter kernel sessions, `artifact` reads the \
+full output of a call whose text was cut (artifact://<id>)."""
+
+ARTIFACT_TEMPLATE = {
+    "uriTemplate": "artifact://{id}",
+    "name": "artifact",
+    "title": "Tool output artifact",
+    "description": "The full output of a python call, kept as a file in the contents root.",
+    "mimeType": "text/plain",
+}
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """One request's surroundings: who sends it, from which client, under which version."""
+
+    caller: Caller
+    client: str
+    version: str
+    control: CallControl
+    progress: ProgressNotifier | None = None
+
+
+def progress_token(params: Mapping[str, Any]) -> str | int | None:
+    """The request's ``_meta.progressToken``, when it asks for progress."""
+    meta = params.get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    if isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool)):
+        return token
+    return None
+
+
+class RunningRequests:
+    """The requests being answered now, by client and request id."""
+
+    def __init__(self) -> None:
+        self._running: dict[tuple[str, RequestId], list[CallControl]] = {}
+
+    @contextmanager
+    def track(self, client: str, request_id: RequestId, control: CallControl) -> Iterator[None]:
+        """Let ``cancel(client, request_id)`` reach ``control`` for the duration of the block."""
+        key = (client, request_id)
+        self._running.setdefault(key, []).append(control)
+        try:
+            yield
+        finally:
+            controls = self._running[key]
+            controls.remove(control)
+            if not controls:
+                del self._running[key]
+
+    def cancel(self, client: str, request_id: object) -> int:
+        """Cancel the client's running request ``request_id``; return how many were found."""
+        if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+            return 0
+        controls = self._running.get((client, request_id), [])
+        for control in controls:
+            control.cancel()
+        return len(controls)
+
+    def __len__(self) -> int:
+        return sum(len(controls) for controls in self._running.values())
+
+
+Method = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
+
+
+class McpServer:
+    """Answer MCP requests and notifications with the extension's tools."""
+
+    def __init__(
+        self,
+        services: XcshServices,
+        tools: Mapping[str, McpTool] | None = None,
+        log: logging.Logger | None = None,
+    ) -> None:
+        self.services = services
+        self.tools = dict(tools) if tools is not None else build_tools()
+        self.log = log or logging.getLogger(__name__)
+        self.running = RunningRequests()
+        self.methods: dict[str, Method] = {
+            "initialize": self._initialize,
+            "ping": self._ping,
+            "tools/list": self._list_tools,
+            "tools/call": self._call_tool,
+            "resources/list": self._list_resources,
+            "resources/templates/list": self._list_resource_templates,
+            "resources/read": self._read_resource,
+        }
+
+    def notification(self, message: Message, client: str) -> None:
+        """Act on a notification: only a cancel needs anything of a stateless server."""
+        if message.method == "notifications/cancelled":
+            found = self.running.cancel(client, message.params.get("requestId"))
+            self.log.debug("MCP cancel of %r reached %d call(s)", message.params, found)
+
+    async def request(self, message: Message, context: RequestContext) -> dict[str, Any]:
+        """Answer one request: its JSON-RPC response, success or error."""
+        assert message.id is not None
+        method = self.methods.get(message.method)
+        if method is None:
+            return error_response(
+                message.id, METHOD_NOT_FOUND, f"Method not found: {message.method}"
+            )
+        with self.running.track(context.client, message.id, context.control):
+            try:
+                return result_response(message.id, await method(message.params, context))
+            except ProtocolError as e:
+                return error_response(message.id, e.code, e.message, e.data)
+            except Exception:
+                # A bug, not the client's fault: logged whole, answered without internals.
+                self.log.exception("MCP %s failed", message.method)
+                return error_response(message.id, INTERNAL_ERROR, "Internal error")
+
+    async def _initialize(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return {
+            "protocolVersion": negotiate(params.get("protocolVersion")),
+            "capabilities": {
+                "tools": {"listChanged": False},
+                "resources": {"subscribe": False, "listChanged": False},
+            },
+            "serverInfo": {
+                "name": "jupyter-xcsh",
+                "title": "Jupyter (xcsh)",
+                "version": __version__,
+            },
+            "instructions": INSTRUCTIONS,
+        }
+
+    async def _ping(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return {}
+
+    async def _list_tools(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return {"tools": [tool.listing() for tool in self.tools.values()]}
+
+    async def _call_tool(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: name must be a string")
+        tool = self.tools.get(name)
+        if tool is None:
+            known = ", ".join(self.tools)
+            return text_result(f"Unknown tool: {name} (tools: {known})", context.version)
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return text_result("arguments must be a JSON object", context.version)
+        call = ToolContext(self.services, context.caller, context.progress, context.control)
+        try:
+            body = await tool.call(call, arguments)
+        except XcshError as e:
+            return error_result(e, context.version)
+        return call_result(body, context.version)
+
+    async def _list_resources(
+        self, params: dict[str, Any], context: RequestContext
+    ) -> dict[str, Any]:
+        # Artifacts are many and short-lived: they are reached by the links results carry.
+        return {"resources": []}
+
+    async def _list_resource_templates(
+        self, params: dict[str, Any], context: RequestContext
+    ) -> dict[str, Any]:
+        return {"resourceTemplates": [ARTIFACT_TEMPLATE]}
+
+    async def _read_resource(
+        self, params: dict[str, Any], context: RequestContext
+    ) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: uri must be a string")
+        if not uri.startswith("artifact://"):
+            raise ProtocolError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", data={"uri": uri})
+        try:
+            body = await self.services.artifacts.call({"id": uri}, context.caller)
+        except NotFoundError as e:
+            raise ProtocolError(RESOURCE_NOT_FOUND, e.message, data={"uri": uri}) from None
+        except RefusedError as e:
+            raise ProtocolError(INVALID_REQUEST, e.message, data={"uri": uri}) from None
+        except XcshError as e:
+            raise ProtocolError(INVALID_PARAMS, e.message, data={"uri": uri}) from None
+        return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": body["text"]}]}

@@ -1,0 +1,152 @@
+"""The MCP tools: one entry per tool, each forwarding to that tool's one call path (``tools/``).
+
+Nothing here validates or authorizes: the tool services do both, exactly as for REST, so a
+call over MCP and the same call over REST give the same result or the same refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..execution import CallControl, ExecutionObserver
+from ..services import XcshServices
+from ..tools import Caller
+from .schemas import artifact_schema, load_spec, merge_actions, request_schema
+
+__all__ = ["NOTEBOOK_ACTIONS", "McpTool", "Operation", "ToolContext", "build_tools"]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What one ``tools/call`` runs with: the services, who calls, progress and cancel."""
+
+    services: XcshServices
+    caller: Caller
+    observer: ExecutionObserver | None
+    control: CallControl
+
+
+ToolCall = Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A REST operation: its path in ``rest-api.yml`` (the arguments' schema) and its call."""
+
+    path: str
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """One tool as ``tools/list`` shows it, and how ``tools/call`` runs it."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any]
+    call: ToolCall
+
+    def listing(self) -> dict[str, Any]:
+        """The tool's entry in ``tools/list``."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "annotations": {"title": self.title, **self.annotations},
+        }
+
+
+async def _notebook(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    operation = NOTEBOOK_ACTIONS.get(str(arguments.get("action")))
+    if operation is None:
+        return await context.services.notebook.call(arguments, context.caller)
+    body = {key: value for key, value in arguments.items() if key != "action"}
+    return await operation.call(context, body)
+
+
+async def _python(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    return await context.services.python.call(
+        arguments, context.caller, context.observer, context.control
+    )
+
+
+async def _artifact(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    return await context.services.artifacts.call(arguments, context.caller)
+
+
+#: Actions of the ``notebook`` tool served by another operation than ``POST
+#: /api/xcsh/notebook``, by action name. The operation's request body (without ``action``,
+#: which its path implies) is what it is called with, and its request schema joins the tool's
+#: input schema. Adding such an action is one entry here.
+NOTEBOOK_ACTIONS: dict[str, Operation] = {}
+
+NOTEBOOK_PATH = "/api/xcsh/notebook"
+PYTHON_PATH = "/api/xcsh/python"
+
+NOTEBOOK_DESCRIPTION = """\
+Read or change cells of a Jupyter notebook (.ipynb) in the server's contents root, saved \
+through the server (a notebook open in JupyterLab shows the change live).
+- read: an agent-friendly view of the cells (index, id, type, source, output summaries), \
+from cell_index (default 0) to end_index, bounded by max_chars with a "continue at" notice.
+- edit: replace the source of cell_index (or cell_id); type, outputs and id are kept; a \
+different cell_type converts the cell.
+- insert: a new cell at cell_index (0..N), code unless cell_type says otherwise.
+- delete: remove a cell; its source is returned.
+- move: move a cell to to_index.
+content is the whole new source ("" allowed). notebook_path is relative to the root."""
+
+PYTHON_DESCRIPTION = """\
+Run Python code in a Jupyter kernel of the server. Each call runs one or more cells in order \
+in a persistent session (variables, imports and the working directory survive between calls \
+of the same session; mode "per-call" uses a fresh kernel). A failing cell stops the call; \
+later cells do not run. Output is bounded: past the limit the text keeps its tail and names an \
+artifact://<id> holding everything (read it with the artifact tool). timeout is one deadline \
+in seconds for the whole call (default 30, at most 600); reset restarts the kernel first. \
+Images are returned as image content. status(op, **data) in the code reports progress."""
+
+ARTIFACT_DESCRIPTION = """\
+Read the full output of an earlier python call that was cut (the text names \
+artifact://<id>): lines offset..offset+limit-1, 1-based, at most 256 KiB per call with a \
+"continue with offset" notice."""
+
+
+def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
+    """The tools by name, their input schemas derived from ``spec`` (default ``rest-api.yml``)."""
+    spec = spec if spec is not None else load_spec()
+    notebook_schema = merge_actions(
+        request_schema(spec, NOTEBOOK_PATH),
+        {action: request_schema(spec, op.path) for action, op in NOTEBOOK_ACTIONS.items()},
+    )
+
+    tools = [
+        McpTool(
+            "notebook",
+            "Jupyter notebook cells",
+            NOTEBOOK_DESCRIPTION,
+            notebook_schema,
+            {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False},
+            _notebook,
+        ),
+        McpTool(
+            "python",
+            "Run Python in a Jupyter kernel",
+            PYTHON_DESCRIPTION,
+            request_schema(spec, PYTHON_PATH),
+            {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
+            _python,
+        ),
+        McpTool(
+            "artifact",
+            "Read a tool output artifact",
+            ARTIFACT_DESCRIPTION,
+            artifact_schema(spec),
+            {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+            _artifact,
+        ),
+    ]
+    return {tool.name: tool for tool in tools}

@@ -1,0 +1,311 @@
+"""POST /api/xcsh/mcp over raw HTTP: the protocol, its faults, auth, origins and base_url."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tornado.httpclient import AsyncHTTPClient
+from traitlets.config import Config
+
+from .mcp_client import call_tool, post, request
+from .notebooks import jupyter_text, load, sample_notebook
+from .python_tool import REQUEST_TIMEOUT, kernel_ids
+
+pytestmark = pytest.mark.timeout(300)
+
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+
+
+@pytest.fixture
+def notebook(jp_root_dir):
+    """A Jupyter-written notebook ``a.ipynb`` in the root; returns its os path."""
+    path = jp_root_dir / "a.ipynb"
+    path.write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("asked", "answered"),
+    [
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2024-11-05", "2025-11-25"),
+        ("2099-01-01", "2025-11-25"),
+    ],
+)
+async def test_initialize_answers_the_clients_version_when_served_else_the_newest(
+    jp_fetch, asked, answered
+):
+    params = {
+        "protocolVersion": asked,
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    }
+    status, headers, response = await post(
+        jp_fetch, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+    )
+
+    assert status == 200
+    result = response["result"]
+    assert result["protocolVersion"] == answered
+    assert result["capabilities"]["tools"] == {"listChanged": False}
+    assert result["serverInfo"]["name"] == "jupyter-xcsh"
+    assert headers["Mcp-Session-Id"]
+
+
+async def test_notifications_are_accepted_with_202_and_no_body(jp_fetch):
+    for method in ("notifications/initialized", "notifications/cancelled", "notifications/x"):
+        status, _, body = await post(jp_fetch, {"jsonrpc": "2.0", "method": method})
+        assert (status, body) == (202, None)
+    # A client's answer to a server request is acknowledged the same way.
+    status, _, body = await post(jp_fetch, {"jsonrpc": "2.0", "id": 3, "result": {}})
+    assert (status, body) == (202, None)
+
+
+async def test_ping_answers_an_empty_result(jp_fetch):
+    assert await request(jp_fetch, "ping", request_id="p") == {
+        "jsonrpc": "2.0",
+        "id": "p",
+        "result": {},
+    }
+
+
+async def test_a_tool_call_works_without_initialize_or_session(jp_fetch, notebook):
+    result = await call_tool(jp_fetch, "notebook", {"action": "read", "notebook_path": "a.ipynb"})
+
+    assert result["isError"] is False
+    assert result["structuredContent"]["details"]["totalCells"] == 4
+    assert result["content"][0] == {"type": "text", "text": result["structuredContent"]["text"]}
+
+
+async def test_get_and_delete_are_405(jp_fetch):
+    for method in ("GET", "DELETE"):
+        status, headers, body = await post(jp_fetch, method=method)
+        assert status == 405
+        assert headers["Allow"] == "POST"
+        assert body["error"]["message"] == "Method Not Allowed"
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "message", "answer_id"),
+    [
+        (b"{not json", -32700, "Parse error", None),
+        (b"\xff\xfe", -32700, "Parse error", None),
+        (b"42", -32600, "Invalid Request: expected a JSON-RPC object or batch", None),
+        (b"[]", -32600, "Invalid Request: protocol version 2025-11-25 has no batches", None),
+        (b'{"jsonrpc": "1.0", "id": 4, "method": "ping"}', -32600, "Invalid Request", 4),
+        (b'{"jsonrpc": "2.0", "id": 5, "method": 7}', -32600, "Invalid Request", 5),
+        (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', -32600, "Invalid Request", None),
+        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', -32600, "Invalid Request", None),
+        (b'{"jsonrpc": "2.0", "id": 6}', -32600, "Invalid Request", 6),
+        (b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": [1]}', -32602, "Invalid", 7),
+    ],
+)
+async def test_malformed_json_rpc_is_a_json_rpc_error_never_a_5xx(
+    jp_fetch, raw, code, message, answer_id
+):
+    status, _, response = await post(jp_fetch, raw=raw)
+
+    assert status == 400
+    assert response["error"]["code"] == code
+    assert response["error"]["message"].startswith(message)
+    assert response["id"] == answer_id
+
+
+async def test_unknown_methods_and_bad_params_are_json_rpc_errors(jp_fetch):
+    unknown = await request(jp_fetch, "tools/destroy")
+    assert unknown["error"] == {"code": -32601, "message": "Method not found: tools/destroy"}
+    nameless = await request(jp_fetch, "tools/call", {"name": 3})
+    assert nameless["error"]["code"] == -32602
+
+
+async def test_an_unsupported_protocol_version_header_is_a_400(jp_fetch):
+    status, _, response = await post(jp_fetch, PING, headers={"MCP-Protocol-Version": "1999-01-01"})
+
+    assert status == 400
+    assert response["error"]["message"].startswith("Unsupported MCP-Protocol-Version: 1999-01-01")
+
+
+async def test_batches_are_answered_under_2025_03_26_only(jp_fetch, notebook):
+    batch = [
+        {"jsonrpc": "2.0", "id": "a", "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": "b", "method": "initialize", "params": {}},
+        "not a message",
+        {"jsonrpc": "2.0", "id": "c", "method": "tools/list"},
+    ]
+    old = {"MCP-Protocol-Version": "2025-03-26"}
+
+    status, _, answers = await post(jp_fetch, batch, headers=old)
+
+    assert status == 200
+    assert [a["id"] for a in answers] == ["a", "b", None, "c"]
+    assert answers[0]["result"] == {}
+    assert answers[1]["error"]["message"] == "Invalid Request: initialize cannot be batched"
+    assert answers[2]["error"]["code"] == -32600
+    assert len(answers[3]["result"]["tools"]) == 3
+    status, _, _ = await post(jp_fetch, [{"jsonrpc": "2.0", "method": "x"}], headers=old)
+    assert status == 202
+    status, _, response = await post(jp_fetch, batch)
+    assert status == 400
+    assert response["error"]["message"].endswith("has no batches")
+
+
+async def test_an_unknown_tool_or_non_object_arguments_are_error_results(jp_fetch):
+    unknown = await call_tool(jp_fetch, "shell", {"cmd": "ls"})
+    assert unknown["isError"] is True
+    message = "Unknown tool: shell (tools: notebook, python, artifact)"
+    assert unknown["content"][0]["text"] == message
+    listed = await call_tool(jp_fetch, "python", ["print(1)"])
+    assert listed["isError"] is True
+    assert listed["content"][0]["text"] == "arguments must be a JSON object"
+
+
+async def test_bad_arguments_are_error_results_with_the_rest_message_and_status(jp_fetch, notebook):
+    result = await call_tool(jp_fetch, "notebook", {"action": "explode", "notebook_path": "a"})
+
+    assert result["isError"] is True
+    assert result["content"] == [{"type": "text", "text": "Invalid action: explode"}]
+    assert result["structuredContent"] == {"message": "Invalid action: explode", "status": 400}
+    missing = await call_tool(jp_fetch, "notebook", {"action": "read", "notebook_path": "no.ipynb"})
+    assert missing["structuredContent"]["status"] == 404
+
+
+async def test_structured_content_and_links_start_with_2025_06_18(jp_fetch, notebook):
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "notebook", "arguments": {"action": "read", "notebook_path": "a.ipynb"}},
+    }
+    # No header: 2025-03-26, as the transport spec says a stateless server must assume.
+    cases = [("2025-03-26", False), ("2025-06-18", True), ("2025-11-25", True), (None, False)]
+    for version, structured in cases:
+        _, _, response = await post(jp_fetch, body, headers={"MCP-Protocol-Version": version})
+        assert ("structuredContent" in response["result"]) is structured, version
+        assert response["result"]["content"][0]["text"].startswith("Notebook a.ipynb")
+
+
+CODE_WRITING_A_FILE = "import pathlib\npathlib.Path('ran').write_text('x')"
+
+
+class TestNoToken:
+    async def test_requests_without_a_token_are_refused_and_run_nothing(
+        self, jp_fetch, jp_http_port, jp_base_url, jp_root_dir
+    ):
+        url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}api/xcsh/mcp"
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "python", "arguments": {"cells": [{"code": CODE_WRITING_A_FILE}]}},
+        }
+        for method, body in (("POST", json.dumps(call)), ("POST", json.dumps(PING)), ("GET", None)):
+            response = await AsyncHTTPClient().fetch(
+                url, method=method, body=body, raise_error=False, request_timeout=REQUEST_TIMEOUT
+            )
+            assert response.code in (401, 403), (method, body, response.code)
+        assert not (jp_root_dir / "ran").exists()
+        assert await kernel_ids(jp_fetch) == set()
+
+
+class TestDenyingAuthorizer:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.authorizer_class = "tests.fakes.DenyAllAuthorizer"
+        return config
+
+    async def test_the_endpoint_is_refused_before_any_message_is_read(self, jp_fetch):
+        status, _, body = await post(jp_fetch, PING)
+
+        assert status == 403
+        assert body["message"] == "User is not authorized to read on resource: api."
+
+
+class TestToolsDenied:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.authorizer_class = "tests.fakes.ApiReadOnlyAuthorizer"
+        return config
+
+    async def test_every_tool_asks_the_authorizer_as_rest_does(
+        self, jp_fetch, jp_serverapp, notebook
+    ):
+        before = notebook.read_bytes()
+        calls = {
+            "notebook": (
+                {"action": "read", "notebook_path": "a.ipynb"},
+                "User is not authorized to read on resource: contents.",
+            ),
+            "python": (
+                {"cells": [{"code": CODE_WRITING_A_FILE}]},
+                "User is not authorized to execute on resource: kernels.",
+            ),
+            "artifact": (
+                {"id": "20250101T120000-0123456789ab"},
+                "User is not authorized to read on resource: contents.",
+            ),
+        }
+        listed = await request(jp_fetch, "tools/list")
+        assert [t["name"] for t in listed["result"]["tools"]] == list(calls)
+
+        for name, (arguments, message) in calls.items():
+            result = await call_tool(jp_fetch, name, arguments)
+            assert result["isError"] is True, name
+            assert result["structuredContent"] == {"message": message, "status": 403}
+        edit = {"action": "edit", "notebook_path": "a.ipynb", "cell_index": 0, "content": "x"}
+        result = await call_tool(jp_fetch, "notebook", edit)
+        assert result["structuredContent"]["status"] == 403
+        assert notebook.read_bytes() == before
+        assert not (notebook.parent / "ran").exists()
+        assert jp_serverapp.kernel_manager.list_kernel_ids() == []
+
+
+class TestOrigins:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.allow_origin_pat = r"https://allowed\.example"
+        return config
+
+    async def test_a_foreign_origin_is_refused_even_with_a_token(self, jp_fetch, jp_root_dir):
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "python", "arguments": {"cells": [{"code": CODE_WRITING_A_FILE}]}},
+        }
+        status, _, body = await post(jp_fetch, call, headers={"Origin": "http://evil.example"})
+
+        assert status == 403
+        assert body["message"] == "Origin not allowed: http://evil.example"
+        assert not (jp_root_dir / "ran").exists()
+        assert await kernel_ids(jp_fetch) == set()
+
+    async def test_the_servers_own_and_allowed_origins_pass(self, jp_fetch, jp_http_port):
+        for origin in (f"http://127.0.0.1:{jp_http_port}", "https://allowed.example"):
+            status, _, body = await post(jp_fetch, PING, headers={"Origin": origin})
+            assert (status, body["result"]) == (200, {}), origin
+
+
+class TestUnderAHubPrefix:
+    @pytest.fixture
+    def jp_base_url(self):
+        return "/user/alice/"
+
+    async def test_the_endpoint_works_under_a_single_user_base_url(
+        self, jp_fetch, jp_serverapp, notebook
+    ):
+        assert jp_serverapp.base_url == "/user/alice/"
+        initialized = await request(jp_fetch, "initialize", {"protocolVersion": "2025-11-25"})
+        assert initialized["result"]["protocolVersion"] == "2025-11-25"
+        edit = {"action": "edit", "notebook_path": "a.ipynb", "cell_index": 0, "content": "# Hub"}
+
+        result = await call_tool(jp_fetch, "notebook", edit)
+
+        assert result["isError"] is False
+        assert load(notebook.read_text(encoding="utf-8")).cells[0].source == "# Hub"

@@ -1,0 +1,309 @@
+"""The tools over MCP (raw HTTP): schemas from rest-api.yml, streaming, cancel, images, links."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+
+import jsonschema
+import pytest
+
+from jupyter_xcsh.mcp import tools as mcp_tools
+from jupyter_xcsh.mcp.schemas import merge_actions
+from jupyter_xcsh.tools import Caller
+
+from .mcp_client import VERSION, call_tool, post, request, sse_messages, stream_call
+from .openapi_check import _resolve, spec
+from .python_tool import REQUEST_TIMEOUT, eventually, run, sessions
+
+pytestmark = pytest.mark.timeout(300)
+
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db00000000049454e44ae426082"
+    )
+).decode()
+
+
+def stripped(node):
+    """A resolved schema with its descriptions trimmed (YAML folding leaves a newline)."""
+    if isinstance(node, dict):
+        node = _resolve(node)
+        return {
+            k: v.strip() if k == "description" and isinstance(v, str) else stripped(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [stripped(v) for v in node]
+    return node
+
+
+def rest_request(path):
+    body = spec()["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+    return stripped(body["schema"])
+
+
+async def listed_tools(jp_fetch):
+    response = await request(jp_fetch, "tools/list")
+    return {tool["name"]: tool for tool in response["result"]["tools"]}
+
+
+async def test_three_tools_are_listed_with_valid_json_schemas(jp_fetch):
+    tools = await listed_tools(jp_fetch)
+
+    assert list(tools) == ["notebook", "python", "artifact"]
+    for tool in tools.values():
+        schema = tool["inputSchema"]
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert schema["type"] == "object"
+        assert "$ref" not in json.dumps(schema)  # self-contained
+        assert tool["description"] and tool["title"]
+
+
+async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
+    tools = await listed_tools(jp_fetch)
+
+    assert tools["python"]["inputSchema"] == rest_request("/api/xcsh/python")
+    notebook, rest = tools["notebook"]["inputSchema"], rest_request("/api/xcsh/notebook")
+    for name, field in rest["properties"].items():
+        if name != "action":
+            assert notebook["properties"][name] == field, name
+    actions = notebook["properties"]["action"]["enum"]
+    assert set(rest["properties"]["action"]["enum"]) <= set(actions)
+    assert notebook["required"] == rest["required"]
+    assert notebook["additionalProperties"] is False
+
+    artifact = tools["artifact"]["inputSchema"]
+    operation = spec()["paths"]["/api/xcsh/artifacts/{artifact_id}"]["get"]
+    parameters = {p["name"]: stripped(p) for p in operation["parameters"]}
+    for name in ("offset", "limit"):
+        expected = {**parameters[name]["schema"], "description": parameters[name]["description"]}
+        assert artifact["properties"][name] == expected
+    assert artifact["required"] == ["id"]
+    rest_id = parameters["artifact_id"]["schema"]
+    for value in ("20250101T120000-0123456789ab", "../etc/passwd", "artifact://x"):
+        rest_ok = re.search(rest_id["pattern"], value) is not None
+        assert (re.search(artifact["properties"]["id"]["pattern"], value) is not None) is rest_ok
+        linked = re.search(artifact["properties"]["id"]["pattern"], f"artifact://{value}")
+        assert (linked is not None) is rest_ok
+
+
+def test_an_action_served_by_another_operation_is_one_entry(monkeypatch):
+    # What adding `run` takes: the operation's path and call, in NOTEBOOK_ACTIONS.
+    seen = []
+
+    async def run_cells(context, body):
+        seen.append(body)
+        return {"text": "ran", "isError": False}
+
+    fake_spec = json.loads(json.dumps(spec()))
+    fake_spec["paths"]["/api/xcsh/notebook/run"] = {
+        "post": {
+            "requestBody": {
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["notebook_path"],
+                            "properties": {
+                                "notebook_path": {"type": "string"},
+                                "all": {"type": "boolean", "description": "Every code cell."},
+                            },
+                        }
+                    }
+                }
+            }
+        }
+    }
+    operation = mcp_tools.Operation("/api/xcsh/notebook/run", run_cells)
+    monkeypatch.setitem(mcp_tools.NOTEBOOK_ACTIONS, "run", operation)
+
+    tool = mcp_tools.build_tools(fake_spec)["notebook"]
+    schema = tool.input_schema
+    assert schema["properties"]["action"]["enum"][-1] == "run"
+    assert schema["properties"]["all"]["description"] == "run only: Every code cell."
+    assert schema["required"] == ["action", "notebook_path"]
+    context = mcp_tools.ToolContext(None, Caller.trusted(), None, None)  # type: ignore[arg-type]
+    body = {"action": "run", "notebook_path": "a.ipynb", "all": True}
+    assert asyncio.run(tool.call(context, body)) == {"text": "ran", "isError": False}
+    assert seen == [{"notebook_path": "a.ipynb", "all": True}]
+
+
+def test_merged_actions_keep_only_fields_every_operation_requires():
+    base = {
+        "type": "object",
+        "required": ["action", "notebook_path", "content"],
+        "properties": {
+            "action": {"enum": ["edit"]},
+            "notebook_path": {"type": "string"},
+            "content": {"type": "string"},
+        },
+    }
+    other = {"required": ["notebook_path"], "properties": {"notebook_path": {"type": "string"}}}
+
+    merged = merge_actions(base, {"run": other})
+
+    assert merged["required"] == ["action", "notebook_path"]
+    assert base["properties"]["action"]["enum"] == ["edit"]  # the base is left alone
+
+
+async def test_a_streamed_call_sends_progress_before_its_result(jp_fetch):
+    await run(jp_fetch, "import time")
+    code = "print('one', flush=True)\ntime.sleep(2.5)\nprint('two')"
+
+    headers, messages = await stream_call(
+        jp_fetch, "python", {"cells": [{"code": code}]}, request_id=9, progress_token="tok"
+    )
+
+    *progress, final = messages
+    # One when the cell starts, one per 2 s tick of the 2.5 s cell.
+    assert len(progress) >= 2
+    assert all(m["method"] == "notifications/progress" for m in progress)
+    assert all(m["params"]["progressToken"] == "tok" for m in progress)
+    values = [m["params"]["progress"] for m in progress]
+    assert values == sorted(set(values))
+    assert progress[0]["params"]["message"] == "cell 1/1 running"
+    assert "one" in progress[-1]["params"]["message"]
+    assert final["id"] == 9
+    assert final["result"]["content"][0]["text"] == "one\ntwo"
+    assert headers["X-Accel-Buffering"] == "no"
+
+
+async def test_without_a_progress_token_the_stream_holds_only_the_result(jp_fetch):
+    _, messages = await stream_call(jp_fetch, "python", {"cells": [{"code": "print(5)"}]})
+
+    assert [m.get("method") for m in messages] == [None]
+    assert messages[0]["result"]["content"][0]["text"] == "5"
+
+
+SLEEPER = (
+    "import pathlib\nkept = 'yes'\npathlib.Path('started').write_text('x')\n"
+    "time.sleep(60)\npathlib.Path('finished').write_text('x')"
+)
+
+
+async def _exists(path):
+    return path.exists()
+
+
+async def _busy(jp_fetch):
+    return any(s["busy"] for s in await sessions(jp_fetch))
+
+
+async def test_notifications_cancelled_interrupts_the_named_call_of_that_client_only(
+    jp_fetch, jp_root_dir
+):
+    await run(jp_fetch, "import time")
+    call = asyncio.create_task(
+        stream_call(
+            jp_fetch,
+            "python",
+            {"cells": [{"code": SLEEPER}], "timeout": 120},
+            request_id=7,
+            headers={"Mcp-Session-Id": "client-a"},
+        )
+    )
+    await eventually(lambda: _exists(jp_root_dir / "started"), timeout=REQUEST_TIMEOUT)
+
+    def cancel(request_id, client):
+        note = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+        note["params"] = {"requestId": request_id, "reason": "test"}
+        return post(jp_fetch, note, headers={"Mcp-Session-Id": client})
+
+    for request_id, client in ((7, "client-b"), (8, "client-a"), ("7", "client-a")):
+        assert (await cancel(request_id, client))[0] == 202
+    # Starting another session's kernel takes long enough for a wrong cancel to have landed.
+    await run(jp_fetch, "1", session="probe")
+    assert not call.done()
+    assert await _busy(jp_fetch)
+
+    assert (await cancel(7, "client-a"))[0] == 202
+    _, messages = await asyncio.wait_for(call, 10)
+
+    result = messages[-1]["result"]
+    assert result["structuredContent"]["cancelled"] is True
+    assert result["isError"] is True
+    after = await run(jp_fetch, "print(kept)")
+    assert after["text"] == "yes"
+    assert not (jp_root_dir / "finished").exists()
+
+
+async def test_a_client_that_disconnects_interrupts_its_call(
+    jp_fetch, jp_http_port, jp_base_url, jp_auth_header, jp_root_dir
+):
+    await run(jp_fetch, "import time")
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "python", "arguments": {"cells": [{"code": SLEEPER}], "timeout": 120}},
+    }
+    body = json.dumps(call).encode()
+    _, writer = await asyncio.open_connection("127.0.0.1", jp_http_port)
+    headers = "".join(f"{k}: {v}\r\n" for k, v in jp_auth_header.items())
+    writer.write(
+        f"POST {jp_base_url}api/xcsh/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}"
+        f"MCP-Protocol-Version: {VERSION}\r\nAccept: application/json, text/event-stream\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    await writer.drain()
+    await eventually(lambda: _exists(jp_root_dir / "started"), timeout=REQUEST_TIMEOUT)
+
+    writer.close()
+    await writer.wait_closed()
+
+    # Interrupted, the call ends and frees the session long before the cell's 60 s sleep.
+    await eventually(lambda: _idle(jp_fetch), timeout=20)
+    assert (await run(jp_fetch, "print(kept)"))["text"] == "yes"
+    assert not (jp_root_dir / "finished").exists()
+
+
+async def _idle(jp_fetch):
+    return not await _busy(jp_fetch)
+
+
+async def test_images_arrive_as_image_content(jp_fetch):
+    code = (
+        "from IPython.display import display\n"
+        f"display({{'image/png': {PNG!r}, 'text/plain': '<Figure>'}}, raw=True)"
+    )
+    result = await call_tool(jp_fetch, "python", {"cells": [{"code": code}]})
+
+    assert result["content"] == [
+        {"type": "text", "text": "<Figure>"},
+        {"type": "image", "data": PNG, "mimeType": "image/png"},
+    ]
+    assert result["structuredContent"]["images"][0]["data"] == PNG
+
+
+async def test_a_cut_output_links_its_artifact_readable_by_tool_and_as_a_resource(jp_fetch):
+    code = "import sys\n_ = sys.stdout.write(''.join(f'{i:07d}\\n' for i in range(262144)))"
+    result = await call_tool(jp_fetch, "python", {"cells": [{"code": code}]})
+
+    artifact_id = result["structuredContent"]["artifactId"]
+    uri = f"artifact://{artifact_id}"
+    links = [c for c in result["content"] if c["type"] == "resource_link"]
+    assert [(link["uri"], link["mimeType"]) for link in links] == [(uri, "text/plain")]
+    page = await call_tool(jp_fetch, "artifact", {"id": uri, "offset": 262142, "limit": 2})
+    assert page["content"][0]["text"] == "0262141\n0262142\n"
+    assert page["structuredContent"]["details"]["lines"] == 2
+
+    read = await request(jp_fetch, "resources/read", {"uri": uri})
+    contents = read["result"]["contents"]
+    assert contents[0]["uri"] == uri
+    assert contents[0]["text"].startswith("0000000\n0000001\n")
+    assert "Continue with offset=" in contents[0]["text"]
+    templates = await request(jp_fetch, "resources/templates/list")
+    assert templates["result"]["resourceTemplates"][0]["uriTemplate"] == "artifact://{id}"
+    for missing in ("artifact://20250101T120000-0123456789ab", "file:///etc/passwd"):
+        error = (await request(jp_fetch, "resources/read", {"uri": missing}))["error"]
+        assert error["code"] == -32002, missing
+
+
+def test_sse_messages_skip_keep_alive_comments():
+    text = ': keep-alive\n\nevent: message\ndata: {"jsonrpc": "2.0", "id": 1, "result": {}}\n\n'
+    assert sse_messages(text) == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
