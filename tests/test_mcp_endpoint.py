@@ -52,7 +52,7 @@ async def test_initialize_answers_the_clients_version_when_served_else_the_newes
     assert result["protocolVersion"] == answered
     assert result["capabilities"]["tools"] == {"listChanged": False}
     assert result["serverInfo"]["name"] == "jupyter-xcsh"
-    assert headers["Mcp-Session-Id"]
+    assert "Mcp-Session-Id" not in headers  # stateless
 
 
 async def test_notifications_are_accepted_with_202_and_no_body(jp_fetch):

@@ -15,7 +15,6 @@ import contextlib
 import functools
 import hashlib
 import json
-import uuid
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -40,7 +39,6 @@ from .base import XcshAPIHandler
 PROGRESS_INTERVAL = 2.0
 
 SSE = "text/event-stream"
-SESSION_HEADER = "Mcp-Session-Id"
 
 
 class McpHandler(XcshAPIHandler):
@@ -98,14 +96,10 @@ class McpHandler(XcshAPIHandler):
             self.finish()
             return
         first = requests[0]
-        if not batch and isinstance(first, Message):
-            if first.method == "initialize" and SESSION_HEADER not in self.request.headers:
-                # Only a namespace for the client's request ids (see McpServer); nothing is
-                # kept under it, and requests without it are served the same.
-                self.set_header(SESSION_HEADER, uuid.uuid4().hex)
-            if first.method == "tools/call" and SSE in self.request.headers.get("Accept", ""):
-                await self._stream(first, self._context(client, version, first))
-                return
+        streams = SSE in self.request.headers.get("Accept", "")
+        if not batch and isinstance(first, Message) and first.method == "tools/call" and streams:
+            await self._stream(first, self._context(client, version, first))
+            return
         answers = []
         for message in requests:
             if isinstance(message, ProtocolError):
@@ -134,14 +128,13 @@ class McpHandler(XcshAPIHandler):
             control.cancel()
 
     def _client_key(self) -> str:
-        # A shared token makes a new anonymous user per request: the credential is what stays
-        # the same across a client's requests. Hashed, so the token never sits in a key.
+        # Who may cancel a call by its request id. A shared token makes a new anonymous user
+        # per request, so the credential is what stays the same across a client's requests
+        # (hashed: the token never sits in a key); otherwise (cookie, JupyterHub) the user.
         token = self.identity_provider.get_token(self) if self.token_authenticated else None
         if token:
-            who = "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
-        else:
-            who = "user:" + str(getattr(self.current_user, "username", self.current_user))
-        return f"{who}\n{self.request.headers.get(SESSION_HEADER, '')[:128]}"
+            return "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+        return "user:" + str(getattr(self.current_user, "username", self.current_user))
 
     def _context(
         self, client: str, version: str, streamed: Message | None = None

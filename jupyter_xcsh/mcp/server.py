@@ -1,9 +1,10 @@
 """The MCP methods of a stateless server: initialize, ping, tools, resources, and cancellation.
 
-Stateless: nothing is kept between HTTP requests but the calls running now, so a
-``notifications/cancelled`` (which arrives on another request) finds the call it names. A
-request id is unique only per client, so calls are found by the client's key (the user, plus
-the ``Mcp-Session-Id`` the client echoes when it has one) and the id.
+Stateless: no session id is handed out and nothing is kept between HTTP requests but the
+calls running now, so a ``notifications/cancelled`` (which arrives on another request) finds
+the call it names, by the caller (their credential, see ``handlers/mcp.py``) and the request
+id. Two clients sharing one credential and using the same request id at the same moment are
+indistinguishable: a cancel from one reaches both calls.
 """
 
 from __future__ import annotations

@@ -1,0 +1,217 @@
+"""The official MCP SDK client (``mcp`` package) against POST /api/xcsh/mcp on a live server."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from contextlib import AsyncExitStack
+
+import jsonschema
+import pytest
+from conftest import eventually, sessions
+from mcp import MCPError
+
+pytestmark = pytest.mark.timeout(300)
+
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db00000000049454e44ae426082"
+    )
+).decode()
+
+NOTEBOOK = """{
+ "cells": [
+  {"cell_type": "markdown", "id": "a1", "metadata": {}, "source": ["# Title"]},
+  {"cell_type": "code", "execution_count": null, "id": "b2", "metadata": {}, "outputs": [],
+   "source": ["x = 1"]}
+ ],
+ "metadata": {},
+ "nbformat": 4,
+ "nbformat_minor": 5
+}
+"""
+
+#: Sets a variable, marks that it started, then sleeps far longer than any test waits.
+SLEEPER = (
+    "import pathlib, time\nkept = 'yes'\npathlib.Path('started').write_text('x')\n"
+    "time.sleep(60)\npathlib.Path('finished').write_text('x')"
+)
+
+
+def text_of(result):
+    assert result.content[0].type == "text"
+    return result.content[0].text
+
+
+async def test_initialize_negotiates_and_lists_three_tools_with_valid_schemas(connect):
+    async with connect() as client:
+        assert client.protocol_version == "2025-11-25"
+        assert client.server_info.name == "jupyter-xcsh"
+        assert client.server_capabilities.tools is not None
+        listed = await client.list_tools()
+
+    assert [tool.name for tool in listed.tools] == ["notebook", "python", "artifact"]
+    for tool in listed.tools:
+        jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+        assert tool.input_schema["type"] == "object"
+        assert tool.description
+    python = next(tool for tool in listed.tools if tool.name == "python")
+    assert python.input_schema["required"] == ["cells"]
+
+
+async def test_notebook_edit_then_read(connect, jp_root_dir):
+    (jp_root_dir / "n.ipynb").write_text(NOTEBOOK, encoding="utf-8")
+    async with connect() as client:
+        edit = await client.call_tool(
+            "notebook",
+            {"action": "edit", "notebook_path": "n.ipynb", "cell_index": 1, "content": "y = 2"},
+        )
+        read = await client.call_tool("notebook", {"action": "read", "notebook_path": "n.ipynb"})
+
+    assert edit.is_error is False
+    assert text_of(edit) == "Replaced cell 1 (code). Notebook now has 2 cells."
+    assert edit.structured_content["details"]["cellSource"] == ["y = 2"]
+    assert "y = 2" in text_of(read)
+    assert read.structured_content["details"]["totalCells"] == 2
+
+
+async def test_python_keeps_state_across_calls(connect):
+    async with connect() as client:
+        first = await client.call_tool("python", {"cells": [{"code": "x = 41"}]})
+    # A new connection, as after a client restart: the session lives in the server.
+    async with connect() as client:
+        second = await client.call_tool("python", {"cells": [{"code": "x + 1"}]})
+
+    assert text_of(second) == "42"
+    assert second.is_error is False
+    kernel = second.structured_content["session"]["kernelId"]
+    assert kernel == first.structured_content["session"]["kernelId"]
+
+
+async def test_an_error_in_the_code_and_bad_arguments_are_error_results(connect):
+    async with connect() as client:
+        failed = await client.call_tool("python", {"cells": [{"code": "1 / 0"}]})
+        refused = await client.call_tool("python", {"cells": [], "cwd": "missing"})
+
+    assert failed.is_error is True
+    assert "ZeroDivisionError" in text_of(failed)
+    assert refused.is_error is True
+    assert text_of(refused) == "Working directory does not exist: missing"
+    assert refused.structured_content["status"] == 400
+
+
+async def test_an_image_output_arrives_as_image_content(connect):
+    code = (
+        "from IPython.display import display\n"
+        f"display({{'image/png': {PNG!r}, 'text/plain': '<Figure>'}}, raw=True)"
+    )
+    async with connect() as client:
+        result = await client.call_tool("python", {"cells": [{"code": code}]})
+
+    images = [c for c in result.content if c.type == "image"]
+    assert [(image.mime_type, image.data) for image in images] == [("image/png", PNG)]
+    assert text_of(result) == "<Figure>"
+
+
+async def test_a_cut_output_is_read_back_through_the_artifact_tool(connect):
+    code = "import sys\n_ = sys.stdout.write(''.join(f'{i:07d}\\n' for i in range(262144)))"
+    async with connect() as client:
+        result = await client.call_tool("python", {"cells": [{"code": code}]})
+        links = [c for c in result.content if c.type == "resource_link"]
+        page = await client.call_tool("artifact", {"id": str(links[0].uri), "offset": 100000})
+        resource = await client.read_resource(str(links[0].uri))
+
+    assert result.structured_content["truncated"] is True
+    assert str(links[0].uri) == f"artifact://{result.structured_content['artifactId']}"
+    assert text_of(page).startswith("0099999\n0100000\n")
+    assert resource.contents[0].text.startswith("0000000\n")
+
+
+async def test_progress_notifications_arrive_before_the_result_of_a_six_second_call(connect):
+    arrivals = []
+
+    async def progress(value, total, message):
+        arrivals.append((time.monotonic(), value, message))
+
+    async with connect() as client:
+        await client.call_tool("python", {"cells": [{"code": "import time"}]})
+        result = await client.call_tool(
+            "python",
+            {"cells": [{"code": "print('working', flush=True)\ntime.sleep(6)"}]},
+            progress_callback=progress,
+        )
+        finished = time.monotonic()
+
+    assert text_of(result) == "working"
+    # The server reports every 2 s (and when the cell starts): at least 3 reports for 6 s, none
+    # more than 5 s apart (the contract), all before the result.
+    assert len(arrivals) >= 3
+    times = [t for t, _, _ in arrivals]
+    assert all(later - earlier < 5 for earlier, later in zip(times, times[1:], strict=False))
+    assert times[-1] <= finished
+    assert [v for _, v, _ in arrivals] == sorted({v for _, v, _ in arrivals})
+    assert any("working" in (message or "") for _, _, message in arrivals)
+
+
+async def _interrupted_within(jp_fetch, interrupt) -> float:
+    """Seconds from ``interrupt()`` until no session is busy."""
+
+    async def idle():
+        return not any(s["busy"] for s in await sessions(jp_fetch))
+
+    started = time.monotonic()
+    await interrupt()
+    await eventually(idle, timeout=60)
+    return time.monotonic() - started
+
+
+async def test_cancelling_a_call_interrupts_its_sleep_and_the_session_stays_usable(
+    connect, jp_fetch, jp_root_dir
+):
+    async with connect() as client:
+        call = asyncio.create_task(
+            client.call_tool("python", {"cells": [{"code": SLEEPER}], "timeout": 120})
+        )
+        await eventually(lambda: _exists(jp_root_dir / "started"), timeout=180)
+
+        async def cancel():
+            # The SDK tells the server with notifications/cancelled (another POST).
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+
+        # The interrupt reaches a local kernel in milliseconds; 2 s is the promise.
+        assert await _interrupted_within(jp_fetch, cancel) < 2
+        after = await client.call_tool("python", {"cells": [{"code": "print(kept)"}]})
+
+    assert text_of(after) == "yes"
+    assert after.structured_content["session"]["stateLost"] is False
+    assert not (jp_root_dir / "finished").exists()
+
+
+async def test_closing_the_client_interrupts_its_call(connect, jp_fetch, jp_root_dir):
+    stack = AsyncExitStack()
+    client = await stack.enter_async_context(connect())
+    call = asyncio.create_task(
+        client.call_tool("python", {"cells": [{"code": SLEEPER}], "timeout": 120})
+    )
+    await eventually(lambda: _exists(jp_root_dir / "started"), timeout=180)
+
+    async def close():
+        await stack.aclose()  # the call's connection goes with it
+        try:
+            await call
+        except (MCPError, asyncio.CancelledError, Exception):
+            pass
+
+    assert await _interrupted_within(jp_fetch, close) < 2
+    async with connect() as client:
+        after = await client.call_tool("python", {"cells": [{"code": "print(kept)"}]})
+    assert text_of(after) == "yes"
+    assert not (jp_root_dir / "finished").exists()
+
+
+async def _exists(path):
+    return path.exists()
