@@ -44,7 +44,7 @@ def mcp_config(args: argparse.Namespace) -> int:
         )
         return 1
     if server.get("sock"):
-        print("The server listens on a UNIX socket; MCP clients need its HTTP URL.", file=sys.stderr)
+        print("The server listens on a UNIX socket; MCP clients need an HTTP URL.", file=sys.stderr)
         return 1
     print(render(McpEndpoint.of(server), client=args.client, name=args.name))
     return 0

@@ -44,14 +44,14 @@ def mcp_url(http_server, jp_http_port, jp_base_url):
 
 @pytest.fixture
 def connect(mcp_url, jp_auth_header) -> Callable[[], Any]:
-    """``async with connect() as client``: an SDK client with the server's token header."""
+    """Open SDK clients (``async with connect() as client``) with the server's token header."""
 
     @asynccontextmanager
     async def open_client() -> AsyncIterator[Client]:
         timeout = httpx2.Timeout(30, read=REQUEST_TIMEOUT)
-        async with httpx2.AsyncClient(headers=jp_auth_header, timeout=timeout) as http:
-            async with Client(streamable_http_client(mcp_url, http_client=http)) as client:
-                yield client
+        http = httpx2.AsyncClient(headers=jp_auth_header, timeout=timeout)
+        async with http, Client(streamable_http_client(mcp_url, http_client=http)) as client:
+            yield client
 
     return open_client
 

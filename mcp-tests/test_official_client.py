@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import itertools
 import time
 from contextlib import AsyncExitStack
 
@@ -149,7 +151,7 @@ async def test_progress_notifications_arrive_before_the_result_of_a_six_second_c
     # more than 5 s apart (the contract), all before the result.
     assert len(arrivals) >= 3
     times = [t for t, _, _ in arrivals]
-    assert all(later - earlier < 5 for earlier, later in zip(times, times[1:], strict=False))
+    assert all(later - earlier < 5 for earlier, later in itertools.pairwise(times))
     assert times[-1] <= finished
     assert [v for _, v, _ in arrivals] == sorted({v for _, v, _ in arrivals})
     assert any("working" in (message or "") for _, _, message in arrivals)
@@ -201,10 +203,8 @@ async def test_closing_the_client_interrupts_its_call(connect, jp_fetch, jp_root
 
     async def close():
         await stack.aclose()  # the call's connection goes with it
-        try:
+        with contextlib.suppress(MCPError, asyncio.CancelledError):
             await call
-        except (MCPError, asyncio.CancelledError, Exception):
-            pass
 
     assert await _interrupted_within(jp_fetch, close) < 2
     async with connect() as client:

@@ -37,6 +37,14 @@ python -m pytest tests -p no:cacheprovider -q -ra
 step "API fuzzing (Schemathesis over rest-api.yml, live server, fixed seed)"
 VENV="$VENV" bash scripts/fuzz.sh
 
+step "MCP with the official SDK client ($VENV-mcp)"
+# Its own environment: the SDK's tree (pydantic, httpx2, starlette, ...) is the client's, not
+# the server's, which serves MCP natively (see jupyter_xcsh/mcp/__init__.py).
+python3 -m venv "$VENV-mcp"
+"$VENV-mcp/bin/python" -m pip install -q --upgrade pip
+"$VENV-mcp/bin/python" -m pip install -q ".[mcp-test]"
+"$VENV-mcp/bin/python" -m pytest mcp-tests -p no:cacheprovider -q -ra
+
 step "browser tests (Playwright + Debian Chromium, a real jupyter lab)"
 command -v chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 python -m pytest ui-tests -p no:cacheprovider -q -m "not collaboration"

@@ -44,8 +44,10 @@ class McpEndpoint:
 def choose_server(
     servers: Iterable[dict[str, Any]], *, cwd: str, url: str | None = None
 ) -> dict[str, Any] | None:
-    """Pick a server: the one at ``url``; else the one whose root holds ``cwd`` (the deepest
-    root wins); else the most recently started (highest ``started`` stamp)."""
+    """Pick a server: the one at ``url``, else the one whose root holds ``cwd``, else the newest.
+
+    Among roots holding ``cwd`` the deepest wins; "newest" is the highest ``started`` stamp.
+    """
     servers = list(servers)
     if url is not None:
         # As `jupyter server list` prints it, ?token=... included.
