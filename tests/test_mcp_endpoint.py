@@ -114,6 +114,28 @@ async def test_malformed_json_rpc_is_a_json_rpc_error_never_a_5xx(
     assert response["id"] == answer_id
 
 
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-11-25"])
+async def test_odd_bodies_never_get_a_5xx(jp_fetch, version):
+    odd = [
+        b"",
+        b"null",
+        b'"ping"',
+        b"[[]]",
+        b'[{"jsonrpc": "2.0"}]',
+        b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}',
+        b'{"jsonrpc": "2.0", "id": 99999999999999999999999, "method": "ping"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "python"}}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "notebook",'
+        b' "arguments": {"action": ["read"], "notebook_path": {}}}}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": 5}}',
+        rb'{"jsonrpc": "2.0", "id": "\u0000", "method": "initialize", "params": {"x": []}}',
+        '{"jsonrpc": "2.0", "id": "é", "method": "ünknown"}'.encode(),
+    ]
+    for raw in odd:
+        status, _, _ = await post(jp_fetch, raw=raw, headers={"MCP-Protocol-Version": version})
+        assert status in (200, 202, 400), (raw, status)
+
+
 async def test_unknown_methods_and_bad_params_are_json_rpc_errors(jp_fetch):
     unknown = await request(jp_fetch, "tools/destroy")
     assert unknown["error"] == {"code": -32601, "message": "Method not found: tools/destroy"}
