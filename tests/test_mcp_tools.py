@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from jupyter_xcsh.mcp import tools as mcp_tools
-from jupyter_xcsh.mcp.schemas import merge_actions
+from jupyter_xcsh.mcp.schemas import flatten, merge_actions
 from jupyter_xcsh.tools import Caller
 
 from .mcp_client import VERSION, call_tool, post, request, sse_messages, stream_call
@@ -46,6 +46,16 @@ def rest_request(path):
     return stripped(body["schema"])
 
 
+def rest_properties(schema):
+    """Every property a REST request schema names, its alternatives (oneOf, ...) included."""
+    found = dict(schema.get("properties", {}))
+    for keyword in ("oneOf", "anyOf", "allOf"):
+        for part in schema.get(keyword, []):
+            for name, field in rest_properties(part).items():
+                found.setdefault(name, field)
+    return found
+
+
 async def listed_tools(jp_fetch):
     response = await request(jp_fetch, "tools/list")
     return {tool["name"]: tool for tool in response["result"]["tools"]}
@@ -68,12 +78,12 @@ async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
 
     assert tools["python"]["inputSchema"] == rest_request("/api/xcsh/python")
     notebook, rest = tools["notebook"]["inputSchema"], rest_request("/api/xcsh/notebook")
-    for name, field in rest["properties"].items():
+    for name, field in rest_properties(rest).items():
         if name != "action":
             assert notebook["properties"][name] == field, name
     actions = notebook["properties"]["action"]["enum"]
-    assert set(rest["properties"]["action"]["enum"]) <= set(actions)
-    assert notebook["required"] == rest["required"]
+    assert set(rest_properties(rest)["action"]["enum"]) <= set(actions)
+    assert set(notebook["required"]) <= set(rest.get("required", notebook["required"]))
     assert notebook["additionalProperties"] is False
 
     artifact = tools["artifact"]["inputSchema"]
@@ -130,6 +140,40 @@ def test_an_action_served_by_another_operation_is_one_entry(monkeypatch):
     body = {"action": "run", "notebook_path": "a.ipynb", "all": True}
     assert asyncio.run(tool.call(context, body)) == {"text": "ran", "isError": False}
     assert seen == [{"notebook_path": "a.ipynb", "all": True}]
+
+
+def test_alternative_request_shapes_become_one_flat_object():
+    single = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["action", "notebook_path"],
+        "properties": {"action": {"enum": ["edit"]}, "notebook_path": {"type": "string"}},
+    }
+    batch = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["notebook_path", "changes"],
+        "properties": {"notebook_path": {"type": "string"}, "changes": {"type": "array"}},
+    }
+
+    flat = flatten({"description": "d", "oneOf": [single, batch]})
+
+    assert flat == {
+        "description": "d",
+        "type": "object",
+        "properties": {
+            "action": {"enum": ["edit"]},
+            "notebook_path": {"type": "string"},
+            "changes": {"type": "array"},
+        },
+        "required": ["notebook_path"],
+        "additionalProperties": False,
+    }
+    both = flatten({"allOf": [single, {"required": ["cell_id"], "properties": {"cell_id": {}}}]})
+    assert both["required"] == ["action", "notebook_path", "cell_id"]
+    assert "additionalProperties" not in both
+    merged = merge_actions({"oneOf": [single, batch]}, {"run": single})
+    assert merged["properties"]["action"]["enum"] == ["edit", "run"]
 
 
 def test_merged_actions_keep_only_fields_every_operation_requires():

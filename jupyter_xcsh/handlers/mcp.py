@@ -85,29 +85,20 @@ class McpHandler(XcshAPIHandler):
             self._write_json(e.response(), 400)
             return
         client = self._client_key()
-        requests: list[Message | ProtocolError] = []
+        requests = [m for m in messages if isinstance(m, ProtocolError) or m.kind == "request"]
         for message in messages:
-            if isinstance(message, ProtocolError) or message.kind == "request":
-                requests.append(message)
-            elif message.kind == "notification":
+            if isinstance(message, Message) and message.kind == "notification":
                 self.mcp.notification(message, client)
         if not requests:
             self.set_status(202)
             self.finish()
-            return
-        first = requests[0]
-        streams = SSE in self.request.headers.get("Accept", "")
-        if not batch and isinstance(first, Message) and first.method == "tools/call" and streams:
-            await self._stream(first, self._context(client, version, first))
-            return
-        answers = []
-        for message in requests:
-            if isinstance(message, ProtocolError):
-                answers.append(message.response())
-            else:
-                answers.append(await self.mcp.request(message, self._context(client, version)))
-        if not self.gone:
-            self._write_json(answers if batch else answers[0], 200)
+        elif not batch and self._streams(requests[0]):
+            assert isinstance(requests[0], Message)
+            await self._stream(requests[0], self._context(client, version, requests[0]))
+        else:
+            answers = [await self._answer(message, client, version) for message in requests]
+            if not self.gone:
+                self._write_json(answers if batch else answers[0], 200)
 
     @web.authenticated
     @authorized("read")
@@ -126,6 +117,18 @@ class McpHandler(XcshAPIHandler):
         self.gone = True
         for control in self.controls:
             control.cancel()
+
+    def _streams(self, message: Message | ProtocolError) -> bool:
+        # Only a tool call can take long; everything else answers at once, as JSON.
+        accepted = SSE in self.request.headers.get("Accept", "")
+        return accepted and isinstance(message, Message) and message.method == "tools/call"
+
+    async def _answer(
+        self, message: Message | ProtocolError, client: str, version: str
+    ) -> dict[str, Any]:
+        if isinstance(message, ProtocolError):
+            return message.response()
+        return await self.mcp.request(message, self._context(client, version))
 
     def _client_key(self) -> str:
         # Who may cancel a call by its request id. A shared token makes a new anonymous user

@@ -16,7 +16,15 @@ from typing import Any
 
 import yaml
 
-__all__ = ["artifact_schema", "load_spec", "merge_actions", "request_schema", "resolve", "tidy"]
+__all__ = [
+    "artifact_schema",
+    "flatten",
+    "load_spec",
+    "merge_actions",
+    "request_schema",
+    "resolve",
+    "tidy",
+]
 
 Schema = dict[str, Any]
 
@@ -53,7 +61,7 @@ def request_schema(spec: Mapping[str, Any], path: str, method: str = "post") -> 
     """The JSON request body schema of ``method path``, self-contained."""
     operation = spec["paths"][path][method]
     body = resolve(spec, operation["requestBody"])
-    schema: Schema = tidy(body["content"]["application/json"]["schema"])
+    schema: Schema = flatten(tidy(body["content"]["application/json"]["schema"]))
     return schema
 
 
@@ -69,6 +77,42 @@ def tidy(node: Any) -> Any:
     return node
 
 
+def flatten(schema: Schema) -> Schema:
+    """One flat object schema for a ``oneOf``/``anyOf``/``allOf`` of object schemas.
+
+    MCP clients and model APIs want a plain ``type: object`` at the top. Properties are
+    united (the first definition of a name wins); a name stays required when every
+    alternative requires it (every part, for ``allOf``); the object stays closed
+    (``additionalProperties: false``) when every part is.
+    """
+    for keyword in ("oneOf", "anyOf", "allOf"):
+        parts = schema.get(keyword)
+        if not isinstance(parts, list) or not parts:
+            continue
+        rest = flatten({k: v for k, v in schema.items() if k != keyword})
+        flat_parts = [flatten(part) for part in parts]
+        if keyword == "allOf" or rest.get("properties"):
+            flat_parts.append(rest)
+        properties: dict[str, Any] = {}
+        for part in flat_parts:
+            for name, field in part.get("properties", {}).items():
+                properties.setdefault(name, field)
+        requirements = [set(part.get("required", [])) for part in flat_parts]
+        if keyword == "allOf":
+            required = set().union(*requirements)
+        else:
+            required = set.intersection(*requirements)
+            required |= set(rest.get("required", []))
+        merged = {k: v for k, v in rest.items() if k not in ("properties", "required")}
+        merged["type"] = "object"
+        merged["properties"] = properties
+        merged["required"] = [name for name in properties if name in required]
+        if all(part.get("additionalProperties") is False for part in flat_parts):
+            merged["additionalProperties"] = False
+        return merged
+    return schema
+
+
 def merge_actions(base: Schema, actions: Mapping[str, Schema]) -> Schema:
     """Fold the request schemas of other operations into ``base`` as extra ``action`` values.
 
@@ -78,11 +122,15 @@ def merge_actions(base: Schema, actions: Mapping[str, Schema]) -> Schema:
     only the other operation has are added with ``<action> only:`` in their description, and
     only the fields every operation requires stay required.
     """
-    merged = copy.deepcopy(base)
-    properties: dict[str, Any] = merged["properties"]
+    merged = flatten(copy.deepcopy(base))
+    properties: dict[str, Any] = merged.setdefault("properties", {})
     required = set(merged.get("required", []))
     for action, schema in actions.items():
-        properties["action"]["enum"] = [*properties["action"]["enum"], action]
+        schema = flatten(schema)
+        chosen = properties.setdefault("action", {"type": "string"})
+        known = chosen.get("enum") or ([chosen["const"]] if "const" in chosen else [])
+        chosen.pop("const", None)
+        chosen["enum"] = [*known, action]
         for name, field in schema.get("properties", {}).items():
             if name not in properties:
                 field = copy.deepcopy(field)
