@@ -37,6 +37,13 @@ class ApiReadOnlyAuthorizer(Authorizer):
         return (action, resource) == ("read", "api")
 
 
+class NoContentsReadAuthorizer(Authorizer):
+    """Allow everything but reading contents (``ServerApp.authorizer_class``)."""
+
+    def is_authorized(self, handler, user, action, resource):  # type: ignore[no-untyped-def]
+        return (action, resource) != ("read", "contents")
+
+
 class EmfileKernelManager(AsyncMappingKernelManager):
     """Fail one kernel start with EMFILE, as a process out of file descriptors would.
 

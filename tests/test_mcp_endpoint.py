@@ -8,7 +8,7 @@ import pytest
 from tornado.httpclient import AsyncHTTPClient
 from traitlets.config import Config
 
-from .mcp_client import call_tool, post, request
+from .mcp_client import TRANSPORTS, call_tool, post, request
 from .notebooks import jupyter_text, load, sample_notebook
 from .python_tool import REQUEST_TIMEOUT, kernel_ids
 
@@ -285,6 +285,26 @@ class TestToolsDenied:
         assert notebook.read_bytes() == before
         assert not (notebook.parent / "ran").exists()
         assert jp_serverapp.kernel_manager.list_kernel_ids() == []
+
+
+class TestAskedAsRestAsks:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.authorizer_class = "tests.fakes.NoContentsReadAuthorizer"
+        return config
+
+    @pytest.mark.parametrize("transport", TRANSPORTS)
+    async def test_an_edit_needs_the_read_its_rest_verb_asks_for(self, notebook_tool, notebook):
+        # Writing is allowed; the REST verb also asks for read, and so does MCP.
+        before = notebook.read_bytes()
+        edit = {"action": "edit", "notebook_path": "a.ipynb", "cell_index": 0, "content": "x"}
+
+        status, body = await notebook_tool(edit)
+
+        assert status == 403
+        assert body["message"] == "User is not authorized to read on resource: contents."
+        assert notebook.read_bytes() == before
 
 
 class TestOrigins:

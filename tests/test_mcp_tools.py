@@ -102,7 +102,7 @@ async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
 
 
 def test_an_action_served_by_another_operation_is_one_entry(monkeypatch):
-    # What adding `run` takes: the operation's path and call, in NOTEBOOK_ACTIONS.
+    # What adding `run` takes: its REST path, its verb's authorization and its call.
     seen = []
 
     async def run_cells(context, body):
@@ -128,7 +128,7 @@ def test_an_action_served_by_another_operation_is_one_entry(monkeypatch):
             }
         }
     }
-    operation = mcp_tools.Operation("/api/xcsh/notebook/run", run_cells)
+    operation = mcp_tools.Operation("/api/xcsh/notebook/run", ("execute", "kernels"), run_cells)
     monkeypatch.setitem(mcp_tools.NOTEBOOK_ACTIONS, "run", operation)
 
     tool = mcp_tools.build_tools(fake_spec)["notebook"]

@@ -10,9 +10,10 @@ cryptography, jsonschema, opentelemetry: about 30 packages), built around its ow
 session manager. Mounting it in tornado would need an ASGI bridge per request, a second auth
 path beside jupyter_server's, and pins that every Jupyter deployment (JupyterHub images
 included) would have to satisfy. What the server side actually needs here is small and stable:
-JSON-RPC framing, five methods, version negotiation and Server-Sent Events, about 500 lines
-on tornado's own request handling, where the server's auth, origin checks, nodelay and
-disconnect detection already live. The SDK is used where it is the reference: its client runs
+JSON-RPC framing, a handful of methods, version negotiation and Server-Sent Events: about
+1,100 lines with their docstrings, on tornado's own request handling, where the server's auth,
+origin checks, nodelay and disconnect detection already live. Measured: a ``pass`` call costs
+no more over MCP than over REST (bench/execute.py). The SDK is used where it is the reference: its client runs
 the end-to-end tests (``mcp-tests/``, in ``.venv-mcp``), so the wire format is checked against
 the official implementation rather than against our reading of the spec.
 

@@ -146,12 +146,12 @@ def merge_actions(base: Schema, actions: Mapping[str, Schema]) -> Schema:
 ARTIFACT_ARGUMENTS = {"artifact_id": "id", "offset": "offset", "limit": "limit"}
 
 
-def artifact_schema(spec: Mapping[str, Any]) -> Schema:
-    """The ``artifact`` tool's arguments: ``GET /api/xcsh/artifacts/{artifact_id}``'s parameters.
+def artifact_schema(spec: Mapping[str, Any], path: str) -> Schema:
+    """The ``artifact`` tool's arguments: the parameters of ``GET path`` (the artifact route).
 
     The id may also be given as the ``artifact://<id>`` link the other tools print.
     """
-    operation = spec["paths"]["/api/xcsh/artifacts/{artifact_id}"]["get"]
+    operation = spec["paths"][path]["get"]
     properties: dict[str, Any] = {}
     required = []
     for parameter in tidy(resolve(spec, operation["parameters"])):

@@ -1,7 +1,8 @@
 """The MCP tools: one entry per tool, each forwarding to that tool's one call path (``tools/``).
 
-Nothing here validates or authorizes: the tool services do both, exactly as for REST, so a
-call over MCP and the same call over REST give the same result or the same refusal.
+Nothing here validates: the tool services do, as for REST. Authorization is asked as REST asks
+it: first what the REST verb's ``@authorized`` asks, then the tool's own checks, so a call over
+MCP and the same call over REST give the same result or the same refusal.
 """
 
 from __future__ import annotations
@@ -33,10 +34,21 @@ ToolCall = Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 @dataclass(frozen=True)
 class Operation:
-    """A REST operation: its path in ``rest-api.yml`` (the arguments' schema) and its call."""
+    """A REST operation a tool forwards to.
+
+    ``path`` is its path in ``rest-api.yml`` (whose request gives the tool's arguments),
+    ``authorized`` the ``(action, resource)`` its REST verb's ``@authorized`` asks, ``call``
+    the tool's one call path.
+    """
 
     path: str
+    authorized: tuple[str, str]
     call: ToolCall
+
+    async def run(self, context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Ask what the REST verb asks, then call the tool."""
+        await context.caller.require(*self.authorized)
+        return await self.call(context, arguments)
 
 
 @dataclass(frozen=True)
@@ -61,22 +73,31 @@ class McpTool:
         }
 
 
-async def _notebook(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    operation = NOTEBOOK_ACTIONS.get(str(arguments.get("action")))
-    if operation is None:
-        return await context.services.notebook.call(arguments, context.caller)
-    body = {key: value for key, value in arguments.items() if key != "action"}
-    return await operation.call(context, body)
+async def _notebook_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    return await context.services.notebook.call(arguments, context.caller)
 
 
-async def _python(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+async def _python_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     return await context.services.python.call(
         arguments, context.caller, context.observer, context.control
     )
 
 
-async def _artifact(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+async def _artifact_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     return await context.services.artifacts.call(arguments, context.caller)
+
+
+NOTEBOOK = Operation("/api/xcsh/notebook", ("read", "contents"), _notebook_call)
+PYTHON = Operation("/api/xcsh/python", ("execute", "kernels"), _python_call)
+ARTIFACT = Operation("/api/xcsh/artifacts/{artifact_id}", ("read", "contents"), _artifact_call)
+
+
+async def _notebook(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    operation = NOTEBOOK_ACTIONS.get(str(arguments.get("action")))
+    if operation is None:
+        return await NOTEBOOK.run(context, arguments)
+    body = {key: value for key, value in arguments.items() if key != "action"}
+    return await operation.run(context, body)
 
 
 #: Actions of the ``notebook`` tool served by another operation than ``POST
@@ -85,8 +106,6 @@ async def _artifact(context: ToolContext, arguments: dict[str, Any]) -> dict[str
 #: input schema. Adding such an action is one entry here.
 NOTEBOOK_ACTIONS: dict[str, Operation] = {}
 
-NOTEBOOK_PATH = "/api/xcsh/notebook"
-PYTHON_PATH = "/api/xcsh/python"
 
 NOTEBOOK_DESCRIPTION = """\
 Read or change cells of a Jupyter notebook (.ipynb) in the server's contents root, saved \
@@ -119,7 +138,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
     """The tools by name, their input schemas derived from ``spec`` (default ``rest-api.yml``)."""
     spec = spec if spec is not None else load_spec()
     notebook_schema = merge_actions(
-        request_schema(spec, NOTEBOOK_PATH),
+        request_schema(spec, NOTEBOOK.path),
         {action: request_schema(spec, op.path) for action, op in NOTEBOOK_ACTIONS.items()},
     )
 
@@ -136,17 +155,17 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             "python",
             "Run Python in a Jupyter kernel",
             PYTHON_DESCRIPTION,
-            request_schema(spec, PYTHON_PATH),
+            request_schema(spec, PYTHON.path),
             {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
-            _python,
+            PYTHON.run,
         ),
         McpTool(
             "artifact",
             "Read a tool output artifact",
             ARTIFACT_DESCRIPTION,
-            artifact_schema(spec),
+            artifact_schema(spec, ARTIFACT.path),
             {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
-            _artifact,
+            ARTIFACT.run,
         ),
     ]
     return {tool.name: tool for tool in tools}
