@@ -117,6 +117,7 @@ def test_progress_reports_cell_starts_and_the_last_output_line_with_growing_valu
     notifier = ProgressNotifier("t", sent.append)
     notifier.tick()
     notifier.call_started({"cells": [{}, {}]})
+    notifier.tick()
     notifier.cell_status(0, "running")
     notifier.chunk(0, "a\nb\n")
     notifier.chunk(0, "10%\r\x1b[1m50%\x1b[0m\r\n")
@@ -129,14 +130,15 @@ def test_progress_reports_cell_starts_and_the_last_output_line_with_growing_valu
 
     params = [m["params"] for m in sent]
     assert all(m["method"] == "notifications/progress" for m in sent)
-    assert [p["progress"] for p in params] == [1, 2, 3, 4, 5]
-    assert [p["message"] for p in params[:4]] == [
+    assert [p["progress"] for p in params] == [1, 2, 3, 4, 5, 6]
+    assert [p["message"] for p in params[:5]] == [
+        "working",
         "waiting for the kernel",
         "cell 1/2 running",
         "cell 1/2 running: 50%",
         "cell 2/2 running",
     ]
-    assert params[4]["message"] == "cell 2/2 running: " + "x" * MAX_MESSAGE_CHARS
+    assert params[5]["message"] == "cell 2/2 running: " + "x" * MAX_MESSAGE_CHARS
     assert {p["progressToken"] for p in params} == {"t"}
 
 

@@ -13,9 +13,10 @@ included) would have to satisfy. What the server side actually needs here is sma
 JSON-RPC framing, a handful of methods, version negotiation and Server-Sent Events: about
 1,100 lines with their docstrings, on tornado's own request handling, where the server's auth,
 origin checks, nodelay and disconnect detection already live. Measured: a ``pass`` call costs
-no more over MCP than over REST (bench/execute.py). The SDK is used where it is the reference: its client runs
-the end-to-end tests (``mcp-tests/``, in ``.venv-mcp``), so the wire format is checked against
-the official implementation rather than against our reading of the spec.
+no more over MCP than over REST (bench/execute.py). The SDK is used where it is the
+reference: its client runs the end-to-end tests (``mcp-tests/``, in ``.venv-mcp``), so the wire
+format is checked against the official implementation, not only against our reading of the
+spec.
 
 Modules: ``protocol`` (JSON-RPC and versions, pure), ``schemas`` (tool input schemas derived
 from ``rest-api.yml``), ``tools`` (the tool table), ``results`` (a tool's body or error as an

@@ -27,7 +27,7 @@ class ProgressNotifier(ExecutionObserver):
         self.token = token
         self.send = send
         self.sent = 0
-        self.cells = 0
+        self.cells: int | None = None  # known once a python call is accepted
         self.running: int | None = None
         self.last_line = ""
 
@@ -43,6 +43,8 @@ class ProgressNotifier(ExecutionObserver):
 
     def state(self) -> str:
         """What the call is doing now, in a few words."""
+        if self.cells is None:
+            return "working"
         if self.running is None:
             return "waiting for the kernel"
         where = f"cell {self.running + 1}/{self.cells} running"
