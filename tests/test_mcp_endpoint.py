@@ -81,11 +81,13 @@ async def test_a_tool_call_works_without_initialize_or_session(jp_fetch, noteboo
 
 
 async def test_get_and_delete_are_405(jp_fetch):
-    for method in ("GET", "DELETE"):
-        status, headers, body = await post(jp_fetch, method=method)
+    for method in ("GET", "DELETE", "PUT"):
+        status, headers, _ = await post(
+            jp_fetch, method=method, raw=None if method != "PUT" else b""
+        )
         assert status == 405
-        assert headers["Allow"] == "POST"
-        assert body["error"]["message"] == "Method Not Allowed"
+        assert "POST" in headers["Allow"].split(", ")
+        assert "GET" not in headers["Allow"]
 
 
 @pytest.mark.parametrize(
@@ -101,6 +103,25 @@ async def test_get_and_delete_are_405(jp_fetch):
         (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', -32600, "Invalid Request", None),
         (b'{"jsonrpc": "2.0", "id": 6}', -32600, "Invalid Request", 6),
         (b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": [1]}', -32602, "Invalid", 7),
+        (
+            b'{"jsonrpc": "2.0", "id": 8, "method": "ping", "params": {"x": NaN}}',
+            -32700,
+            "Parse",
+            None,
+        ),
+        (
+            b"[" * 100 + b"]" * 100,
+            -32600,
+            "Invalid Request: Request body is nested too deeply",
+            None,
+        ),
+        (b"[" * 99999 + b"]" * 99999, -32700, "Parse error", None),
+        (
+            rb'{"jsonrpc": "2.0", "id": 9, "method": "x\ud800"}',
+            -32600,
+            "Invalid Request: Invalid Unicode",
+            None,
+        ),
     ],
 )
 async def test_malformed_json_rpc_is_a_json_rpc_error_never_a_5xx(
@@ -190,7 +211,11 @@ async def test_bad_arguments_are_error_results_with_the_rest_message_and_status(
 
     assert result["isError"] is True
     assert result["content"] == [{"type": "text", "text": "Invalid action: explode"}]
-    assert result["structuredContent"] == {"message": "Invalid action: explode", "status": 400}
+    assert result["structuredContent"] == {
+        "message": "Invalid action: explode",
+        "reason": None,
+        "status": 400,
+    }
     missing = await call_tool(jp_fetch, "notebook", {"action": "read", "notebook_path": "no.ipynb"})
     assert missing["structuredContent"]["status"] == 404
 
@@ -224,11 +249,11 @@ class TestNoToken:
             "method": "tools/call",
             "params": {"name": "python", "arguments": {"cells": [{"code": CODE_WRITING_A_FILE}]}},
         }
-        for method, body in (("POST", json.dumps(call)), ("POST", json.dumps(PING)), ("GET", None)):
+        for body in (json.dumps(call), json.dumps(PING)):
             response = await AsyncHTTPClient().fetch(
-                url, method=method, body=body, raise_error=False, request_timeout=REQUEST_TIMEOUT
+                url, method="POST", body=body, raise_error=False, request_timeout=REQUEST_TIMEOUT
             )
-            assert response.code in (401, 403), (method, body, response.code)
+            assert response.code in (401, 403), (body, response.code)
         assert not (jp_root_dir / "ran").exists()
         assert await kernel_ids(jp_fetch) == set()
 
@@ -278,7 +303,8 @@ class TestToolsDenied:
         for name, (arguments, message) in calls.items():
             result = await call_tool(jp_fetch, name, arguments)
             assert result["isError"] is True, name
-            assert result["structuredContent"] == {"message": message, "status": 403}
+            refusal = {"message": message, "reason": None, "status": 403}
+            assert result["structuredContent"] == refusal
         edit = {"action": "edit", "notebook_path": "a.ipynb", "cell_index": 0, "content": "x"}
         result = await call_tool(jp_fetch, "notebook", edit)
         assert result["structuredContent"]["status"] == 403

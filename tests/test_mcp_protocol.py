@@ -10,12 +10,17 @@ from jupyter_xcsh.mcp.progress import MAX_MESSAGE_CHARS, ProgressNotifier
 from jupyter_xcsh.mcp.protocol import (
     Message,
     ProtocolError,
+    decode,
     negotiate,
-    parse_body,
+    parse_messages,
     request_version,
 )
 from jupyter_xcsh.mcp.results import call_result, error_result
 from jupyter_xcsh.mcp.server import RunningRequests, progress_token
+
+
+def parse_body(raw, version):
+    return parse_messages(decode(raw), version)
 
 
 def test_a_request_a_notification_and_a_response_are_told_apart():
@@ -47,6 +52,25 @@ def test_a_batch_keeps_its_order_and_turns_bad_members_into_errors():
 def test_batches_are_refused_by_versions_without_them(version):
     with pytest.raises(ProtocolError, match="has no batches"):
         parse_body(b'[{"jsonrpc": "2.0", "method": "a"}]', version)
+
+
+@pytest.mark.parametrize(
+    "raw", [b"NaN", b'{"a": Infinity}', b"[" * 100000 + b"]" * 100000, b"{", b"\xff"]
+)
+def test_what_is_not_json_is_a_parse_error(raw):
+    with pytest.raises(ProtocolError) as e:
+        decode(raw)
+    assert e.value.code == -32700
+
+
+def test_answers_need_an_id_and_an_object():
+    for raw in (
+        b'{"jsonrpc": "2.0", "id": null, "result": {}}',
+        b'{"jsonrpc": "2.0", "id": 1, "result": 5}',
+        b'{"jsonrpc": "2.0", "id": 1, "error": "bad"}',
+    ):
+        with pytest.raises(ProtocolError, match="Invalid Request"):
+            parse_body(raw, "2025-11-25")
 
 
 def test_versions_are_negotiated_and_headers_checked():
@@ -105,6 +129,11 @@ def test_a_domain_error_is_an_error_result_with_its_rest_body_and_status():
             "details": {"cellIndex": 1},
             "status": 409,
         },
+    }
+    assert error_result(NotFoundError("gone"), "2025-11-25")["structuredContent"] == {
+        "message": "gone",
+        "reason": None,
+        "status": 404,
     }
     assert error_result(NotFoundError("gone"), "2025-03-26") == {
         "content": [{"type": "text", "text": "gone"}],

@@ -15,7 +15,7 @@ from jupyter_xcsh.mcp.schemas import flatten, merge_actions
 from jupyter_xcsh.tools import Caller
 
 from .mcp_client import VERSION, call_tool, post, request, sse_messages, stream_call
-from .openapi_check import _resolve, spec
+from .openapi_check import _resolve, request_is_valid, spec
 from .python_tool import REQUEST_TIMEOUT, eventually, run, sessions
 
 pytestmark = pytest.mark.timeout(300)
@@ -26,6 +26,18 @@ PNG = base64.b64encode(
         "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db00000000049454e44ae426082"
     )
 ).decode()
+
+
+VALID_NOTEBOOK_REQUESTS = [
+    {"action": "read", "notebook_path": "a.ipynb"},
+    {"action": "read", "notebook_path": "a", "cell_index": 2, "end_index": 4, "max_chars": 9},
+    {"action": "edit", "notebook_path": "a.ipynb", "cell_index": 0, "content": ""},
+    {"action": "edit", "notebook_path": "a", "cell_id": "x", "content": "y", "to_index": None},
+    {"action": "edit", "notebook_path": "a", "cell_index": 1, "content": "", "cell_type": "raw"},
+    {"action": "insert", "notebook_path": "a", "cell_index": 0, "content": "#", "cell_id": None},
+    {"action": "delete", "notebook_path": "a.ipynb", "cell_id": "x", "content": None},
+    {"action": "move", "notebook_path": "a.ipynb", "cell_index": 3, "to_index": 0},
+]
 
 
 def stripped(node):
@@ -78,13 +90,19 @@ async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
 
     assert tools["python"]["inputSchema"] == rest_request("/api/xcsh/python")
     notebook, rest = tools["notebook"]["inputSchema"], rest_request("/api/xcsh/notebook")
-    for name, field in rest_properties(rest).items():
-        if name != "action":
-            assert notebook["properties"][name] == field, name
-    actions = notebook["properties"]["action"]["enum"]
-    assert set(rest_properties(rest)["action"]["enum"]) <= set(actions)
-    assert set(notebook["required"]) <= set(rest.get("required", notebook["required"]))
+    assert set(rest_properties(rest)) == set(notebook["properties"])
+    actions = {a["properties"]["action"]["const"] for a in rest.get("oneOf", [rest])}
+    assert set(notebook["properties"]["action"]["enum"]) == actions
+    for alternative in rest.get("oneOf", [rest]):
+        assert set(notebook["required"]) <= set(alternative["required"])
     assert notebook["additionalProperties"] is False
+    # Every request REST accepts, MCP's schema accepts (the tool then checks it exactly).
+    mcp = jsonschema.Draft202012Validator(notebook)
+    for body in VALID_NOTEBOOK_REQUESTS:
+        assert request_is_valid("/api/xcsh/notebook", "post", body), body
+        assert mcp.is_valid(body), body
+    assert not mcp.is_valid({"action": "explode", "notebook_path": "a.ipynb"})
+    assert not mcp.is_valid({"action": "read", "notebook_path": "a.ipynb", "colour": 1})
 
     artifact = tools["artifact"]["inputSchema"]
     operation = spec()["paths"]["/api/xcsh/artifacts/{artifact_id}"]["get"]
@@ -171,9 +189,47 @@ def test_alternative_request_shapes_become_one_flat_object():
     }
     both = flatten({"allOf": [single, {"required": ["cell_id"], "properties": {"cell_id": {}}}]})
     assert both["required"] == ["action", "notebook_path", "cell_id"]
-    assert "additionalProperties" not in both
+    assert both["additionalProperties"] is False
     merged = merge_actions({"oneOf": [single, batch]}, {"run": single})
     assert merged["properties"]["action"]["enum"] == ["edit", "run"]
+
+
+def test_one_schema_per_action_becomes_one_object_saying_who_uses_what():
+    def shape(action, **fields):
+        properties = {"action": {"const": action}, "notebook_path": {"type": "string"}}
+        for name, field in fields.items():
+            properties[name] = field
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["action", "notebook_path"],
+            "properties": properties,
+        }
+
+    placeholder = {"type": "null", "description": "A field of another action."}
+    request = {
+        "discriminator": {"propertyName": "action"},
+        "oneOf": [
+            shape("move", to_index={"type": "integer", "minimum": 0, "description": "Where."}),
+            shape("read", to_index=placeholder, mode={"enum": ["a"]}),
+            shape("edit", to_index=placeholder, mode={"type": "string"}),
+        ],
+    }
+
+    flat = flatten(request)
+
+    assert "discriminator" not in flat
+    assert flat["properties"]["action"] == {"type": "string", "enum": ["move", "read", "edit"]}
+    assert flat["properties"]["to_index"] == {
+        "type": ["integer", "null"],
+        "minimum": 0,
+        "description": "move only: Where.",
+    }
+    assert flat["properties"]["mode"] == {
+        "anyOf": [{"enum": ["a"]}, {"type": "string"}],
+        "description": "read, edit only.",
+    }
+    assert flat["required"] == ["action", "notebook_path"]
 
 
 def test_merged_actions_keep_only_fields_every_operation_requires():

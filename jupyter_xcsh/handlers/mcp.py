@@ -27,13 +27,13 @@ from ..mcp.protocol import (
     INVALID_REQUEST,
     Message,
     ProtocolError,
-    error_response,
-    parse_body,
+    decode,
+    parse_messages,
     request_version,
 )
 from ..mcp.server import McpServer, RequestContext, progress_token
 from ..services import XcshServices
-from .base import XcshAPIHandler
+from .base import XcshAPIHandler, check_body
 
 #: Seconds between two progress notifications (or keep-alive comments) of a streamed call.
 PROGRESS_INTERVAL = 2.0
@@ -49,8 +49,8 @@ class McpHandler(XcshAPIHandler):
     it; 202 for notifications and responses only; 400 (a JSON-RPC error body) for a body that
     is not JSON-RPC or an unsupported ``MCP-Protocol-Version``; 403 for a caller who may not
     read the API, or a foreign ``Origin`` (checked for every request, token or not, as MCP
-    asks against DNS rebinding). ``GET`` and ``DELETE``: 405 (no server-initiated stream, no
-    session to end).
+    asks against DNS rebinding). Any other method (``GET``: this server opens no stream of
+    its own; ``DELETE``: there is no session to end) is a 405 listing ``Allow``.
     """
 
     auth_resource = "api"
@@ -80,7 +80,11 @@ class McpHandler(XcshAPIHandler):
         """Answer one JSON-RPC message or batch."""
         try:
             version = request_version(self.request.headers.get("MCP-Protocol-Version"))
-            messages, batch = parse_body(self.request.body, version)
+            body = decode(self.request.body)
+            problem = check_body(body)  # REST's limits: depth, lone surrogates
+            if problem is not None:
+                raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {problem}")
+            messages, batch = parse_messages(body, version)
         except ProtocolError as e:
             self._write_json(e.response(), 400)
             return
@@ -99,18 +103,6 @@ class McpHandler(XcshAPIHandler):
             answers = [await self._answer(message, client, version) for message in requests]
             if not self.gone:
                 self._write_json(answers if batch else answers[0], 200)
-
-    @web.authenticated
-    @authorized("read")
-    async def get(self) -> None:
-        """405: this server opens no stream of its own (the transport's rule for that case)."""
-        self._not_allowed()
-
-    @web.authenticated
-    @authorized("read")
-    async def delete(self) -> None:
-        """405: a stateless server has no session to end."""
-        self._not_allowed()
 
     def on_connection_close(self) -> None:
         """Interrupt the calls of a client that went away."""
@@ -193,10 +185,6 @@ class McpHandler(XcshAPIHandler):
     def _write_json(self, body: Any, status: int) -> None:
         self.set_status(status)
         self.finish(json.dumps(body))
-
-    def _not_allowed(self) -> None:
-        self.set_header("Allow", "POST")
-        self._write_json(error_response(None, INVALID_REQUEST, "Method Not Allowed"), 405)
 
 
 def _flushed(handler: McpHandler, future: Any) -> None:

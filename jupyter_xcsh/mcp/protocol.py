@@ -24,9 +24,10 @@ __all__ = [
     "Message",
     "ProtocolError",
     "allows_batches",
+    "decode",
     "error_response",
     "negotiate",
-    "parse_body",
+    "parse_messages",
     "request_version",
     "result_response",
 ]
@@ -113,16 +114,30 @@ def allows_batches(version: str) -> bool:
     return version == "2025-03-26"
 
 
-def parse_body(raw: bytes, version: str) -> tuple[list[Message | ProtocolError], bool]:
-    """Parse a POST body into its messages (bad ones as errors) and whether it was a batch.
+def decode(raw: bytes) -> Any:
+    """The JSON value of a POST body; ``ProtocolError`` (parse error) when it is not JSON.
 
-    Raises ``ProtocolError`` when the body as a whole is unusable: not UTF-8 JSON, neither an
-    object nor an array, an empty batch, or a batch under a version without batches.
+    ``NaN`` and ``Infinity`` are refused (Python's parser takes them; JSON has none), and so
+    is nesting deep enough to exhaust the parser's recursion.
     """
     try:
-        body = json.loads(raw)
+        return json.loads(raw, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ProtocolError(PARSE_ERROR, "Parse error: nested too deeply") from None
     except (UnicodeDecodeError, ValueError) as e:
         raise ProtocolError(PARSE_ERROR, f"Parse error: {e}") from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def parse_messages(body: Any, version: str) -> tuple[list[Message | ProtocolError], bool]:
+    """Split a decoded POST body into its messages (bad ones as errors), and say if a batch.
+
+    Raises ``ProtocolError`` when the body as a whole is unusable: neither an object nor an
+    array, an empty batch, or a batch under a version without batches.
+    """
     if isinstance(body, list):
         if not allows_batches(version):
             raise ProtocolError(
@@ -150,7 +165,8 @@ def _parse_message(item: object, *, in_batch: bool) -> Message | ProtocolError:
             INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', request_id=request_id
         )
     if "method" not in item:
-        if "id" in item and ("result" in item or "error" in item):
+        answer = item.get("result", item.get("error"))
+        if request_id is not None and isinstance(answer, dict):
             return Message("response", id=request_id)
         return ProtocolError(
             INVALID_REQUEST, "Invalid Request: no method, result or error", request_id=request_id

@@ -21,6 +21,7 @@ __all__ = [
     "flatten",
     "load_spec",
     "merge_actions",
+    "merge_variants",
     "request_schema",
     "resolve",
     "tidy",
@@ -78,39 +79,122 @@ def tidy(node: Any) -> Any:
 
 
 def flatten(schema: Schema) -> Schema:
-    """One flat object schema for a ``oneOf``/``anyOf``/``allOf`` of object schemas.
+    """One flat object schema for an object schema built with ``oneOf``/``anyOf``/``allOf``.
 
-    MCP clients and model APIs want a plain ``type: object`` at the top. Properties are
-    united (the first definition of a name wins); a name stays required when every
-    alternative requires it (every part, for ``allOf``); the object stays closed
-    (``additionalProperties: false``) when every part is.
+    MCP clients and model APIs want a plain ``type: object`` at the top, so alternatives are
+    folded into one object that accepts every request any of them accepts (the tool still
+    checks each request exactly, as REST does):
+
+    - alternatives that only constrain the object's own properties (``anyOf`` of ``required``
+      lists) add what every one of them requires;
+    - alternatives that are whole request shapes (one per ``action``) unite their properties,
+      each property's variants merged by ``merge_variants``; a name stays required when every
+      alternative requires it, and the object stays closed when every alternative is;
+    - ``allOf`` parts add up (their requirements too).
+
+    OpenAPI's ``discriminator`` is dropped: it means nothing outside the OpenAPI document.
     """
-    for keyword in ("oneOf", "anyOf", "allOf"):
-        parts = schema.get(keyword)
-        if not isinstance(parts, list) or not parts:
+    discriminator = schema.get("discriminator", {}).get("propertyName")
+    schema = {k: v for k, v in schema.items() if k != "discriminator"}
+    base = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf", "allOf")}
+    properties: dict[str, Any] = dict(base.get("properties", {}))
+    required = set(base.get("required", []))
+    closed = base.get("additionalProperties") is False
+    for part in (flatten(p) for p in schema.get("allOf", [])):
+        for name, field in part.get("properties", {}).items():
+            properties.setdefault(name, field)
+        required |= set(part.get("required", []))
+        closed = closed or part.get("additionalProperties") is False
+    for keyword in ("oneOf", "anyOf"):
+        alternatives = [flatten(p) for p in schema.get(keyword, [])]
+        if not alternatives:
             continue
-        rest = flatten({k: v for k, v in schema.items() if k != keyword})
-        flat_parts = [flatten(part) for part in parts]
-        if keyword == "allOf" or rest.get("properties"):
-            flat_parts.append(rest)
-        properties: dict[str, Any] = {}
-        for part in flat_parts:
-            for name, field in part.get("properties", {}).items():
-                properties.setdefault(name, field)
-        requirements = [set(part.get("required", [])) for part in flat_parts]
-        if keyword == "allOf":
-            required = set().union(*requirements)
-        else:
-            required = set.intersection(*requirements)
-            required |= set(rest.get("required", []))
-        merged = {k: v for k, v in rest.items() if k not in ("properties", "required")}
-        merged["type"] = "object"
-        merged["properties"] = properties
-        merged["required"] = [name for name in properties if name in required]
-        if all(part.get("additionalProperties") is False for part in flat_parts):
-            merged["additionalProperties"] = False
-        return merged
-    return schema
+        variants: dict[str, list[Any]] = {}
+        for alternative in alternatives:
+            for name, field in alternative.get("properties", {}).items():
+                if name not in base.get("properties", {}):
+                    variants.setdefault(name, []).append(field)
+        for name, fields in variants.items():
+            properties[name] = _note_users(
+                merge_variants(fields), name, alternatives, discriminator
+            )
+        required |= set.intersection(*(set(a.get("required", [])) for a in alternatives))
+        if not base.get("properties"):
+            closed = all(a.get("additionalProperties") is False for a in alternatives)
+    if properties or "oneOf" in schema or "anyOf" in schema or "allOf" in schema:
+        base["type"] = "object"
+        base["properties"] = properties
+        base["required"] = [name for name in properties if name in required]
+        if closed:
+            base["additionalProperties"] = False
+    return base
+
+
+def merge_variants(variants: list[Schema]) -> Schema:
+    """One schema accepting what any of a property's ``variants`` accepts.
+
+    Constants become an ``enum``; variants that differ only in their ``type`` (typically a
+    field of another action accepted only as ``null``) get the union of the types; anything
+    else becomes an ``anyOf``. The first description is kept.
+    """
+    distinct: list[Schema] = []
+    for variant in variants:
+        if variant not in distinct:
+            distinct.append(variant)
+    if len(distinct) == 1:
+        return distinct[0]
+    # A placeholder ("a field of another action, accepted only as null") describes nothing.
+    described = sorted(distinct, key=lambda v: v.get("type") == "null")
+    description = next((v["description"] for v in described if "description" in v), None)
+    bare = [{k: v for k, v in d.items() if k != "description"} for d in distinct]
+    merged: Schema
+    if all(set(b) == {"const"} for b in bare):
+        values = [b["const"] for b in bare]
+        merged = {"enum": list(dict.fromkeys(values))}
+        if all(isinstance(value, str) for value in values):
+            merged = {"type": "string", **merged}
+    elif all("type" in b for b in bare) and _same_but_type(bare):
+        types: list[str] = []
+        for b in bare:
+            for kind in b["type"] if isinstance(b["type"], list) else [b["type"]]:
+                if kind not in types:
+                    types.append(kind)
+        shape = next((b for b in bare if set(b) != {"type"}), {})
+        types.sort(key=lambda kind: kind == "null")  # the real type first
+        merged = {**shape, "type": types if len(types) > 1 else types[0]}
+        if "enum" in merged and "null" in types and None not in merged["enum"]:
+            merged["enum"] = [*merged["enum"], None]
+    else:
+        merged = {"anyOf": bare}
+    if description is not None:
+        merged["description"] = description
+    return merged
+
+
+def _note_users(
+    field: Schema, name: str, alternatives: list[Schema], discriminator: str | None
+) -> Schema:
+    """Say which shapes use a field the others accept only as null: ``move only: ...``."""
+    labels = [a.get("properties", {}).get(discriminator, {}).get("const") for a in alternatives]
+    if discriminator is None or not all(isinstance(label, str) for label in labels):
+        return field
+    users = [
+        label
+        for label, a in zip(labels, alternatives, strict=True)
+        if a.get("properties", {}).get(name, {"type": "null"}).get("type") != "null"
+    ]
+    if not users or len(users) == len(alternatives):
+        return field
+    note = field.get("description", "").strip()
+    prefix = f"{', '.join(users)} only"
+    return {**field, "description": f"{prefix}: {note}" if note else f"{prefix}."}
+
+
+def _same_but_type(variants: list[Schema]) -> bool:
+    """Whether the variants agree on every keyword but ``type`` (a bare ``type`` agrees)."""
+    shapes = [{k: v for k, v in b.items() if k != "type"} for b in variants]
+    given = [shape for shape in shapes if shape]
+    return all(shape == given[0] for shape in given)
 
 
 def merge_actions(base: Schema, actions: Mapping[str, Schema]) -> Schema:
