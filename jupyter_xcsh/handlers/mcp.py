@@ -11,7 +11,6 @@ that goes away interrupts its call.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import hashlib
 import json
@@ -56,6 +55,8 @@ class McpHandler(XcshAPIHandler):
     auth_resource = "api"
     mcp: McpServer
     gone = False
+    _streaming = False  # an event was flushed: the response has begun
+    _ticker: asyncio.TimerHandle
 
     def initialize(self, services: XcshServices, mcp: McpServer) -> None:  # type: ignore[override]
         """Keep the services and the MCP server built once for every request."""
@@ -144,36 +145,41 @@ class McpHandler(XcshAPIHandler):
         self.set_header("Content-Type", SSE)
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")  # proxies (nginx) would hold events back
-        connection = self.request.connection
-        if connection is not None and hasattr(connection, "stream"):
-            # Progress lines must not wait on delayed ACKs (see handlers/python.py).
-            connection.stream.set_nodelay(True)
-        ticker = asyncio.create_task(self._tick(context.progress))
+        loop = asyncio.get_running_loop()
+        self._ticker = loop.call_later(PROGRESS_INTERVAL, self._tick, context.progress)
         try:
             response = await self.mcp.request(message, context)
         finally:
-            ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ticker
-        self._send_event(response)
+            self._ticker.cancel()
         if not self.gone:
+            # Not flushed: a call that sent nothing before answers in one write, with a
+            # Content-Length; after progress events, as the last chunk.
+            self.write(_event(response))
             self.finish(set_content_type=SSE)
 
-    async def _tick(self, progress: ProgressNotifier | None) -> None:
-        # Headers go out with the first event: a quick call answers in one write.
-        while not self.gone:
-            await asyncio.sleep(PROGRESS_INTERVAL)
-            if progress is not None:
-                progress.tick()
-            else:
-                self._write_event(b": keep-alive\n\n")
-
-    def _send_event(self, message: dict[str, Any]) -> None:
-        self._write_event(f"event: message\ndata: {json.dumps(message)}\n\n".encode())
-
-    def _write_event(self, data: bytes) -> None:
+    def _tick(self, progress: ProgressNotifier | None) -> None:
         if self.gone:
             return
+        if progress is not None:
+            progress.tick()
+        else:
+            self._write_event(b": keep-alive\n\n")
+        self._ticker = asyncio.get_running_loop().call_later(
+            PROGRESS_INTERVAL, self._tick, progress
+        )
+
+    def _send_event(self, message: dict[str, Any]) -> None:
+        self._write_event(_event(message))
+
+    def _write_event(self, data: bytes) -> None:
+        """Write and flush at once (the response has begun: its headers go with the first)."""
+        if self.gone:
+            return
+        connection = self.request.connection
+        if not self._streaming and connection is not None and hasattr(connection, "stream"):
+            # Events must not wait on delayed ACKs (see handlers/python.py).
+            connection.stream.set_nodelay(True)
+        self._streaming = True
         try:
             self.write(data)
             future = self.flush()
@@ -185,6 +191,11 @@ class McpHandler(XcshAPIHandler):
     def _write_json(self, body: Any, status: int) -> None:
         self.set_status(status)
         self.finish(json.dumps(body))
+
+
+def _event(message: dict[str, Any]) -> bytes:
+    """One Server-Sent Event carrying a JSON-RPC message (JSON has no raw newline)."""
+    return f"event: message\ndata: {json.dumps(message)}\n\n".encode()
 
 
 def _flushed(handler: McpHandler, future: Any) -> None:
