@@ -77,6 +77,7 @@ class XcshApp(ExtensionApp):
             root_dir=server.root_dir,
             state_dir=os.path.join(server.runtime_dir, "xcsh-sessions"),
             log=self.log,
+            base_url=server.base_url,
             max_output_bytes=settings.max_output_bytes,
             stream_interval=settings.stream_interval / 1000,
             max_sessions=settings.max_sessions,

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from traitlets.config import Config
@@ -46,11 +50,78 @@ def _wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 
             time.sleep(0.2)
 
 
+#: The gateway's kernel spec whose kernels cannot see the test servers' files (a remote kernel).
+HIDDEN_ROOT_KERNEL = "xcsh-hidden-root"
+#: Gateway URL -> the hidden-root kernel spec's name, or why the machine cannot provide it.
+_HIDDEN_ROOT: dict[str, tuple[bool, str]] = {}
+
+
+def _private_mount_prefix(hidden: str) -> list[str] | None:
+    """A command prefix running a program in a private mount namespace, if this machine allows.
+
+    The probe mounts an empty tmpfs over ``hidden`` there, as the kernel spec will.
+    """
+    probe = 'mount -t tmpfs xcsh-hidden "$0" && test -z "$(ls -A "$0")"'
+    for prefix in (["unshare", "-m"], ["unshare", "-Urm"]):  # as root; else a user namespace
+        try:
+            done = subprocess.run(
+                [*prefix, "--propagation", "private", "sh", "-c", probe, hidden],
+                capture_output=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            return [*prefix, "--propagation", "private"]
+    return None
+
+
+def _write_hidden_root_spec(share: str, hidden: str) -> tuple[bool, str]:
+    """Write a kernel spec whose kernels see an empty directory over ``hidden``.
+
+    ``hidden`` holds every test server's root: such a kernel is what a gateway on another
+    machine (Enterprise Gateway on Kubernetes) gives, a kernel that cannot see the server's
+    files. Returns (whether the spec exists, the spec name or why not).
+    """
+    prefix = _private_mount_prefix(hidden)
+    if prefix is None:
+        return False, "this machine allows no private mount namespace (unshare -m / -Urm)"
+    launch = 'mount -t tmpfs xcsh-hidden "$0" && exec "$1" -m ipykernel_launcher -f "$2"'
+    spec = {
+        "argv": [*prefix, "sh", "-c", launch, hidden, sys.executable, "{connection_file}"],
+        "display_name": "Python 3 (server files hidden)",
+        "language": "python",
+    }
+    folder = os.path.join(share, "kernels", HIDDEN_ROOT_KERNEL)
+    os.makedirs(folder)
+    with open(os.path.join(folder, "kernel.json"), "w") as f:
+        json.dump(spec, f)
+    return True, HIDDEN_ROOT_KERNEL
+
+
+@pytest.fixture(name="hidden_root_kernel")
+def hidden_root_kernel_fixture(kernel_gateway: str) -> str:
+    """The gateway's kernel spec whose kernels cannot see the server's root (or a skip)."""
+    available, name_or_reason = _HIDDEN_ROOT[kernel_gateway]
+    if not available:
+        pytest.skip(name_or_reason)
+    return name_or_reason
+
+
 @pytest.fixture(scope="session")
 def kernel_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Start a real Kernel Gateway for the test session; yield its base URL."""
+    """Start a real Kernel Gateway for the test session; yield its base URL.
+
+    Its files live outside pytest's temporary directory (which holds every test server's
+    root), so the hidden-root kernel spec can hide that directory and still read its
+    connection file.
+    """
     port = free_port()
-    workdir = tmp_path_factory.mktemp("kernel-gateway")
+    workdir = Path(tempfile.mkdtemp(prefix="xcsh-gateway-"))
+    share, runtime = workdir / "share", workdir / "runtime"
+    hidden_root = _write_hidden_root_spec(str(share), str(tmp_path_factory.getbasetemp()))
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime))
+    env["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(share), env.get("JUPYTER_PATH")) if p)
     log = open(workdir / "gateway.log", "wb")  # noqa: SIM115 - closed after the process
     executable = os.path.join(os.path.dirname(sys.executable), "jupyter-kernelgateway")
     process = subprocess.Popen(
@@ -63,10 +134,12 @@ def kernel_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "--JupyterWebsocketPersonality.list_kernels=True",
         ],
         cwd=workdir,
+        env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
+    _HIDDEN_ROOT[url] = hidden_root
     try:
         _wait_for_http(f"{url}/api", process)
         yield url
@@ -78,6 +151,7 @@ def kernel_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             process.kill()
             process.wait()
         log.close()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _reset_gateway_singletons() -> None:

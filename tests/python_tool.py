@@ -84,3 +84,71 @@ async def eventually(
     while not await check():
         assert time.monotonic() < end, "condition not met in time"
         await asyncio.sleep(interval)
+
+
+class StreamedCall:
+    """A python tool call streamed as NDJSON in the background; its events as they arrive.
+
+    Waiting on ``events`` (with ``eventually``) replaces guessing with sleeps when a test
+    must act while the call runs: once its start line (``call_id``) or a chunk has arrived.
+    """
+
+    def __init__(self, jp_fetch: Any, body: dict[str, Any]) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._pending = bytearray()
+        self.task = asyncio.ensure_future(self._run(jp_fetch, body))
+
+    async def _run(self, jp_fetch: Any, body: dict[str, Any]) -> None:
+        await jp_fetch(
+            "api",
+            "xcsh",
+            "python",
+            method="POST",
+            body=json.dumps(body),
+            headers={"Accept": "application/x-ndjson"},
+            streaming_callback=self._receive,
+            request_timeout=REQUEST_TIMEOUT,
+        )
+
+    def _receive(self, data: bytes) -> None:
+        self._pending.extend(data)
+        while b"\n" in self._pending:
+            line, _, rest = bytes(self._pending).partition(b"\n")
+            self._pending[:] = rest
+            self.events.append(json.loads(line))
+
+    @property
+    def call_id(self) -> str | None:
+        """The call's id, from its start line (None until that has arrived)."""
+        return next((e["callId"] for e in self.events if e["type"] == "start"), None)
+
+    async def started(self) -> bool:
+        """Whether the start line has arrived (for ``eventually``)."""
+        if self.task.done():
+            self.task.result()  # a failed request fails the wait at once
+        return self.call_id is not None
+
+    def printed(self, text: str) -> Callable[[], Awaitable[bool]]:
+        """A check for ``eventually``: has a chunk containing ``text`` arrived?"""
+
+        async def check() -> bool:
+            if self.task.done():
+                self.task.result()
+            return any(e["type"] == "chunk" and text in e["text"] for e in self.events)
+
+        return check
+
+    async def result(self, timeout: float = 120) -> Any:
+        """Wait for the call to end; return its result (the last line)."""
+        await asyncio.wait_for(self.task, timeout)
+        last = self.events[-1]
+        assert last["type"] == "result", last
+        result = last["result"]
+        assert_response_matches("/api/xcsh/python", "post", 200, result)
+        return result
+
+
+async def interrupt_call(jp_fetch: Any, call_id: str) -> Any:
+    """``POST /api/xcsh/calls/<callId>/interrupt``; return the JSON body."""
+    response = await jp_fetch("api", "xcsh", "calls", call_id, "interrupt", method="POST", body=b"")
+    return json.loads(response.body)

@@ -6,11 +6,9 @@ the server reaches through ``GatewayClient.url`` (see ``tests/gateway.py``).
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import os
-import re
 
 import pytest
 
@@ -262,7 +260,7 @@ async def test_timeout_interrupts_the_cell_and_the_session_stays_usable(jp_fetch
     assert result["cancelled"] is True
     assert result["isError"] is True
     assert result["text"].startswith("[Command timed out after 2 seconds]\nstarted\n")
-    assert result["cells"][0]["status"] == "error"
+    assert (result["cells"][0]["status"], result["cells"][0]["exitCode"]) == ("error", None)
     after = await run(jp_fetch, "print(kept)", transport=transport)
     assert after["text"] == "yes"
     assert after["session"]["stateLost"] is False
@@ -271,13 +269,13 @@ async def test_timeout_interrupts_the_cell_and_the_session_stays_usable(jp_fetch
 async def test_timeout_is_one_deadline_for_all_cells_and_is_clamped(jp_fetch):
     await run(jp_fetch, "import time")
     # timeout 0.01 is clamped to 1 s; the first cell takes ~0.6 s of it, so the second cell
-    # starts with about 0.4 s left and is cut there.
+    # starts with about 0.4 s left and is cut there; the notice says at least 1 second.
     result = await run(jp_fetch, "time.sleep(0.6)", "time.sleep(5)", timeout=0.01)
 
     assert result["timedOut"] is True
     assert [c["status"] for c in result["cells"]] == ["complete", "error"]
-    match = re.match(r"\[Command timed out after ([0-9.]+) seconds\]", result["text"])
-    assert match is not None and float(match.group(1)) < 1
+    assert [c["exitCode"] for c in result["cells"]] == [0, None]
+    assert result["text"].startswith("[Command timed out after 1 seconds]\n")
 
 
 async def test_large_output_is_truncated_and_spilled_byte_exact(jp_fetch, jp_root_dir):
@@ -303,7 +301,6 @@ async def test_large_output_is_truncated_and_spilled_byte_exact(jp_fetch, jp_roo
 async def test_stop_extension_shuts_down_every_session_kernel(jp_fetch, jp_serverapp):
     await run(jp_fetch, "1")
     await run(jp_fetch, "2", session="other")
-    await asyncio.sleep(0)
     assert len(jp_serverapp.kernel_manager.list_kernel_ids()) == 2
 
     await jp_serverapp.extension_manager.stop_all_extensions()

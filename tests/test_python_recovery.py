@@ -41,7 +41,8 @@ async def test_a_kernel_killed_mid_call_is_restarted_and_the_call_rerun_once(jp_
     assert result["isError"] is False
     assert result["text"] == "before\nsurvived"
     assert result["session"]["stateLost"] is True
-    assert result["session"]["restartCount"] == 1
+    assert result["session"]["stateLostReason"].startswith("the kernel died during the call (")
+    assert (result["session"]["restartCount"], result["session"]["generation"]) == (1, 2)
     after = await run(jp_fetch, "'state' in globals()")
     assert after["text"] == "False"
     assert after["session"]["stateLost"] is False
@@ -73,6 +74,22 @@ async def test_a_kernel_that_died_while_idle_is_restarted_before_the_next_call(j
     assert int(new_pid) != pid
     assert result["session"]["stateLost"] is True
     assert result["session"]["restartCount"] == 1
+
+
+async def test_counters_after_two_deaths_say_two_restarts_and_a_third_kernel(jp_fetch):
+    for deaths in (1, 2):
+        pid = int((await run(jp_fetch, "import os\nprint(os.getpid())", timeout=120))["text"])
+        os.kill(pid, signal.SIGKILL)
+        await eventually(lambda: _noticed(jp_fetch), timeout=30)
+        result = await run(jp_fetch, "1", timeout=120)
+        session = result["session"]
+        assert (session["stateLost"], session["restartCount"], session["generation"]) == (
+            True,
+            deaths,
+            deaths + 1,
+        )
+    listed = await sessions(jp_fetch)
+    assert [(s["restartCount"], s["generation"]) for s in listed] == [(2, 3)]
 
 
 async def _noticed(jp_fetch):

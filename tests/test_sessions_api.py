@@ -10,7 +10,15 @@ from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
 from .gateway import KERNELS, kernel_gateway, use_kernels  # noqa: F401
-from .python_tool import REQUEST_TIMEOUT, eventually, kernel_ids, run, sessions, tool
+from .python_tool import (
+    REQUEST_TIMEOUT,
+    StreamedCall,
+    eventually,
+    kernel_ids,
+    run,
+    sessions,
+    tool,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -173,47 +181,36 @@ async def _no_kernels(jp_fetch):
     return await kernel_ids(jp_fetch) == set()
 
 
-SLEEPER = (
-    "import pathlib, time\nprint('started', flush=True)\n"
-    "pathlib.Path('started').write_text('x')\ntime.sleep(60)"
-)
+SLEEPER = "import time\nprint('started', flush=True)\ntime.sleep(60)"
 
 
-async def test_deleting_a_busy_session_cancels_its_call_and_keeps_its_output(jp_fetch, jp_root_dir):
-    call = asyncio.create_task(run(jp_fetch, SLEEPER, timeout=120))
-    await eventually(lambda: _exists(jp_root_dir / "started"), timeout=120)
-    await asyncio.sleep(0.3)  # let the printed line reach the server
+async def test_deleting_a_busy_session_cancels_its_call_and_keeps_its_output(jp_fetch):
+    call = StreamedCall(jp_fetch, {"cells": [{"code": SLEEPER}], "timeout": 120})
+    await eventually(call.printed("started"), timeout=120)
 
     response = await jp_fetch("api", "xcsh", "sessions", "default", method="DELETE")
-    result = await asyncio.wait_for(call, 30)
+    result = await call.result(30)
 
     assert response.code == 204
     assert result["cancelled"] is True
     assert result["isError"] is True
     cell = result["cells"][0]
-    assert (cell["status"], cell["exitCode"], cell["output"]) == ("error", 1, "started\n")
+    assert (cell["status"], cell["exitCode"], cell["output"]) == ("error", None, "started\n")
     assert result["text"] == "started\n\nSession was shut down"
     await eventually(lambda: _no_kernels(jp_fetch), timeout=60)
 
 
-async def test_stopping_the_server_mid_call_ends_the_call_cleanly(
-    jp_fetch, jp_root_dir, jp_serverapp
-):
-    call = asyncio.create_task(run(jp_fetch, SLEEPER, timeout=120))
-    await eventually(lambda: _exists(jp_root_dir / "started"), timeout=120)
-    await asyncio.sleep(0.3)
+async def test_stopping_the_server_mid_call_ends_the_call_cleanly(jp_fetch, jp_serverapp):
+    call = StreamedCall(jp_fetch, {"cells": [{"code": SLEEPER}], "timeout": 120})
+    await eventually(call.printed("started"), timeout=120)
 
     await jp_serverapp.extension_manager.stop_all_extensions()
-    result = await asyncio.wait_for(call, 30)
+    result = await call.result(30)
 
     assert result["cancelled"] is True
     assert result["cells"][0]["status"] == "error"
     assert result["cells"][0]["output"] == "started\n"
     assert result["text"] == "started\n\nSession was shut down"
-
-
-async def _exists(path):
-    return path.exists()
 
 
 async def test_a_json_client_that_disconnects_interrupts_its_call(jp_fetch, jp_root_dir):
@@ -286,3 +283,53 @@ class TestNoToken:
         assert not (jp_root_dir / "ran").exists()
         assert await sessions(jp_fetch) == []
         assert await kernel_ids(jp_fetch) == set()
+
+
+async def test_a_cwd_addresses_one_of_two_sessions_with_the_same_name(jp_fetch, jp_root_dir):
+    (jp_root_dir / "sub").mkdir()
+    in_root = (await run(jp_fetch, "import time"))["session"]["kernelId"]
+    in_sub = (await run(jp_fetch, "import time", cwd="sub"))["session"]["kernelId"]
+    root_call = StreamedCall(jp_fetch, {"cells": [{"code": "time.sleep(4)\nprint('root')"}]})
+    sub_call = StreamedCall(jp_fetch, {"cells": [{"code": "time.sleep(60)"}], "cwd": "sub"})
+    await eventually(lambda: _busy_cwds(jp_fetch, {"", "sub"}))
+
+    response = await jp_fetch(
+        "api",
+        "xcsh",
+        "sessions",
+        "default",
+        "interrupt",
+        method="POST",
+        body=b"",
+        params={"cwd": "sub"},
+    )
+
+    assert json.loads(response.body) == {"interrupted": True}
+    assert (await sub_call.result(30))["cancelled"] is True
+    assert (await root_call.result(60))["text"] == "root"  # the other session ran on
+    response = await jp_fetch(
+        "api", "xcsh", "sessions", "default", method="DELETE", params={"cwd": "/sub/"}
+    )
+    assert response.code == 204
+    assert [s["cwd"] for s in await sessions(jp_fetch)] == [""]
+    assert in_root in await kernel_ids(jp_fetch)
+    assert in_sub not in await kernel_ids(jp_fetch)
+    for method in ("DELETE", "POST"):
+        with pytest.raises(HTTPClientError) as e:
+            await jp_fetch(
+                "api",
+                "xcsh",
+                "sessions",
+                "default",
+                *(("interrupt",) if method == "POST" else ()),
+                method=method,
+                body=b"" if method == "POST" else None,
+                params={"cwd": "sub"},
+            )
+        assert e.value.code == 404
+        message = json.loads(e.value.response.body)["message"]
+        assert message == "No python session named default with cwd 'sub'"
+
+
+async def _busy_cwds(jp_fetch, cwds):
+    return {s["cwd"] for s in await sessions(jp_fetch) if s["busy"]} == cwds

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -11,15 +12,19 @@ from typing import Any
 
 from ..outputs.sink import OutputSink, SinkResult
 from .connection import ConnectionClosedError, KernelConnection, KernelLostError
+from .control import CallControl
 from .messages import STDIN_NOTICE, error_output, reduce_display
 from .observer import ExecutionObserver
 
-__all__ = ["CallControl", "CellRun", "run_cell"]
+__all__ = ["CellOutcome", "CellRun", "run_cell"]
 
 #: Seconds between liveness checks while a cell waits for messages.
 LIVENESS_INTERVAL = 1.0
-#: Seconds a cell gets to stop after the kernel manager's interrupt, then after the control one.
-INTERRUPT_GRACE = (1.0, 2.0)
+#: Seconds past its deadline a timed-out cell gets to stop once interrupted; then it is given up
+#: on (``unresponsive``) so the call can end within its deadline + 1 s.
+TIMEOUT_GRACE = 0.8
+#: Seconds a cancelled cell gets to stop once interrupted (a cancel has no deadline of its own).
+CANCEL_GRACE = 3.0
 
 
 @dataclass
@@ -55,26 +60,6 @@ class CellRun:
         return body
 
 
-class CallControl:
-    """Lets someone else (an interrupt request, a client disconnect) cancel a running call."""
-
-    def __init__(self) -> None:
-        self.cancelled = False
-        self._notify: Callable[[], None] | None = None
-
-    def attach(self, notify: Callable[[], None] | None) -> None:
-        """Call ``notify`` on a later cancel (it wakes the running cell)."""
-        self._notify = notify
-
-    def cancel(self) -> None:
-        """Ask the call to stop: the running cell is interrupted, later cells do not run."""
-        if self.cancelled:
-            return
-        self.cancelled = True
-        if self._notify is not None:
-            self._notify()
-
-
 @dataclass
 class _CellState:
     reply: dict[str, Any] | None = None
@@ -97,6 +82,7 @@ class CellOutcome:
     stdin_requested: bool = False
     images: list[dict[str, str]] = field(default_factory=list)
     json_outputs: list[Any] = field(default_factory=list)
+    #: The cell did not stop after the interrupts: its kernel must be restarted.
     unresponsive: bool = False
 
 
@@ -111,7 +97,13 @@ async def run_cell(
     interrupt: Callable[[], Awaitable[None]],
     is_alive: Callable[[], Awaitable[bool]],
 ) -> CellOutcome:
-    """Execute ``cell.code`` and collect its output; raise ``KernelLostError`` if it dies."""
+    """Execute ``cell.code`` and collect its output; raise ``KernelLostError`` if it dies.
+
+    Past ``deadline``, or once ``control`` is cancelled, the cell is interrupted: first through
+    ``interrupt`` (the kernel manager's), then with a control-channel ``interrupt_request``.
+    A cell still running after its grace comes back ``unresponsive``; it is the caller's to
+    decide what to do with such a kernel (a session restarts it).
+    """
     outcome = CellOutcome("ok")
     state = _CellState()
 
@@ -157,8 +149,12 @@ async def run_cell(
             outcome.stdin_requested = True
 
     async def wait(until: float, stop_on_cancel: bool) -> str:
-        """Wait until the cell is done ('done'), cancelled ('cancel') or the time is up."""
-        next_check = time.monotonic() + LIVENESS_INTERVAL
+        """Wait until the cell is done ('done'), cancelled ('cancel') or the time is up.
+
+        Once interrupted (``stop_on_cancel`` false) the kernel is not polled for liveness: a
+        slow answer (a gateway's REST call) must not stretch the grace.
+        """
+        next_check = time.monotonic() + LIVENESS_INTERVAL if stop_on_cancel else math.inf
         while not state.done:
             if state.closed or connection.closed:
                 raise ConnectionClosedError("the kernel connection was closed")
@@ -187,11 +183,15 @@ async def run_cell(
         ended = await wait(deadline, True)
         if ended != "done":
             outcome.kind = "timeout" if ended == "time" else "cancelled"
-            await interrupt()
-            ended = await wait(time.monotonic() + INTERRUPT_GRACE[0], False)
+            give_up = min(time.monotonic() + CANCEL_GRACE, deadline + TIMEOUT_GRACE)
+            # Half the grace for the kernel manager's interrupt, then the control channel's.
+            second = time.monotonic() + (give_up - time.monotonic()) / 2
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(interrupt(), max(0.0, second - time.monotonic()))
+            ended = await wait(second, False)
             if ended != "done":
                 connection.interrupt_request()
-                ended = await wait(time.monotonic() + INTERRUPT_GRACE[1], False)
+                ended = await wait(give_up, False)
             outcome.unresponsive = ended != "done"
             return outcome
         reply = state.reply or {}

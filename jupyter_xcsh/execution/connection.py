@@ -151,18 +151,62 @@ class KernelConnection:
         """Stop routing the messages of ``msg_id`` (later ones are dropped)."""
         self._routes.pop(msg_id, None)
 
-    def execute(self, code: str, handler: Handler, *, silent: bool = False) -> str:
+    def execute(
+        self,
+        code: str,
+        handler: Handler,
+        *,
+        silent: bool = False,
+        user_expressions: dict[str, str] | None = None,
+    ) -> str:
         """Send an ``execute_request`` whose messages go to ``handler``; return its id."""
         msg_id: str = self.client.execute(
             code,
             silent=silent,
             store_history=not silent,
+            user_expressions=user_expressions,
             allow_stdin=not silent,
             stop_on_error=False,
         )
         # No await between sending and routing: the pumps cannot see a reply before the route.
         self.route(msg_id, handler)
         return msg_id
+
+    async def run_silently(
+        self, code: str, deadline: float, *, user_expressions: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Run ``code`` silently (no history, no stdin) to its end; return the reply content.
+
+        Raises ``TimeoutError`` past ``deadline``, ``KernelLostError`` if the kernel dies and
+        ``ConnectionClosedError`` if the connection is closed meanwhile.
+        """
+        queue: asyncio.Queue[Route] = asyncio.Queue()
+        msg_id = self.execute(
+            code,
+            lambda channel, msg: queue.put_nowait((channel, msg)),
+            silent=True,
+            user_expressions=user_expressions,
+        )
+        try:
+            reply: dict[str, Any] | None = None
+            idle = False
+            while reply is None or not idle:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError("Kernel initialisation timed out")
+                channel, msg = await asyncio.wait_for(queue.get(), remaining)
+                if channel == "closed":
+                    raise ConnectionClosedError("the kernel connection was closed")
+                if channel == "lost":
+                    raise KernelLostError(self.lost or "kernel lost")
+                kind = msg.get("msg_type")
+                if channel == "shell" and kind == "execute_reply":
+                    reply = msg["content"]
+                elif kind == "status" and msg["content"].get("execution_state") == "idle":
+                    idle = True
+            return reply
+        finally:
+            self.unroute(msg_id)
 
     def _send(self, channel: str, msg_type: str, content: dict[str, Any]) -> None:
         msg = self.client.session.msg(msg_type, content)

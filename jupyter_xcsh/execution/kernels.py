@@ -11,7 +11,7 @@ from typing import Any
 
 from jupyter_core.utils import ensure_async
 
-__all__ = ["KernelLauncher", "is_fd_exhaustion", "is_server_error"]
+__all__ = ["KernelLauncher", "is_fd_exhaustion", "is_kernel_gone", "is_server_error"]
 
 
 def _chain(error: BaseException) -> list[BaseException]:
@@ -40,6 +40,27 @@ def is_server_error(error: BaseException) -> bool:
         if isinstance(status, int) and 500 <= status <= 599:
             return True
     return False
+
+
+def is_kernel_gone(error: BaseException) -> bool:
+    """Whether ``error`` says the kernel does not exist (any more): a KeyError or an HTTP 404.
+
+    jupyter_server's ``MappingKernelManager`` answers an unknown id with ``HTTPError(404)``
+    (not ``KeyError``), and a gateway answers 404 for a kernel it no longer has.
+    """
+    for e in _chain(error):
+        if isinstance(e, KeyError):
+            return True
+        status = getattr(e, "status_code", None) or getattr(e, "code", None)
+        if status == 404:
+            return True
+    return False
+
+
+def _forgotten_remotely(kernel: Any) -> bool:
+    # A gateway's kernel manager keeps the kernel's model; after a refresh found the kernel
+    # gone (404 on the gateway) the model is None and every later request is a silent no-op.
+    return hasattr(kernel, "refresh_model") and getattr(kernel, "kernel", True) is None
 
 
 class KernelLauncher:
@@ -108,71 +129,100 @@ class KernelLauncher:
                     continue
                 raise
 
-    def client(self, kernel_id: str) -> Any:
-        """Return a new client of the kernel (ZMQ locally, websocket on a gateway)."""
-        return self.km.get_kernel(kernel_id).client()
-
-    def exists(self, kernel_id: str) -> bool:
-        """Whether the kernel manager still knows the kernel."""
-        try:
-            self.km.get_kernel(kernel_id)
-        except KeyError:
-            return False
-        return True
-
-    async def is_alive(self, kernel_id: str) -> bool:
-        """Whether the kernel is alive; a kernel the manager forgot is dead."""
+    def _lookup(self, kernel_id: str) -> Any | None:
+        """The kernel manager's kernel ``kernel_id``, or None once it is gone (never raises)."""
         try:
             kernel = self.km.get_kernel(kernel_id)
-        except KeyError:
+        except Exception as e:
+            if not is_kernel_gone(e):
+                self.log.warning("xcsh: looking up kernel %s failed: %s", kernel_id, e)
+            return None
+        return None if _forgotten_remotely(kernel) else kernel
+
+    def client(self, kernel_id: str) -> Any:
+        """Return a new client of the kernel (ZMQ locally, websocket on a gateway).
+
+        Raises ``KeyError`` when the kernel is gone.
+        """
+        kernel = self._lookup(kernel_id)
+        if kernel is None:
+            raise KeyError(kernel_id)
+        return kernel.client()
+
+    def exists(self, kernel_id: str) -> bool:
+        """Whether the kernel manager still has the kernel (shut down elsewhere: no)."""
+        return self._lookup(kernel_id) is not None
+
+    async def is_alive(self, kernel_id: str) -> bool:
+        """Whether the kernel is alive; a kernel the manager (or its gateway) forgot is dead.
+
+        Never raises: a transient failure to ask (a gateway hiccup) is not a death.
+        """
+        kernel = self._lookup(kernel_id)
+        if kernel is None:
             return False
         try:
-            return bool(await ensure_async(kernel.is_alive()))
-        except Exception as e:  # a transient gateway error is not a death
+            alive = bool(await ensure_async(kernel.is_alive()))
+        except Exception as e:
+            if is_kernel_gone(e):
+                return False
             self.log.debug("xcsh: liveness check of %s failed: %s", kernel_id, e)
             return True
+        return alive and not _forgotten_remotely(kernel)
 
     def has_restarter(self, kernel_id: str) -> bool:
         """Whether the server's auto-restarter watches this (local) kernel."""
-        try:
-            kernel = self.km.get_kernel(kernel_id)
-        except KeyError:
-            return False
-        return bool(getattr(kernel, "autorestart", False)) and (
-            getattr(kernel, "_restarter", None) is not None
+        kernel = self._lookup(kernel_id)
+        return (
+            kernel is not None
+            and bool(getattr(kernel, "autorestart", False))
+            and getattr(kernel, "_restarter", None) is not None
         )
 
     def watch_restarts(self, kernel_id: str, callback: Callable[[str], None]) -> None:
         """Call ``callback("restart"|"dead")`` when the server's auto-restarter acts."""
-        try:
-            kernel = self.km.get_kernel(kernel_id)
-        except KeyError:
-            return
-        if hasattr(kernel, "add_restart_callback"):
+        kernel = self._lookup(kernel_id)
+        if kernel is not None and hasattr(kernel, "add_restart_callback"):
             kernel.add_restart_callback(lambda: callback("restart"), "restart")
             kernel.add_restart_callback(lambda: callback("dead"), "dead")
 
     async def interrupt(self, kernel_id: str) -> None:
-        """Interrupt through the kernel manager (signal locally, REST on a gateway)."""
+        """Interrupt through the kernel manager (a signal, or REST on a gateway); never raises."""
         try:
             await ensure_async(self.km.interrupt_kernel(kernel_id))
         except Exception as e:
             self.log.warning("xcsh: interrupting kernel %s failed: %s", kernel_id, e)
 
     async def restart(self, kernel_id: str) -> None:
-        """Restart the kernel, keeping its id."""
-        await ensure_async(self.km.restart_kernel(kernel_id, now=True))
+        """Restart the kernel, keeping its id; not abandoned halfway if the caller is cancelled.
+
+        Raises ``KeyError`` when the kernel is gone (shut down elsewhere, forgotten by its
+        gateway), so the caller starts a new one instead.
+        """
+        if self._lookup(kernel_id) is None:
+            raise KeyError(kernel_id)
+        try:
+            await asyncio.shield(ensure_async(self.km.restart_kernel(kernel_id, now=True)))
+        except Exception as e:
+            if is_kernel_gone(e):
+                raise KeyError(kernel_id) from e
+            raise
 
     async def shutdown(self, kernel_id: str) -> None:
-        """Shut the kernel down now; a kernel already gone is not an error."""
-        if not self.exists(kernel_id):
-            return
+        """Shut the kernel down now; never raises (a kernel already gone is not an error).
+
+        The kernel is forgotten by the kernel manager even if its shutdown failed, so it is not
+        listed as running any more.
+        """
+        try:
+            if self.km.get_kernel(kernel_id) is None:
+                return
+        except Exception:
+            return  # gone already
         try:
             await asyncio.shield(ensure_async(self.km.shutdown_kernel(kernel_id, now=True)))
-        except KeyError:
-            pass
         except Exception as e:
-            self.log.warning("xcsh: shutting down kernel %s failed: %s", kernel_id, e)
+            if not is_kernel_gone(e):
+                self.log.warning("xcsh: shutting down kernel %s failed: %s", kernel_id, e)
         with contextlib.suppress(Exception):
-            if self.exists(kernel_id):
-                self.km.remove_kernel(kernel_id)
+            self.km.remove_kernel(kernel_id)

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..outputs.sink import truncation_notice
 from .cell import CellRun
 
-__all__ = ["CallOutcome", "assemble_result", "format_seconds"]
+__all__ = ["CallOutcome", "assemble_result", "timeout_notice", "whole_seconds"]
 
 
-def format_seconds(seconds: float) -> str:
-    """Seconds for a notice: whole when >= 10 or integral, else one decimal."""
-    value = round(seconds) if seconds >= 10 else round(seconds, 1)
-    return f"{value:g}"
+def whole_seconds(seconds: float) -> int:
+    """Seconds as the timeout notice gives them: rounded half up, at least 1."""
+    return max(1, math.floor(seconds + 0.5))
+
+
+def timeout_notice(seconds_left: float) -> str:
+    """The notice of a call that timed out with ``seconds_left`` when its cell started."""
+    return f"Command timed out after {whole_seconds(seconds_left)} seconds"
 
 
 @dataclass
@@ -30,6 +35,7 @@ class CallOutcome:
     stdin_requested: bool = False
     notice: str | None = None  # "Command timed out after n seconds", "Command cancelled"
     abort: str | None = None  # a failure that is not a cell's: too many restarts, no kernel
+    notices: list[str] = field(default_factory=list)  # about the kernel's environment
     session: dict[str, Any] = field(default_factory=dict)
 
 
@@ -62,6 +68,7 @@ def _combined_text(outcome: CallOutcome) -> str:
             notice = truncation_notice(cell.sink, outcome.max_output_bytes)
             if notice:
                 parts.append(notice)
+    parts.extend(outcome.notices)
     failed = next((c for c in ran if c.status == "error"), None)
     if failed is not None and outcome.notice is None and outcome.abort is None:
         if len(cells) == 1:
@@ -104,6 +111,8 @@ def assemble_result(outcome: CallOutcome) -> dict[str, Any]:
         "outputBytes": sum(s.output_bytes for s in sinks),
         "session": outcome.session,
     }
+    if outcome.notices:
+        body["notices"] = outcome.notices
     if spilled:
         body["artifactId"] = spilled[-1].artifact_id
         body["artifactPath"] = spilled[-1].artifact_path

@@ -32,27 +32,35 @@ class SessionsHandler(_SessionsBase):
 
 
 class SessionHandler(_SessionsBase):
-    """``DELETE``: shut down every session with this name (204; 404 if there is none)."""
+    """``DELETE``: shut down the sessions with this name (204; 404 if there is none).
+
+    ``?cwd=<dir>`` addresses the one session of that working directory (sessions are keyed
+    by name and cwd); without it, every session of the name goes.
+    """
 
     @web.authenticated
     @authorized("write")
     async def delete(self, name: str) -> None:
         """Shut the session's kernel down."""
         with self.domain_errors():
-            await self.service.delete_session(name)
+            await self.service.delete_session(name, self.get_query_argument("cwd", None))
         self.set_status(204)
         self.finish()
 
 
 class SessionInterruptHandler(_SessionsBase):
-    """``POST``: cancel the running call of the session (200 ``{"interrupted"}``; 404)."""
+    """``POST``: cancel the running call of the session (200 ``{"interrupted"}``; 404).
+
+    ``?cwd=<dir>`` as for ``DELETE``.
+    """
 
     @web.authenticated
     @authorized("execute")
     async def post(self, name: str) -> None:
         """Interrupt the session's running call; its result says ``cancelled``."""
+        cwd = self.get_query_argument("cwd", None)
         with self.domain_errors():
-            interrupted = self.service.interrupt_session(name)
+            interrupted = self.service.interrupt_session(name, cwd)
         self.finish(json.dumps({"interrupted": interrupted}))
 
 
