@@ -164,7 +164,12 @@ class TestCallerGoneWhileAPerCallKernelStarts:
     async def test_the_kernel_is_shut_down_without_waiting_for_it_to_answer(
         self, jp_fetch, jp_serverapp, slow_ready_kernel
     ):
-        body = {"cells": [{"code": "1"}], "mode": "per-call", "kernel_name": slow_ready_kernel}
+        body = {
+            "cells": [{"code": "1"}],
+            "mode": "per-call",
+            "kernel_name": slow_ready_kernel,
+            "timeout": 120,  # the call itself would wait for the kernel
+        }
         km = jp_serverapp.kernel_manager
         with pytest.raises(HTTPClientError) as e:
             # The client gives up after 3 s, while the tool waits for the kernel to answer.
@@ -175,7 +180,7 @@ class TestCallerGoneWhileAPerCallKernelStarts:
         assert len(km.list_kernel_ids()) <= 1
 
         # Shut down long before the minute its kernel takes to answer.
-        await eventually(lambda: _no_kernels(jp_fetch), timeout=30)
+        await eventually(lambda: _no_kernels(jp_fetch), timeout=20)
 
 
 async def _no_kernels(jp_fetch):

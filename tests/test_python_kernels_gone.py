@@ -159,14 +159,13 @@ async def _gone(jp_fetch, kernel_id):
     return kernel_id not in await kernel_ids(jp_fetch)
 
 
+@pytest.mark.parametrize("jp_server_config", ["gateway"], indirect=True)
 class TestGatewayForgotTheKernel:
     """The gateway drops a kernel (its own culler, a restart of the gateway, an operator)."""
 
     @pytest.fixture
-    def jp_server_config(self, request, jp_server_config):
-        config = use_kernels(request, jp_server_config, "gateway")
-        config.XcshSettings.heartbeat_interval = 0.2
-        return config
+    def xcsh_settings(self):
+        return {"heartbeat_interval": 0.2}
 
     @pytest.fixture
     def gateway(self, request):

@@ -25,8 +25,9 @@ __all__ = ["PythonCall", "describe_error"]
 
 #: Why a call's state is gone when the call asked for it.
 RESET = "the call asked for a reset"
-#: Why a call's state is gone when its cell ignored the interrupt.
+#: Why a call's state is gone when its cell ignored the interrupt (session, per-call).
 ESCALATED = "the cell did not stop when interrupted, so its kernel was restarted"
+ESCALATED_PER_CALL = "the cell did not stop when interrupted, so its kernel was shut down"
 CANCELLED = "Command cancelled"
 
 
@@ -212,7 +213,7 @@ class PythonCall:
                 notice = CANCELLED
             if result.unresponsive:
                 session.escalate(restart=not per_call)
-                self.lost.append(ESCALATED)
+                self.lost.append(ESCALATED_PER_CALL if per_call else ESCALATED)
             outcome.notice = notice
             cell.sink = sink.dump(notice)
             cell.output = cell.sink.output

@@ -128,8 +128,9 @@ class KernelSessionPool:
             slot.running = None
             slot.last_used = time.time()
             session = slot.session
-            if session.kernel_id is None and not slot.queue and not session.starting:
-                # Its first start failed (or it lost its kernel): keep no phantom session.
+            if session.generation == 0 and not slot.queue and not session.starting:
+                # Its first start failed: keep no phantom session (one that had a kernel stays,
+                # with its counters, until the next call replaces the kernel).
                 self._forget(slot)
             async with self._changed:
                 self._changed.notify_all()
@@ -256,10 +257,12 @@ class KernelSessionPool:
         """
         self._forget(slot)
         session = slot.session
-        self._history[session.key] = session.history(reason)
-        self._history.move_to_end(session.key)
-        while len(self._history) > HISTORY_SIZE:
-            self._history.popitem(last=False)
+        history = session.history(reason)
+        if history is not None:
+            self._history[session.key] = history
+            self._history.move_to_end(session.key)
+            while len(self._history) > HISTORY_SIZE:
+                self._history.popitem(last=False)
         task = asyncio.ensure_future(self._shut_down(session))
         self._disposing.add(task)
         return task

@@ -55,6 +55,21 @@ def __xcsh_environment(cwd, env):
     return ""
 __import__("os").environ["XCSH_ENVIRONMENT_NOTICE"] = __xcsh_environment({cwd!r}, {env!r})
 del __xcsh_environment
+
+
+def __xcsh_warm_tracebacks():
+    # IPython imports its traceback formatting on first use (~0.1 s, far more on a busy
+    # machine). Paid here, an interrupted cell reports in time and its kernel is not restarted.
+    import sys
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        try:
+            get_ipython().InteractiveTB.structured_traceback(*sys.exc_info())
+        except Exception:
+            pass
+__xcsh_warm_tracebacks()
+del __xcsh_warm_tracebacks
 """
 
 #: Evaluated (as a ``user_expression``) right after the init code: reads and clears its notice.

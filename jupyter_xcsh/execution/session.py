@@ -158,9 +158,14 @@ class KernelSession:
             "dead": self.dead is not None or self.restarted_underneath,
         }
 
-    def history(self, reason: str) -> SessionHistory:
-        """What the next session of this key inherits when this one is disposed for ``reason``."""
-        if self.generation == 0 and self._lost is not None:
+    def history(self, reason: str) -> SessionHistory | None:
+        """What the next session of this key inherits when this one is disposed for ``reason``.
+
+        None when there is nothing to inherit: no kernel ever ran, no loss is pending.
+        """
+        if self.generation == 0:
+            if self._lost is None:
+                return None
             reason = self._lost  # never got a kernel: the earlier loss is still news
         return SessionHistory(self.generation, self.restart_count, reason)
 
@@ -363,11 +368,9 @@ class KernelSession:
         """
         kernel_id = self.kernel_id
         self.release_connection()
-        if kernel_id is None:
+        if kernel_id is None or not restart:
             return
         self._new_incarnation()
-        if not restart:
-            return
         self._restart = asyncio.ensure_future(self._escalated_restart(kernel_id))
 
     async def _escalated_restart(self, kernel_id: str) -> None:
