@@ -56,16 +56,19 @@ async def test_a_cell_ignoring_its_interrupt_ends_within_the_deadline_and_says_s
     assert after["session"]["generation"] == 2
 
 
-async def test_interrupting_a_call_by_its_id_stops_only_that_call(jp_fetch):
-    await run(jp_fetch, "import time", session="a")
-    await run(jp_fetch, "import time", session="b")
-    a = StreamedCall(jp_fetch, {"cells": [{"code": "time.sleep(60)"}], "session": "a"})
-    b = StreamedCall(
-        jp_fetch, {"cells": [{"code": "time.sleep(4)\nprint('b done')"}], "session": "b"}
-    )
-    await eventually(a.started)
-    await eventually(b.started)
-    await eventually(lambda: _busy(jp_fetch, {"a", "b"}))
+#: A cell that runs until the test creates the file ``go`` (in the session's cwd, the root).
+GATED = (
+    "import os, time\nprint('{name} runs', flush=True)\n"
+    "while not os.path.exists('go'):\n    time.sleep(0.05)\nprint('{name} done')"
+)
+
+
+async def test_interrupting_a_call_by_its_id_stops_only_that_call(jp_fetch, jp_root_dir):
+    a = StreamedCall(jp_fetch, {"cells": [{"code": GATED.format(name="a")}], "session": "a"})
+    b = StreamedCall(jp_fetch, {"cells": [{"code": GATED.format(name="b")}], "session": "b"})
+    # Both cells are running in their kernels (not merely accepted).
+    await eventually(a.printed("a runs"), timeout=120)
+    await eventually(b.printed("b runs"), timeout=120)
 
     assert await interrupt_call(jp_fetch, a.call_id) == {"interrupted": True}
     stopped = await a.result(30)
@@ -73,8 +76,9 @@ async def test_interrupting_a_call_by_its_id_stops_only_that_call(jp_fetch):
     assert (stopped["cancelled"], stopped["callId"]) == (True, a.call_id)
     assert "KeyboardInterrupt" in stopped["text"]
     assert await _busy(jp_fetch, {"b"})  # b is still running
+    (jp_root_dir / "go").write_text("")
     finished = await b.result(60)
-    assert (finished["cancelled"], finished["text"]) == (False, "b done")
+    assert (finished["cancelled"], finished["text"]) == (False, "b runs\nb done")
     assert finished["callId"] == b.call_id
 
 
@@ -82,10 +86,9 @@ async def _busy(jp_fetch, names):
     return {s["name"] for s in await sessions(jp_fetch) if s["busy"]} == names
 
 
-async def test_interrupting_a_queued_call_by_its_id_ends_it_at_once(jp_fetch):
-    await run(jp_fetch, "import time")
-    running = StreamedCall(jp_fetch, {"cells": [{"code": "time.sleep(4)\nprint('first')"}]})
-    await eventually(lambda: _busy(jp_fetch, {"default"}))
+async def test_interrupting_a_queued_call_by_its_id_ends_it_at_once(jp_fetch, jp_root_dir):
+    running = StreamedCall(jp_fetch, {"cells": [{"code": GATED.format(name="first")}]})
+    await eventually(running.printed("first runs"), timeout=120)
     queued = StreamedCall(jp_fetch, {"cells": [{"code": "print('never')"}], "timeout": 120})
     await eventually(queued.started)
     await eventually(lambda: _queue_length(jp_fetch, 1))
@@ -97,8 +100,9 @@ async def test_interrupting_a_queued_call_by_its_id_ends_it_at_once(jp_fetch):
     assert ended["text"] == "[Command cancelled]\n\n(no output)"
     assert ended["cells"][0]["status"] == "pending"
     assert await _busy(jp_fetch, {"default"})  # the running call is untouched
+    (jp_root_dir / "go").write_text("")
     first = await running.result(60)
-    assert (first["cancelled"], first["text"]) == (False, "first")
+    assert (first["cancelled"], first["text"]) == (False, "first runs\nfirst done")
 
 
 async def _queue_length(jp_fetch, n):

@@ -37,6 +37,9 @@ def jp_server_config(request, jp_server_config, xcsh_settings):
     return config
 
 
+SLEEPER = "import time\nprint('started', flush=True)\ntime.sleep(60)"
+
+
 async def busy(jp_fetch, name="default"):
     return any(s["busy"] for s in await sessions(jp_fetch) if s["name"] == name)
 
@@ -84,13 +87,13 @@ async def test_unknown_sessions_are_404(jp_fetch):
 
 async def test_interrupt_cancels_the_running_call_and_the_session_survives(jp_fetch):
     await run(jp_fetch, "kept = 1")
-    call = asyncio.create_task(run(jp_fetch, "import time\ntime.sleep(60)", timeout=120))
-    await eventually(lambda: busy(jp_fetch))
+    call = StreamedCall(jp_fetch, {"cells": [{"code": SLEEPER}], "timeout": 120})
+    await eventually(call.printed("started"))  # the cell runs in the kernel
 
     response = await jp_fetch(
         "api", "xcsh", "sessions", "default", "interrupt", method="POST", body=b""
     )
-    result = await asyncio.wait_for(call, 30)
+    result = await call.result(30)
 
     assert json.loads(response.body) == {"interrupted": True}
     assert result["cancelled"] is True
@@ -100,14 +103,19 @@ async def test_interrupt_cancels_the_running_call_and_the_session_survives(jp_fe
     assert (await run(jp_fetch, "print(kept)"))["text"] == "1"
 
 
-async def test_calls_on_one_session_run_one_at_a_time_in_order(jp_fetch):
-    await run(jp_fetch, "order = []\nimport time")
-    first = asyncio.create_task(run(jp_fetch, "time.sleep(1.5)\norder.append('first')"))
+#: A cell that runs until the test creates the file ``go`` in the root (no timing window).
+GATED = "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\n"
+
+
+async def test_calls_on_one_session_run_one_at_a_time_in_order(jp_fetch, jp_root_dir):
+    await run(jp_fetch, "order = []")
+    first = asyncio.create_task(run(jp_fetch, GATED + "order.append('first')"))
     await eventually(lambda: busy(jp_fetch))
     second = asyncio.create_task(run(jp_fetch, "order.append('second')\nprint(order)"))
-    # The second call waits in the queue while the first sleeps.
-    await eventually(lambda: _queue_length_is(jp_fetch, 1), timeout=10, interval=0.05)
+    # The second call waits in the queue while the first runs.
+    await eventually(lambda: _queue_length_is(jp_fetch, 1), interval=0.05)
 
+    (jp_root_dir / "go").write_text("")
     await first
     assert (await second)["text"] == "['first', 'second']"
 
@@ -181,9 +189,6 @@ async def _no_kernels(jp_fetch):
     return await kernel_ids(jp_fetch) == set()
 
 
-SLEEPER = "import time\nprint('started', flush=True)\ntime.sleep(60)"
-
-
 async def test_deleting_a_busy_session_cancels_its_call_and_keeps_its_output(jp_fetch):
     call = StreamedCall(jp_fetch, {"cells": [{"code": SLEEPER}], "timeout": 120})
     await eventually(call.printed("started"), timeout=120)
@@ -240,15 +245,16 @@ async def _all_idle(jp_fetch):
 
 
 @pytest.mark.parametrize("xcsh_settings", [{"max_sessions": 2}])
-async def test_eviction_never_picks_a_busy_session(jp_fetch):
-    await run(jp_fetch, "import time", session="a")
+async def test_eviction_never_picks_a_busy_session(jp_fetch, jp_root_dir):
+    await run(jp_fetch, "1", session="a")
     await run(jp_fetch, "1", session="b")
     # a is busy, and used less recently than b: the cap must evict b all the same.
-    slow = asyncio.create_task(run(jp_fetch, "time.sleep(4)\nprint('a done')", session="a"))
+    slow = asyncio.create_task(run(jp_fetch, GATED + "print('a done')", session="a"))
     await eventually(lambda: busy(jp_fetch, "a"), interval=0.02)
     b = (await run(jp_fetch, "1", session="b"))["session"]["kernelId"]
 
     await run(jp_fetch, "1", session="c")
+    (jp_root_dir / "go").write_text("")
     a = await asyncio.wait_for(slow, 60)
 
     assert (a["text"], a["isError"]) == ("a done", False)
@@ -289,7 +295,7 @@ async def test_a_cwd_addresses_one_of_two_sessions_with_the_same_name(jp_fetch, 
     (jp_root_dir / "sub").mkdir()
     in_root = (await run(jp_fetch, "import time"))["session"]["kernelId"]
     in_sub = (await run(jp_fetch, "import time", cwd="sub"))["session"]["kernelId"]
-    root_call = StreamedCall(jp_fetch, {"cells": [{"code": "time.sleep(4)\nprint('root')"}]})
+    root_call = StreamedCall(jp_fetch, {"cells": [{"code": GATED + "print('root')"}]})
     sub_call = StreamedCall(jp_fetch, {"cells": [{"code": "time.sleep(60)"}], "cwd": "sub"})
     await eventually(lambda: _busy_cwds(jp_fetch, {"", "sub"}))
 
@@ -306,7 +312,9 @@ async def test_a_cwd_addresses_one_of_two_sessions_with_the_same_name(jp_fetch, 
 
     assert json.loads(response.body) == {"interrupted": True}
     assert (await sub_call.result(30))["cancelled"] is True
-    assert (await root_call.result(60))["text"] == "root"  # the other session ran on
+    assert await _busy_cwds(jp_fetch, {""})  # the other session runs on
+    (jp_root_dir / "go").write_text("")
+    assert (await root_call.result(60))["text"] == "root"
     response = await jp_fetch(
         "api", "xcsh", "sessions", "default", method="DELETE", params={"cwd": "/sub/"}
     )
