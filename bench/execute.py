@@ -1,26 +1,37 @@
-"""Benchmark the python tool against a raw jupyter_client on a kernel of the same server.
+"""Benchmark running code: the python tool against the other ways of reaching a kernel.
 
-Usage: python bench/execute.py [--rounds 300] [--megabytes 200]
+Usage: python bench/execute.py [--rounds 400] [--megabytes 20,200] [--repeat 3]
 
-Starts a Jupyter Server (127.0.0.1, a free port) with the extension, then measures, on the same
-kernel type:
+Starts one Jupyter Server (127.0.0.1, a free port) with the extension, and
+jupyter-server-nbmodel when it is installed, then measures in the same run, on kernels of that
+server:
 
-1. the round trip of ``pass``: POST /api/xcsh/python on a warm session (keep-alive connection)
-   vs a raw ``jupyter_client`` execute (reply and idle) on another kernel of that server;
-   target: p50 overhead <= max(2 ms, 0.5 x raw p50). The same call as an MCP ``tools/call``
-   (POST /api/xcsh/mcp, answered as JSON and as Server-Sent Events, as the official SDK asks)
-   runs interleaved with the REST calls; target: MCP p50 - REST p50 <= 1 ms;
-2. a large print (200 MB by default): the tool (JSON result) vs a raw client draining the same
-   output; targets: time ratio <= 1.5 and server RSS growth <= 32 MB.
+1. the round trip of ``pass``, each path interleaved with the others in blocks (so all see the
+   same machine load):
+   - raw ZMQ: a ``jupyter_client`` execute, to its reply and idle status (the floor);
+   - the stock kernel websocket, driven by JupyterLab's own client (``@jupyterlab/services``
+     in Node, ``bench/websocket_client.js``; needs ``npm ci``);
+   - jupyter-server-nbmodel: ``POST /api/kernels/<id>/execute``, then ``GET`` its request
+     until it is done, back to back;
+   - the python tool: ``POST /api/xcsh/python`` on a warm session (keep-alive connection),
+     also with a JupyterLab listening to the server's events (``/api/events/subscribe``), and
+     as an MCP ``tools/call`` answered as JSON and as Server-Sent Events;
+   targets: the tool's p50 <= 1.3x and p95 <= 1.5x the raw round trip's;
+2. a large print (20 MB and 200 MB): the tool (JSON result) against a raw client draining the
+   same output from a plain kernel (the floor), and from a kernel whose streams flush at the
+   tool's size bound (what the bound costs); targets: the tool's rate >= 0.8x the floor's,
+   the server's RSS growth <= 32 MB while it runs and <= 4 MB once it is done.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import importlib.util
 import json
 import os
 import secrets
+import shutil
 import socket
 import statistics
 import subprocess
@@ -29,17 +40,35 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from jupyter_client import BlockingKernelClient
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jupyter_xcsh.execution.prelude import STREAM_BOUND
+
+BENCH_DIR = Path(__file__).resolve().parent
+MIB = 1024 * 1024
+
+#: The tool's targets, as ratios to the raw ZMQ round trip / drain rate in the same run.
+PASS_P50_TARGET, PASS_P95_TARGET = 1.3, 1.5
+DRAIN_TARGET = 0.8
+#: Server RSS growth allowed while a large print runs, and kept once it is done.
+RSS_DURING_TARGET, RSS_KEPT_TARGET = 32 * MIB, 4 * MIB
+
 
 def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
 def rss_bytes(pid: int) -> int:
+    """The resident set size of process ``pid``."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):
@@ -48,7 +77,7 @@ def rss_bytes(pid: int) -> int:
 
 
 class RssPeak:
-    """Sample a process's RSS every 50 ms; ``growth`` is the peak minus the start."""
+    """Sample a process's RSS every 20 ms; ``growth`` is the peak minus the start."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -59,7 +88,7 @@ class RssPeak:
     def _sample(self) -> None:
         while not self._done.is_set():
             self.peak = max(self.peak, rss_bytes(self.pid))
-            time.sleep(0.05)
+            time.sleep(0.02)
 
     def __enter__(self) -> RssPeak:
         self._thread.start()
@@ -68,13 +97,22 @@ class RssPeak:
     def __exit__(self, *exc: object) -> None:
         self._done.set()
         self._thread.join()
+        self.peak = max(self.peak, rss_bytes(self.pid))
 
     @property
     def growth(self) -> int:
+        """Peak RSS minus the RSS at the start."""
         return self.peak - self.start
 
 
+def has_nbmodel() -> bool:
+    """Whether jupyter-server-nbmodel is installed (it is measured when it is)."""
+    return importlib.util.find_spec("jupyter_server_nbmodel") is not None
+
+
 class Server:
+    """A Jupyter Server with the extension (and nbmodel when installed), and its clients."""
+
     def __init__(self) -> None:
         self.port = free_port()
         self.token = secrets.token_hex(16)
@@ -83,6 +121,7 @@ class Server:
         root = os.path.join(self.tmp.name, "root")
         os.makedirs(root)
         env = {**os.environ, "JUPYTER_RUNTIME_DIR": self.runtime}
+        extensions = ["jupyter_xcsh"] + (["jupyter_server_nbmodel"] if has_nbmodel() else [])
         self.log = open(os.path.join(self.tmp.name, "server.log"), "wb")  # noqa: SIM115
         self.process = subprocess.Popen(
             [
@@ -96,12 +135,14 @@ class Server:
                 f"--IdentityProvider.token={self.token}",
                 "--ServerApp.open_browser=False",
                 f"--ServerApp.root_dir={root}",
-                "--ServerApp.jpserver_extensions=jupyter_xcsh=True",
+                *(f"--ServerApp.jpserver_extensions={name}=True" for name in extensions),
             ],
             env=env,
+            cwd=self.tmp.name,  # not a checkout: `-m` would import the package from there
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
+        self.url = f"http://127.0.0.1:{self.port}"
         self.headers = {"Authorization": f"token {self.token}", "Content-Type": "application/json"}
         end = time.monotonic() + 60
         while True:
@@ -116,9 +157,10 @@ class Server:
         self.mcp_id = 0
 
     def request(self, method: str, path: str, body: object = None) -> object:
+        """One request on a new connection; the JSON answer."""
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}", data=data, method=method, headers=self.headers
+            self.url + path, data=data, method=method, headers=self.headers
         )
         with urllib.request.urlopen(req, timeout=900) as r:
             raw = r.read()
@@ -159,18 +201,25 @@ class Server:
         result: dict = message["result"]
         return result
 
-    def raw_client(self) -> BlockingKernelClient:
+    def new_kernel(self) -> str:
+        """Start a kernel through the server's REST API; its id."""
         kernel = self.request("POST", "/api/kernels", {"name": "python3"})
         assert isinstance(kernel, dict)
+        return str(kernel["id"])
+
+    def raw_client(self, kernel_id: str | None = None) -> BlockingKernelClient:
+        """A ``jupyter_client`` client on the ZMQ sockets of a kernel of the server."""
+        kernel_id = kernel_id or self.new_kernel()
         client = BlockingKernelClient(
-            connection_file=os.path.join(self.runtime, f"kernel-{kernel['id']}.json")
+            connection_file=os.path.join(self.runtime, f"kernel-{kernel_id}.json")
         )
         client.load_connection_file()
-        client.start_channels()
+        client.start_channels(hb=False)  # a loaded machine misses heartbeats
         client.wait_for_ready(timeout=60)
         return client
 
     def stop(self) -> None:
+        """Stop the server and remove its files."""
         self.conn.close()
         self.process.terminate()
         try:
@@ -179,6 +228,115 @@ class Server:
             self.process.kill()
         self.log.close()
         self.tmp.cleanup()
+
+
+class NbmodelClient:
+    """jupyter-server-nbmodel's REST execution: POST the code, GET the request until done."""
+
+    def __init__(self, server: Server, kernel_id: str) -> None:
+        self.server = server
+        self.kernel_id = kernel_id
+        self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=900)
+
+    def _call(self, method: str, path: str, body: str | None = None) -> tuple[int, bytes, str]:
+        self.conn.request(method, path, body=body, headers=self.server.headers)
+        response = self.conn.getresponse()
+        return response.status, response.read(), response.getheader("Location", "")
+
+    def execute(self, code: str) -> dict:
+        """Run ``code`` to its end; the request's result."""
+        path = f"/api/kernels/{self.kernel_id}/execute"
+        status, raw, location = self._call("POST", path, json.dumps({"code": code}))
+        assert status == 202, raw
+        while True:
+            status, raw, _ = self._call("GET", location)
+            if status != 202:
+                assert status == 200, raw
+                return dict(json.loads(raw))
+
+    def close(self) -> None:
+        """Close the keep-alive connection."""
+        self.conn.close()
+
+
+class WebsocketClient:
+    """JupyterLab's kernel client (Node) on the server's stock kernel websocket."""
+
+    def __init__(self, server: Server, kernel_id: str) -> None:
+        self.process = subprocess.Popen(
+            ["node", str(BENCH_DIR / "websocket_client.js"), server.url, server.token, kernel_id],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=BENCH_DIR.parent,
+        )
+
+    @staticmethod
+    def unavailable() -> str | None:
+        """Why the client cannot run here (None when it can)."""
+        if shutil.which("node") is None:
+            return "node is not installed"
+        if not (BENCH_DIR.parent / "node_modules" / "@jupyterlab" / "services").is_dir():
+            return "run npm ci first"
+        return None
+
+    def run(self, code: str, rounds: int) -> list[float]:
+        """Run ``code`` ``rounds`` times; the milliseconds of each round."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"run {rounds} {code}\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError("the websocket client stopped")
+        return [float(t) for t in json.loads(line)]
+
+    def close(self) -> None:
+        """Stop the Node process."""
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write("quit\n")
+            self.process.stdin.close()
+            self.process.wait(30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+
+
+#: A JupyterLab's event socket, in a process of its own (a reading thread here would take the
+#: GIL from the timed calls): prints one line once the first event arrived, then reads on.
+SUBSCRIBER = """
+import sys, websocket
+socket = websocket.create_connection(sys.argv[1], header=["Authorization: token " + sys.argv[2]])
+print("subscribed", flush=True)
+socket.recv()
+print("event", flush=True)
+while socket.recv():
+    pass
+"""
+
+
+class EventSubscriber:
+    """A JupyterLab listening to the server's events (``/api/events/subscribe``)."""
+
+    def __init__(self, server: Server) -> None:
+        url = f"ws://127.0.0.1:{server.port}/api/events/subscribe"
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", SUBSCRIBER, url, server.token],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        assert self.process.stdout.readline().strip() == "subscribed"
+
+    def wait_for_event(self) -> None:
+        """Return once the first event arrived (the server's listener is in place)."""
+        assert self.process.stdout is not None
+        assert self.process.stdout.readline().strip() == "event"
+
+    def close(self) -> None:
+        """Unsubscribe (the server removes its listener when the socket closes)."""
+        self.process.terminate()
+        self.process.wait(30)
 
 
 def raw_execute(client: BlockingKernelClient, code: str) -> int:
@@ -199,84 +357,215 @@ def raw_execute(client: BlockingKernelClient, code: str) -> int:
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
+    """The p50 and p95 (nearest rank) of ``samples``."""
     ordered = sorted(samples)
-    return statistics.median(ordered), ordered[int(len(ordered) * 0.95) - 1]
+    return statistics.median(ordered), ordered[max(0, round(len(ordered) * 0.95) - 1)]
 
 
-def main() -> None:
+@dataclass
+class Row:
+    """One line of the results table."""
+
+    name: str
+    figures: str
+    ratio: str = ""
+    target: str = ""
+    ok: bool | None = None
+
+
+def verdict(ok: bool | None) -> str:
+    """OK, MISSED or nothing (a reference row)."""
+    return "" if ok is None else ("OK" if ok else "MISSED")
+
+
+def print_table(title: str, rows: list[Row]) -> None:
+    """Print ``rows`` as one aligned table."""
+    widths = [max(len(getattr(r, f)) for r in rows) for f in ("name", "figures", "ratio")]
+    print(title)
+    for r in rows:
+        print(
+            f"  {r.name:<{widths[0]}}  {r.figures:<{widths[1]}}  {r.ratio:<{widths[2]}}"
+            f"  {r.target:<22} {verdict(r.ok)}".rstrip()
+        )
+
+
+def measure_pass(server: Server, rounds: int, block: int) -> list[Row]:
+    """``pass`` round trips on every path, interleaved in blocks; the table's rows."""
+    raw = server.raw_client()
+    paths: dict[str, Callable[[int], list[float]]] = {}
+
+    def timed(call: Callable[[], object]) -> Callable[[int], list[float]]:
+        def run(n: int) -> list[float]:
+            times = []
+            for _ in range(n):
+                t = time.perf_counter()
+                call()
+                times.append((time.perf_counter() - t) * 1000)
+            return times
+
+        return run
+
+    paths["raw ZMQ (jupyter_client)"] = timed(lambda: raw_execute(raw, "pass"))
+    websocket = None
+    skipped: list[Row] = []
+    why_not = WebsocketClient.unavailable()
+    if why_not is None:
+        websocket = WebsocketClient(server, server.new_kernel())
+        paths["stock websocket (JupyterLab client)"] = lambda n: websocket.run("pass", n)
+    else:
+        skipped.append(Row("stock websocket (JupyterLab client)", f"skipped: {why_not}"))
+    nbmodel = None
+    if has_nbmodel():
+        nbmodel = NbmodelClient(server, server.new_kernel())
+        paths["jupyter-server-nbmodel (POST + GET)"] = timed(lambda: nbmodel.execute("pass"))
+    else:
+        skipped.append(Row("jupyter-server-nbmodel", "skipped: not installed"))
+    rest = timed(lambda: server.python("pass"))
+    paths["xcsh REST"] = rest
+
+    def with_lab(n: int) -> list[float]:
+        subscriber = EventSubscriber(server)
+        try:
+            server.python("pass")
+            subscriber.wait_for_event()
+            return rest(n)
+        finally:
+            subscriber.close()
+
+    paths["xcsh REST, a lab listening to events"] = with_lab
+    paths["xcsh MCP (JSON)"] = timed(lambda: server.mcp_python("pass", sse=False))
+    paths["xcsh MCP (SSE)"] = timed(lambda: server.mcp_python("pass", sse=True))
+    try:
+        for run in paths.values():
+            run(10)  # warm: kernels, connections, code paths
+        times: dict[str, list[float]] = {name: [] for name in paths}
+        for _ in range(max(1, rounds // block)):
+            for name, run in paths.items():
+                times[name].extend(run(block))
+    finally:
+        raw.stop_channels()
+        if websocket is not None:
+            websocket.close()
+        if nbmodel is not None:
+            nbmodel.close()
+    raw_p50, raw_p95 = percentiles(times["raw ZMQ (jupyter_client)"])
+    rows = []
+    for name, samples in times.items():
+        p50, p95 = percentiles(samples)
+        row = Row(
+            name,
+            f"p50 {p50:6.2f} ms  p95 {p95:6.2f} ms",
+            f"{p50 / raw_p50:5.2f}x  {p95 / raw_p95:5.2f}x",
+        )
+        if name.startswith("xcsh REST"):
+            row.target = f"<= {PASS_P50_TARGET}x  <= {PASS_P95_TARGET}x"
+            row.ok = p50 <= PASS_P50_TARGET * raw_p50 and p95 <= PASS_P95_TARGET * raw_p95
+        rows.append(row)
+    return rows + skipped
+
+
+def print_code(megabytes: int) -> str:
+    """Code printing ``megabytes`` MiB in 1 KiB lines."""
+    return (
+        "import sys\nline = 'x' * 1023 + '\\n'\n"
+        f"for _ in range({megabytes * MIB // 1024}):\n    sys.stdout.write(line)\n"
+    )
+
+
+def settle_rss(pid: int) -> int:
+    """The RSS of ``pid`` once it stopped moving (a freed arena may go back a moment later)."""
+    time.sleep(0.5)
+    return rss_bytes(pid)
+
+
+def measure_output(server: Server, sizes: list[int], repeat: int) -> list[Row]:
+    """Large prints: the tool vs raw clients draining a plain and a size-bound kernel."""
+    pid = server.process.pid
+    plain = server.raw_client()
+    bounded = server.raw_client()
+    raw_execute(bounded, STREAM_BOUND)
+    server.python("pass")
+    rows = []
+    for megabytes in sizes:
+        code = print_code(megabytes)
+        size = megabytes * MIB
+        seconds: dict[str, list[float]] = {"plain": [], "bounded": [], "tool": []}
+        during: list[int] = []
+        kept: list[int] = []
+        for _ in range(repeat):
+            for name, client in (("plain", plain), ("bounded", bounded)):
+                t = time.perf_counter()
+                seen = raw_execute(client, code)
+                seconds[name].append(time.perf_counter() - t)
+                assert seen == size, seen
+            before = settle_rss(pid)
+            with RssPeak(pid) as peak:
+                peak.start = before
+                t = time.perf_counter()
+                result = server.python(code)
+                seconds["tool"].append(time.perf_counter() - t)
+            assert result["totalBytes"] == size, result["totalBytes"]
+            during.append(peak.growth)
+            kept.append(settle_rss(pid) - before)
+        floor = min(seconds["plain"])
+
+        def rate(name: str, size: int = size, seconds: dict[str, list[float]] = seconds) -> str:
+            return f"{size / min(seconds[name]) / MIB:6.0f} MB/s"
+
+        tool_ratio = floor / min(seconds["tool"])
+        rows += [
+            Row(f"{megabytes} MB print, raw ZMQ drain", rate("plain"), " 1.00x"),
+            Row(
+                f"{megabytes} MB print, raw, streams bounded at 1 MiB",
+                rate("bounded"),
+                f"{floor / min(seconds['bounded']):5.2f}x",
+            ),
+            Row(
+                f"{megabytes} MB print, xcsh REST",
+                rate("tool"),
+                f"{tool_ratio:5.2f}x",
+                f">= {DRAIN_TARGET}x",
+                tool_ratio >= DRAIN_TARGET,
+            ),
+            Row(
+                f"{megabytes} MB print, server RSS growth during",
+                f"{max(during) / MIB:6.1f} MB",
+                "",
+                f"<= {RSS_DURING_TARGET // MIB} MB",
+                max(during) <= RSS_DURING_TARGET,
+            ),
+            Row(
+                f"{megabytes} MB print, server RSS kept after",
+                f"{max(kept) / MIB:6.1f} MB",
+                "",
+                f"<= {RSS_KEPT_TARGET // MIB} MB",
+                max(kept) <= RSS_KEPT_TARGET,
+            ),
+        ]
+    plain.stop_channels()
+    bounded.stop_channels()
+    return rows
+
+
+def main() -> int:
+    """Run the benchmark, print one table; exit 1 when a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--megabytes", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=400, help="pass round trips per path")
+    parser.add_argument("--block", type=int, default=20, help="rounds per interleaved block")
+    parser.add_argument("--megabytes", default="20,200", help="sizes of the large prints")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each print (best kept)")
     args = parser.parse_args()
     server = Server()
     try:
-        server.python("pass")  # warm the session kernel
-        server.mcp_python("pass", sse=False)
-        server.mcp_python("pass", sse=True)
-        # Interleaved, so REST and MCP see the same machine load.
-        paths = {
-            "rest": lambda: server.python("pass"),
-            "mcp json": lambda: server.mcp_python("pass", sse=False),
-            "mcp sse": lambda: server.mcp_python("pass", sse=True),
-        }
-        times: dict[str, list[float]] = {name: [] for name in paths}
-        for _ in range(args.rounds):
-            for name, call in paths.items():
-                t = time.perf_counter()
-                call()
-                times[name].append((time.perf_counter() - t) * 1000)
-        client = server.raw_client()
-        raw_execute(client, "pass")
-        raw_times = []
-        for _ in range(args.rounds):
-            t = time.perf_counter()
-            raw_execute(client, "pass")
-            raw_times.append((time.perf_counter() - t) * 1000)
-        tool_p50, tool_p95 = percentiles(times["rest"])
-        raw_p50, raw_p95 = percentiles(raw_times)
-        budget = max(2.0, 0.5 * raw_p50)
-        print(f"pass round trip, {args.rounds} rounds (ms):")
-        print(f"  tool p50 {tool_p50:.2f}  p95 {tool_p95:.2f}")
-        for name in ("mcp json", "mcp sse"):
-            p50, p95 = percentiles(times[name])
-            print(f"  {name:8} p50 {p50:.2f}  p95 {p95:.2f}")
-        print(f"  raw  p50 {raw_p50:.2f}  p95 {raw_p95:.2f}")
-        overhead = tool_p50 - raw_p50
-        verdict = "OK" if overhead <= budget else "OVER"
-        print(f"  overhead p50 {overhead:.2f} ms (budget {budget:.2f} ms) {verdict}")
-        for name in ("mcp json", "mcp sse"):
-            extra = percentiles(times[name])[0] - tool_p50
-            verdict = "OK" if extra <= 1.0 else "OVER"
-            print(f"  {name} over REST p50 {extra:+.2f} ms (budget 1.00 ms) {verdict}")
-
-        size = args.megabytes * 1024 * 1024
-        code = (
-            "import sys\nline = 'x' * 1023 + '\\n'\n"
-            f"for _ in range({size // 1024}):\n    sys.stdout.write(line)\n"
-        )
-        with RssPeak(server.process.pid) as raw_rss:
-            t = time.perf_counter()
-            seen = raw_execute(client, code)
-            raw_seconds = time.perf_counter() - t
-        assert seen == size, seen
-        with RssPeak(server.process.pid) as tool_rss:
-            t = time.perf_counter()
-            result = server.python(code)
-            tool_seconds = time.perf_counter() - t
-        assert result["totalBytes"] == size, result["totalBytes"]
-        growth = tool_rss.growth / 2**20
-        print(f"  (server RSS growth while the raw client ran: {raw_rss.growth / 2**20:.1f} MB)")
-        ratio = tool_seconds / raw_seconds
-        print(f"{args.megabytes} MB print:")
-        print(
-            f"  tool {tool_seconds:.2f} s, raw {raw_seconds:.2f} s, ratio {ratio:.2f} "
-            f"({'OK' if ratio <= 1.5 else 'OVER'} <= 1.5)"
-        )
-        print(f"  server RSS growth {growth:.1f} MB ({'OK' if growth <= 32 else 'OVER'} <= 32)")
-        client.stop_channels()
+        server.python("pass")  # start the session kernel
+        rows = measure_pass(server, args.rounds, args.block)
+        sizes = [int(m) for m in args.megabytes.split(",") if m]
+        rows += measure_output(server, sizes, args.repeat)
     finally:
         server.stop()
+    print_table("execution", rows)
+    return 0 if all(r.ok is not False for r in rows) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
