@@ -3,6 +3,11 @@
 The schemas are registered with the *server's* ``event_logger`` (as jupyter_server and
 jupyter-collaboration do); the lab receives the events through ``/api/events/subscribe``.
 Emitting never fails a tool call: a broken event is logged and dropped.
+
+Events cost nothing on a call's path: with nobody listening they are not even built, and
+otherwise they go out on the event loop's next turn, in order — after the call's request has
+reached the kernel, or after its response has been written — and each shape of event is
+validated against its schema once (``event_validation``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 from jupyter_events import EventLogger
 
+from .event_validation import ShapeValidatedSchema
 from .execution.observer import ExecutionObserver
 from .outputs.sanitize import sanitize
 
@@ -48,15 +54,50 @@ class ActivityEvents:
 
     def __init__(self, event_logger: EventLogger | None) -> None:
         self.event_logger = event_logger
+        self._queue: list[tuple[str, dict[str, Any]]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the queue is emptied
         if event_logger is not None:
-            for schema in sorted(SCHEMA_DIR.glob("*.yaml")):
+            for path in sorted(SCHEMA_DIR.glob("*.yaml")):
+                # jupyter_events registers an EventSchema as it is (its annotation says dict).
+                schema: Any = ShapeValidatedSchema.from_file(path)
                 event_logger.register_event_schema(schema)
 
+    def listening(self, schema_id: str) -> bool:
+        """Whether an event of ``schema_id`` would reach anyone (a handler or a listener)."""
+        logger = self.event_logger
+        if logger is None:
+            return False
+        try:  # the test jupyter_events' own emit makes before doing anything
+            return bool(
+                logger.handlers
+                or logger._modified_listeners.get(schema_id)
+                or logger._unmodified_listeners.get(schema_id)
+            )
+        except AttributeError:  # another jupyter_events: let it decide
+            return True
+
     def emit(self, schema_id: str, data: dict[str, Any]) -> None:
-        """Emit one event, dropping ``None`` fields; never raise."""
-        if self.event_logger is None:
+        """Emit one event on the loop's next turn, dropping ``None`` fields; never raise."""
+        if not self.listening(schema_id):
             return
         payload = {k: v for k, v in data.items() if v is not None}
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a plain script): at once
+            self._emit(schema_id, payload)
+            return
+        if not self._queue or loop is not self._loop:
+            self._loop = loop
+            loop.call_soon(self._emit_queued)
+        self._queue.append((schema_id, payload))
+
+    def _emit_queued(self) -> None:
+        queue, self._queue = self._queue, []
+        for schema_id, payload in queue:
+            self._emit(schema_id, payload)
+
+    def _emit(self, schema_id: str, payload: dict[str, Any]) -> None:
+        assert self.event_logger is not None
         try:
             self.event_logger.emit(schema_id=schema_id, data=payload)
         except Exception:  # an event must never break the tool call it reports
@@ -121,12 +162,19 @@ class PythonCallEvents(ExecutionObserver):
         self._timer: asyncio.TimerHandle | None = None
         self._finished = False
 
+    @property
+    def listening(self) -> bool:
+        """Whether anyone receives the events (else they are not built)."""
+        return self.events.listening(PYTHON_SCHEMA)
+
     def _emit(self, event: str, **fields: Any) -> None:
         data = {"callId": self.call_id, "event": event, "session": self.session, **fields}
         self.events.emit(PYTHON_SCHEMA, data)
 
     def call_started(self, call: dict[str, Any]) -> None:  # noqa: D102
         self.session = call.get("session")
+        if not self.listening:
+            return
         cells = [
             {"index": c["index"], "title": c["title"], "code": c["code"][:MAX_EVENT_SOURCE]}
             for c in call.get("cells", [])
@@ -153,13 +201,16 @@ class PythonCallEvents(ExecutionObserver):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        for index in sorted(self._pending):
-            self._emit("chunk", cellIndex=index, text=sanitize(self._tails[index]))
+        if self._pending and self.listening:
+            for index in sorted(self._pending):
+                self._emit("chunk", cellIndex=index, text=sanitize(self._tails[index]))
         if self._pending:
             self._last_chunk_event = time.monotonic()
         self._pending.clear()
 
     def display(self, index: int, kind: str, data: Any) -> None:  # noqa: D102
+        if not self.listening:
+            return
         if kind == "image" and isinstance(data, dict):
             encoded = data["data"] if isinstance(data.get("data"), str) else ""
             display: dict[str, Any] = {
@@ -185,6 +236,8 @@ class PythonCallEvents(ExecutionObserver):
     def call_finished(self, result: dict[str, Any]) -> None:  # noqa: D102
         self._flush()  # also cancels the throttle timer: nothing fires after the end
         self._finished = True
+        if not self.listening:
+            return
         keys = ("isError", "cancelled", "timedOut", "truncated", "totalLines", "totalBytes")
         summary: dict[str, Any] = {k: result.get(k) for k in keys}
         summary["text"] = str(result.get("text", ""))[:MAX_EVENT_TEXT]
