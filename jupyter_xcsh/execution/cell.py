@@ -174,7 +174,9 @@ async def run_cell(
             if state.done or state.lost or state.closed or (stop_on_cancel and control.cancelled):
                 continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(state.wake.wait(), min(until, next_check) - now)
+                # asyncio.timeout, not wait_for: no task of its own per wait.
+                async with asyncio.timeout(min(until, next_check) - now):
+                    await state.wake.wait()
         return "done"
 
     msg_id = connection.execute(cell.code, handle)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, RefusedError
-from ..paths import check_path, escapes_root
+from ..paths import check_path
 
 __all__ = ["DEFAULT_TIMEOUT", "CellSpec", "PythonRequest", "parse_python_request"]
 
@@ -50,12 +50,15 @@ def _resolve_cwd(raw: str, root_dir: str) -> tuple[str, str]:
     root = os.path.realpath(root_dir)
     candidate = raw if os.path.isabs(raw) else os.path.join(root, raw.lstrip("/"))
     os_path = os.path.realpath(candidate)
-    if escapes_root(os_path, root):
+    # Both paths are real already: no need for escapes_root's own realpaths.
+    if os_path != root and not os_path.startswith(root.rstrip(os.sep) + os.sep):
         raise RefusedError(f"Working directory is outside the server root: {raw}")
-    if not os.path.exists(os_path):
-        raise InvalidRequestError(f"Working directory does not exist: {raw}")
     if not os.path.isdir(os_path):
+        if not os.path.exists(os_path):
+            raise InvalidRequestError(f"Working directory does not exist: {raw}")
         raise InvalidRequestError(f"Working directory is not a directory: {raw}")
+    if os_path == root:
+        return "", os_path
     api_path = os.path.relpath(os_path, root).replace(os.sep, "/")
     return ("" if api_path == "." else api_path), os_path
 
