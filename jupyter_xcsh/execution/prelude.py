@@ -5,7 +5,15 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-__all__ = ["NOTICE_EXPRESSION", "PRELUDE", "init_code", "read_notice"]
+__all__ = [
+    "IOPUB_SEND_QUEUE",
+    "NOTICE_EXPRESSION",
+    "PRELUDE",
+    "STREAM_BOUND",
+    "STREAM_BOUND_CHARS",
+    "init_code",
+    "read_notice",
+]
 
 #: Helpers defined in the kernel: ``status(op, **data)`` and ``output(id)``.
 PRELUDE = '''
@@ -72,13 +80,93 @@ __xcsh_warm_tracebacks()
 del __xcsh_warm_tracebacks
 """
 
+#: Characters a session kernel's stdout/stderr buffer before they are sent, whatever the time.
+STREAM_BOUND_CHARS = 1024 * 1024
+#: Messages a session kernel's IOPub socket queues for one subscriber before its sender waits.
+IOPUB_SEND_QUEUE = 8
+
+#: Bounds what a session kernel's output can make the server hold, at the source:
+#:
+#: - a message: ipykernel sends what a stream buffered every 0.2 s, and a tight print loop
+#:   buffers tens of megabytes in that time, one message the server must then hold whole. Once a
+#:   stream holds ``STREAM_BOUND_CHARS``, a write hands the buffer to the IOPub thread at once.
+#:   The hook is ``_schedule_flush`` (which every write of ipykernel's streams calls), in a
+#:   subclass the streams are switched to: IPython replaces and restores the streams' ``write``
+#:   around every cell, which would undo a patched ``write``;
+#: - the backlog: the IOPub socket waits (``XPUB_NODROP``) rather than queue more than
+#:   ``IOPUB_SEND_QUEUE`` messages for a subscriber, and a writer more than one bound ahead of
+#:   what was sent waits for it. The server reads the kernel with a small queue of its own
+#:   (``connection.IOPUB_HIGH_WATER_MARK``), so a kernel printing faster than the server handles
+#:   its output slows down to the server's pace instead of piling its output up in the server
+#:   (and the kernel never drops output because a queue is full).
+#:
+#: Only ipykernel's own streams are touched: another kernel is left as it is.
+STREAM_BOUND = f"""
+def __xcsh_bound_streams(limit, queue):
+    import sys, threading
+    try:
+        import zmq
+        from ipykernel.iostream import OutStream
+    except ImportError:
+        return
+    threads = set()
+    for stream in (sys.stdout, sys.stderr):
+        cls = type(stream)
+        thread = getattr(stream, "pub_thread", None)
+        if (
+            not isinstance(stream, OutStream)
+            or getattr(cls, "_xcsh_bounded", False)
+            or not all(hasattr(stream, a) for a in ("_flush", "_schedule_flush", "_buffers"))
+            or not hasattr(thread, "schedule")
+        ):
+            continue
+        threads.add(thread)
+
+        class BoundedStream(cls):
+            _xcsh_bounded = True
+            _xcsh_sent = None
+
+            def _schedule_flush(self):
+                super()._schedule_flush()
+                try:
+                    buffered = sum(b.tell() for b in list(self._buffers.values()))
+                except ValueError:  # the IOPub thread just took (and closed) these buffers
+                    return
+                thread = self.pub_thread
+                if buffered < limit or thread is None:
+                    return
+                sent, self._xcsh_sent = self._xcsh_sent, threading.Event()
+                if sent is not None:
+                    sent.wait(10)  # the previous bound's message is not sent yet
+                thread.schedule(self._flush)
+                # _flush queues its send on the thread: the event is set after that send.
+                thread.schedule(lambda e=self._xcsh_sent, t=thread: t.schedule(e.set))
+
+        stream.__class__ = BoundedStream
+
+    def wait_for_subscribers(thread):
+        socket = getattr(thread, "socket", None)
+        if socket is None:
+            return
+        try:
+            socket.setsockopt(zmq.XPUB_NODROP, 1)
+        except Exception:  # not an XPUB socket, an old libzmq: a smaller queue would drop
+            return
+        socket.setsockopt(zmq.SNDHWM, queue)
+
+    for thread in threads:  # sockets belong to their thread: set options there
+        thread.schedule(lambda t=thread: wait_for_subscribers(t))
+__xcsh_bound_streams({STREAM_BOUND_CHARS}, {IOPUB_SEND_QUEUE})
+del __xcsh_bound_streams
+"""
+
 #: Evaluated (as a ``user_expression``) right after the init code: reads and clears its notice.
 NOTICE_EXPRESSION = "__import__('os').environ.pop('XCSH_ENVIRONMENT_NOTICE', '')"
 
 
 def init_code(*, cwd: str, env: dict[str, str]) -> str:
     """Return the init script: set ``env``, chdir to ``cwd``, cwd first on sys.path, prelude."""
-    return _ENVIRONMENT.format(cwd=cwd, env=env) + PRELUDE
+    return _ENVIRONMENT.format(cwd=cwd, env=env) + STREAM_BOUND + PRELUDE
 
 
 def read_notice(reply: dict[str, Any]) -> str | None:
