@@ -165,8 +165,12 @@ class PythonCallEvents(ExecutionObserver):
             display: dict[str, Any] = {
                 "kind": "image",
                 "mimeType": data.get("mimeType", "image/png"),
-                "bytes": len(encoded) * 3 // 4,
+                "bytes": data.get("bytes", len(encoded) * 3 // 4),
             }
+            # Where the whole image is kept, and its size, so the lab can show a larger one.
+            for key in ("width", "height", "artifactId", "artifactPath"):
+                if data.get(key) is not None:
+                    display[key] = data[key]
             if len(encoded) <= MAX_EVENT_IMAGE:
                 display["data"] = encoded
         else:

@@ -45,6 +45,15 @@ python3 -m venv "$VENV-mcp"
 "$VENV-mcp/bin/python" -m pip install -q ".[mcp-test]"
 "$VENV-mcp/bin/python" -m pytest mcp-tests -p no:cacheprovider -q -ra
 
+step "image downscaling with Pillow installed ($VENV-images)"
+# A second environment with the images extra: the tests marked `pillow` run here (the main
+# environment has no Pillow and runs the `without_pillow` ones).
+python3 -m venv "$VENV-images"
+"$VENV-images/bin/python" -m pip install -q --upgrade pip
+"$VENV-images/bin/python" -m pip install -q ".[test,images]"
+"$VENV-images/bin/python" -m pytest tests/test_image_budget.py tests/test_python_images.py \
+  -p no:cacheprovider -q -ra
+
 step "browser tests (Playwright + Debian Chromium, a real jupyter lab)"
 command -v chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 python -m pytest ui-tests -p no:cacheprovider -q -m "not collaboration"

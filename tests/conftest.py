@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from typing import Any
 
@@ -52,3 +53,16 @@ def notebook_tool(jp_fetch, transport):
         return response.code, json.loads(response.body)
 
     return call
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run each Pillow-dependent test only where it can pass (scripts/check.sh runs both).
+
+    ``pillow`` tests need the ``images`` extra installed (``.venv-images``), ``without_pillow``
+    tests need it absent (the main environment); the others are deselected, not skipped.
+    """
+    unwanted = "without_pillow" if importlib.util.find_spec("PIL") else "pillow"
+    deselected = [item for item in items if item.get_closest_marker(unwanted)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not item.get_closest_marker(unwanted)]

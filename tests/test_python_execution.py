@@ -149,9 +149,20 @@ async def test_images_and_json_are_captured_as_structured_outputs(jp_fetch):
     )
     result = await run(jp_fetch, code)
 
-    assert result["images"] == [{"mimeType": "image/png", "data": PNG}]
+    size = len(base64.b64decode(PNG))
+    assert result["images"] == [
+        {
+            "mimeType": "image/png",
+            "data": PNG,
+            "width": 1,
+            "height": 1,
+            "bytes": size,
+            "artifactId": result["images"][0]["artifactId"],
+            "omitted": False,
+        }
+    ]
     assert result["jsonOutputs"] == [{"rows": [1, 2]}]
-    assert result["text"] == "<Figure>\nrows"
+    assert result["text"] == f"<Figure>\nrows\n[image 1: 1x1 PNG, {size}B]"
 
 
 async def test_status_helper_emits_status_events_and_no_text(jp_fetch):

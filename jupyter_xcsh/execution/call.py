@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from jupyter_client.kernelspec import NoSuchKernel
 
 from ..errors import InvalidRequestError
+from ..outputs.images import ImageCapture
 from ..outputs.sink import OutputSink
 from .cell import run_cell
 from .connection import KernelLostError
@@ -187,6 +188,7 @@ class PythonCall:
                     observer=observer,
                     interrupt=lambda: launcher.interrupt(kernel_id),
                     is_alive=lambda: launcher.is_alive(kernel_id),
+                    images=ImageCapture(service.artifact_store, "python"),
                 )
             except KernelLostError:
                 sink.close()  # the call is re-run: this cell starts over

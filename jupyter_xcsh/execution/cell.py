@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..outputs.images import CapturedImage, ImageCapture, as_base64
 from ..outputs.sink import OutputSink, SinkResult
 from .connection import ConnectionClosedError, KernelConnection, KernelLostError
 from .control import CallControl
@@ -80,7 +81,7 @@ class CellOutcome:
 
     kind: str
     stdin_requested: bool = False
-    images: list[dict[str, str]] = field(default_factory=list)
+    images: list[CapturedImage] = field(default_factory=list)
     json_outputs: list[Any] = field(default_factory=list)
     #: The cell did not stop after the interrupts: its kernel must be restarted.
     unresponsive: bool = False
@@ -96,6 +97,7 @@ async def run_cell(
     observer: ExecutionObserver,
     interrupt: Callable[[], Awaitable[None]],
     is_alive: Callable[[], Awaitable[bool]],
+    images: ImageCapture | None = None,
 ) -> CellOutcome:
     """Execute ``cell.code`` and collect its output; raise ``KernelLostError`` if it dies.
 
@@ -103,8 +105,11 @@ async def run_cell(
     ``interrupt`` (the kernel manager's), then with a control-channel ``interrupt_request``.
     A cell still running after its grace comes back ``unresponsive``; it is the caller's to
     decide what to do with such a kernel (a session restarts it).
+
+    ``images`` saves every displayed image as it arrives (none saved without it).
     """
     outcome = CellOutcome("ok")
+    capture = images or ImageCapture(None)
     state = _CellState()
 
     def handle(channel: str, msg: dict[str, Any]) -> None:
@@ -127,8 +132,11 @@ async def run_cell(
                 if display.text is not None:
                     sink.push(display.text)
                 for image in display.images:
-                    outcome.images.append(image)
-                    observer.display(cell.index, "image", image)
+                    captured = capture.capture(cell.index, image["mimeType"], image["data"])
+                    if captured is not None:
+                        outcome.images.append(captured)
+                        data = as_base64(image["mimeType"], image["data"])
+                        observer.display(cell.index, "image", {**captured.describe(), "data": data})
                 for value in display.json_outputs:
                     outcome.json_outputs.append(value)
                     observer.display(cell.index, "json", value)

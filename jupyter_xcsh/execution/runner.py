@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import InvalidRequestError, NotFoundError
 from ..outputs.artifacts import ArtifactStore
+from ..outputs.images import budget_images
 from .call import PythonCall, describe_error
 from .cell import CellRun
 from .control import CallControl
@@ -171,6 +172,7 @@ class ExecutionService:
                 except BaseException as e:
                     if not call.ended_waiting(e):
                         raise
+            outcome.image_results = await budget_images(outcome.images, self.artifact_store)
             result = assemble_result(outcome)
             result["callId"] = call_id
         except BaseException as e:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError
+from ..outputs.imageinfo import image_size
 from ..outputs.sanitize import sanitize
+from ..outputs.sizes import format_size
 from .cells import NotebookRequest, locate_cell
 from .document import NotebookDocument
 
@@ -45,15 +46,6 @@ def clip_middle(text: str, limit: int) -> str:
     return f"{head}\n… [{len(text) - len(head) - len(tail)} characters omitted] …\n{tail}"
 
 
-def format_size(size: int) -> str:
-    """Format a byte count as ``812 B`` / ``12.3 KB`` / ``4.0 MB``."""
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KB"
-    return f"{size / (1024 * 1024):.1f} MB"
-
-
 def _png_size(data: str) -> str:
     """Describe a base64 PNG by byte size and, when the header is readable, pixel size."""
     try:
@@ -62,9 +54,9 @@ def _png_size(data: str) -> str:
         head = b""
     b64 = data.replace("\n", "")
     size = format_size(len(b64) * 3 // 4 - (len(b64) - len(b64.rstrip("="))))
-    if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) >= 24:
-        width, height = struct.unpack(">II", head[16:24])
-        return f"{size}, {width}x{height}"
+    pixels = image_size(head)
+    if pixels is not None:
+        return f"{size}, {pixels[0]}x{pixels[1]}"
     return size
 
 

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, BinaryIO
 
 from ..errors import InvalidRequestError
-from ..outputs.artifacts import ArtifactStore, iter_line_range
+from ..outputs.artifacts import (
+    ArtifactStore,
+    artifact_media_type,
+    is_text_artifact,
+    iter_line_range,
+)
+from ..outputs.imageinfo import image_format, image_size, svg_size
+from ..outputs.sizes import format_size
 from .caller import Caller
 
 __all__ = ["ArtifactTool"]
@@ -56,6 +64,8 @@ class ArtifactTool:
         limit = _positive(body, "limit", None)
         assert offset is not None
         with await self.open(artifact_id, caller) as file:
+            if not is_text_artifact(file.name):
+                return _describe_image(artifact_id, file)
             data = bytearray()
             for block in iter_line_range(file, offset, limit):
                 data += block
@@ -73,3 +83,30 @@ class ArtifactTool:
             details["nextOffset"] = next_offset
             text += f"\n[Page cut at {MAX_PAGE_BYTES} bytes. Continue with offset={next_offset}]"
         return {"text": text, "details": details}
+
+
+#: Bytes of an image file read to find its pixel size (a JPEG's frame header may come late).
+IMAGE_HEADER_BYTES = 256 * 1024
+
+
+def _describe_image(artifact_id: str, file: BinaryIO) -> dict[str, Any]:
+    """An image artifact has no lines: say what it is and where to fetch it."""
+    mime_type = artifact_media_type(file.name)
+    fmt = image_format(mime_type)
+    size = os.fstat(file.fileno()).st_size
+    head = file.read(IMAGE_HEADER_BYTES)
+    pixels = (image_size(head) if fmt.raster else svg_size(head)) if fmt else None
+    name = fmt.name if fmt else mime_type
+    what = f"{pixels[0]}x{pixels[1]} {name}" if pixels else name
+    text = (
+        f"artifact://{artifact_id} is an image ({what}, {format_size(size)}); "
+        f"fetch it with GET /api/xcsh/artifacts/{artifact_id}"
+    )
+    details = {
+        "artifactId": artifact_id,
+        "mimeType": mime_type,
+        "width": pixels[0] if pixels else None,
+        "height": pixels[1] if pixels else None,
+        "bytes": size,
+    }
+    return {"text": text, "details": details}
