@@ -186,6 +186,13 @@ class PythonCallEvents(ExecutionObserver):
     def status_event(self, index: int, event: dict[str, Any]) -> None:  # noqa: D102
         self._emit("display", cellIndex=index, display={"kind": "status", "data": event})
 
+    def input_requested(self, index: int, prompt: dict[str, Any]) -> None:  # noqa: D102
+        self._flush()  # the prompt's text comes before the question
+        self._emit("input", cellIndex=index, input={**prompt, "state": "waiting"})
+
+    def input_ended(self, how: str) -> None:  # noqa: D102
+        self._emit("input", input={"state": how})
+
     def call_finished(self, result: dict[str, Any]) -> None:  # noqa: D102
         self._flush()  # also cancels the throttle timer: nothing fires after the end
         self._finished = True

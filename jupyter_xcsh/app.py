@@ -16,6 +16,7 @@ from .handlers import artifacts as artifacts_handlers
 from .handlers import mcp as mcp_handlers
 from .handlers import notebook as notebook_handlers
 from .handlers import python as python_handlers
+from .handlers import runs as runs_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
 from .notebook.reader import ReadLimits
@@ -25,6 +26,7 @@ from .services import XcshServices
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.python import CallRegistry
+from .tools.runs import RunInputTool, RunRegistry
 
 #: The modules whose ``routes(services)`` make up the extension's endpoints.
 ROUTE_MODULES = (
@@ -33,6 +35,7 @@ ROUTE_MODULES = (
     python_handlers,
     sessions_handlers,
     mcp_handlers,
+    runs_handlers,
 )
 
 
@@ -86,6 +89,7 @@ class XcshApp(ExtensionApp):
             heartbeat_interval=settings.heartbeat_interval,
         )
         calls = CallRegistry()
+        runs = RunRegistry()
         self.services = XcshServices(
             settings=settings,
             notebook_store=notebook_store,
@@ -99,9 +103,12 @@ class XcshApp(ExtensionApp):
                 activity,
                 settings,
                 calls,
+                runs,
                 contents_manager=server.contents_manager,
             ),
             artifacts=ArtifactTool(artifact_store),
+            background_runs=runs,
+            run_inputs=RunInputTool(runs),
         )
         self.settings["xcsh"] = self.services
 
@@ -141,7 +148,13 @@ class XcshApp(ExtensionApp):
         if self.services is not None:
             # Every kernel the python tool started goes with the server; bounded, not forever.
             try:
-                await asyncio.wait_for(self.services.execution.close(), 30)
+                await asyncio.wait_for(self._close_execution(self.services), 30)
             except TimeoutError:
                 self.log.warning("jupyter_xcsh: python tool kernels did not stop within 30 s")
         self.log.debug("jupyter_xcsh stopped")
+
+    @staticmethod
+    async def _close_execution(services: XcshServices) -> None:
+        # Calls waiting for input end first (interrupted), then the kernels go.
+        await services.background_runs.close()
+        await services.execution.close()

@@ -143,3 +143,14 @@ class XcshSettings(Configurable):
             "0 disables the check."
         ),
     )
+
+    input_timeout = Float(
+        300.0,
+        min=0.1,
+        config=True,
+        help=(
+            "Seconds a kernel's prompt for input waits for an answer in the python tool's "
+            "stdin 'ask' mode (default 300 = 5 minutes) before it gets end-of-file. Time spent "
+            "waiting does not count against the call's timeout."
+        ),
+    )

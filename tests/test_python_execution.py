@@ -173,18 +173,6 @@ async def test_status_helper_emits_status_events_and_no_text(jp_fetch):
     assert result["text"] == "(no output)"
 
 
-async def test_input_is_answered_empty_instead_of_hanging(jp_fetch):
-    result = await run(jp_fetch, "answer = input('name? ')\nprint(repr(answer))", timeout=20)
-
-    assert result["stdinRequested"] is True
-    assert result["timedOut"] is False
-    assert (
-        "[stdin] Kernel requested input. Interactive stdin is not supported; "
-        "provide input programmatically." in result["text"]
-    )
-    assert result["text"].endswith("''")
-
-
 async def test_kernel_environment_has_cwd_env_and_sys_path(jp_fetch, jp_root_dir):
     (jp_root_dir / "pkg").mkdir()
     (jp_root_dir / "pkg" / "helper_mod.py").write_text("VALUE = 7\n")

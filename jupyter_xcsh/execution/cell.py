@@ -14,8 +14,9 @@ from ..outputs.images import CapturedImage, ImageCapture, as_base64
 from ..outputs.sink import OutputSink, SinkResult
 from .connection import ConnectionClosedError, KernelConnection, KernelLostError
 from .control import CallControl
-from .messages import STDIN_NOTICE, error_output, reduce_display
+from .messages import error_output, reduce_display
 from .observer import ExecutionObserver
+from .stdin import StdinPolicy, StdinSpec
 
 __all__ = ["CellOutcome", "CellRun", "run_cell"]
 
@@ -26,6 +27,8 @@ LIVENESS_INTERVAL = 1.0
 TIMEOUT_GRACE = 0.8
 #: Seconds a cancelled cell gets to stop once interrupted (a cancel has no deadline of its own).
 CANCEL_GRACE = 3.0
+#: Longest wait for the output printed before a prompt, before the prompt is answered anyway.
+PROMPT_BARRIER = 1.0
 
 
 @dataclass
@@ -85,6 +88,8 @@ class CellOutcome:
     json_outputs: list[Any] = field(default_factory=list)
     #: The cell did not stop after the interrupts: its kernel must be restarted.
     unresponsive: bool = False
+    #: The cell asked for input the call did not provide, so it failed (SPEC §2).
+    stdin_failed: bool = False
 
 
 async def run_cell(
@@ -98,6 +103,7 @@ async def run_cell(
     interrupt: Callable[[], Awaitable[None]],
     is_alive: Callable[[], Awaitable[bool]],
     images: ImageCapture | None = None,
+    stdin: StdinPolicy | None = None,
 ) -> CellOutcome:
     """Execute ``cell.code`` and collect its output; raise ``KernelLostError`` if it dies.
 
@@ -106,14 +112,39 @@ async def run_cell(
     A cell still running after its grace comes back ``unresponsive``; it is the caller's to
     decide what to do with such a kernel (a session restarts it).
 
-    ``images`` saves every displayed image as it arrives (none saved without it).
+    ``images`` saves every displayed image as it arrives (none saved without it); ``stdin``
+    answers the kernel's prompts (``"notice"`` without it). Time spent waiting for an answer
+    does not count against ``deadline``.
     """
     outcome = CellOutcome("ok")
     capture = images or ImageCapture(None)
+    policy = stdin or StdinPolicy(StdinSpec())
     state = _CellState()
+
+    def echo(text: str) -> None:
+        sink.push(text)
+        sink.flush_chunks()  # a prompt is shown at once, not after the throttle interval
+
+    prompts: set[asyncio.Task[None]] = set()
+
+    def still_running() -> bool:
+        # Over, or being interrupted (which ends the prompt with KeyboardInterrupt).
+        return not (state.done or state.lost or state.closed or control.cancelled)
+
+    def answer_prompt(content: dict[str, Any]) -> Awaitable[None]:
+        return policy.prompt_in_order(
+            lambda: connection.iopub_barrier(PROMPT_BARRIER),
+            still_running,
+            cell.index,
+            content,
+            reply=connection.input_reply,
+            echo=echo,
+            snapshot=lambda: (sink.snapshot(), list(outcome.images)),
+        )
 
     def handle(channel: str, msg: dict[str, Any]) -> None:
         if channel in ("lost", "closed"):
+            policy.abandon()
             state.lost = state.lost or channel == "lost"
             state.closed = state.closed or channel == "closed"
             state.wake.set()
@@ -152,9 +183,10 @@ async def run_cell(
             if state.done:
                 state.wake.set()
         elif channel == "stdin" and kind == "input_request":
-            sink.push(STDIN_NOTICE + "\n")
-            connection.input_reply("")
             outcome.stdin_requested = True
+            task = asyncio.ensure_future(answer_prompt(content))
+            prompts.add(task)
+            task.add_done_callback(prompts.discard)
 
     async def wait(until: float, stop_on_cancel: bool) -> str:
         """Wait until the cell is done ('done'), cancelled ('cancel') or the time is up.
@@ -163,6 +195,7 @@ async def run_cell(
         slow answer (a gateway's REST call) must not stretch the grace.
         """
         next_check = time.monotonic() + LIVENESS_INTERVAL if stop_on_cancel else math.inf
+        paused = policy.paused
         while not state.done:
             if state.closed or connection.closed:
                 raise ConnectionClosedError("the kernel connection was closed")
@@ -171,7 +204,8 @@ async def run_cell(
             if stop_on_cancel and control.cancelled:
                 return "cancel"
             now = time.monotonic()
-            if now >= until:
+            end = until + policy.delay() - paused  # infinite while a prompt waits for an answer
+            if now >= end:
                 return "time"
             if now >= next_check:
                 if not await is_alive():
@@ -182,15 +216,19 @@ async def run_cell(
             if state.done or state.lost or state.closed or (stop_on_cancel and control.cancelled):
                 continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(state.wake.wait(), min(until, next_check) - now)
+                await asyncio.wait_for(state.wake.wait(), min(end, next_check) - now)
         return "done"
 
     msg_id = connection.execute(cell.code, handle)
     control.attach(state.wake.set)
+    unlisten = policy.listen(state.wake.set)  # a deadline moves when a prompt is answered
+    paused_before = policy.paused
     try:
         ended = await wait(deadline, True)
         if ended != "done":
             outcome.kind = "timeout" if ended == "time" else "cancelled"
+            policy.abandon()  # the interrupt ends input() with KeyboardInterrupt
+            deadline += policy.paused - paused_before  # as moved by waits for answers
             give_up = min(time.monotonic() + CANCEL_GRACE, deadline + TIMEOUT_GRACE)
             # Half the grace for the kernel manager's interrupt, then the control channel's.
             second = time.monotonic() + (give_up - time.monotonic()) / 2
@@ -203,6 +241,8 @@ async def run_cell(
             outcome.unresponsive = ended != "done"
             return outcome
         reply = state.reply or {}
+        if cell.index in policy.failed_cells:
+            outcome.kind, outcome.stdin_failed = "error", True
         if reply.get("status") != "ok":
             outcome.kind = "error"
             if cell.error is None and reply.get("status") == "error":
@@ -210,5 +250,9 @@ async def run_cell(
                 sink.push(text)
         return outcome
     finally:
+        for task in list(prompts):
+            task.cancel()
+        policy.abandon()
+        unlisten()
         control.attach(None)
         connection.unroute(msg_id)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..outputs.images import pick_image
 from .markdown import html_to_markdown
+from .stdin import STDIN_NOTICE
 
 __all__ = [
     "STATUS_MIME",
@@ -20,12 +21,6 @@ __all__ = [
 
 #: The MIME type of a status event emitted by the in-kernel ``status(op, **data)`` helper.
 STATUS_MIME = "application/x-xcsh-status"
-
-#: The chunk written when the kernel asks for input, which the tool cannot provide.
-STDIN_NOTICE = (
-    "[stdin] Kernel requested input. Interactive stdin is not supported; "
-    "provide input programmatically."
-)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Any
 from ..outputs.images import CapturedImage, ImageResult
 from ..outputs.sink import truncation_notice
 from .cell import CellRun
+from .stdin import STDIN_FAILURE
 
 __all__ = ["CallOutcome", "assemble_result", "timeout_notice", "whole_seconds"]
 
@@ -36,6 +37,8 @@ class CallOutcome:
     cancelled: bool = False
     timed_out: bool = False
     stdin_requested: bool = False
+    #: A cell failed because it asked for input the call did not provide (SPEC §2).
+    stdin_failed: bool = False
     notice: str | None = None  # "Command timed out after n seconds", "Command cancelled"
     abort: str | None = None  # a failure that is not a cell's: too many restarts, no kernel
     notices: list[str] = field(default_factory=list)  # about the kernel's environment
@@ -56,7 +59,8 @@ def _with_lines(text: str, lines: list[str]) -> str:
 
 def _combined_text(outcome: CallOutcome) -> str:
     cells = outcome.cells
-    ran = [c for c in cells if c.status in ("complete", "error")]
+    # A running cell has a sink only in a partial result (a call waiting for input).
+    ran = [c for c in cells if c.status in ("complete", "error") or c.sink is not None]
     notice_line = f"[{outcome.notice}]\n" if outcome.notice else ""
     images = _image_lines(outcome)
     parts: list[str] = []
@@ -101,6 +105,8 @@ def _combined_text(outcome: CallOutcome) -> str:
             )
     if outcome.abort:
         parts.append(outcome.abort)
+    if outcome.stdin_failed and outcome.notice is None and outcome.abort is None:
+        parts.append(STDIN_FAILURE)
     return "\n\n".join(p for p in parts if p)
 
 

@@ -284,6 +284,13 @@ class OutputSink:
         """
         self.flush_chunks()
         self.close()
+        return self._result(notice)
+
+    def snapshot(self) -> SinkResult:
+        """What ``dump()`` would return now, without closing the sink (for a partial result)."""
+        return self._result(None)
+
+    def _result(self, notice: str | None) -> SinkResult:
         text = sanitize(self._buf.decode("utf-8", "replace"))
         output_lines = text.count("\n") + 1 if text else 0
         output_bytes = len(text.encode("utf-8"))
