@@ -22,7 +22,7 @@ class RunInputHandler(PythonHandler):
     at its next prompt, the output so far with ``awaitingInput`` — streamed as the python tool's
     with ``Accept: application/x-ndjson``. 400 for a malformed body, 404 for an unknown run,
     409 when the run is not waiting for input, 403 for a caller without ``execute`` on
-    ``kernels``. A client that disconnects before the answer's result interrupts the call.
+    ``kernels``. A client that disconnects only stops following: the call goes on.
     """
 
     @web.authenticated

@@ -226,7 +226,9 @@ class RunInputTool:
         """Answer the run's waiting prompt with ``body["value"]``; return its next stop.
 
         Raises ``InvalidRequestError`` for a bad body, ``NotFoundError`` for an unknown run
-        and ``ConflictError`` when the run is not waiting for input.
+        and ``ConflictError`` when the run is not waiting for input. Whoever answers only
+        follows the call: ``control`` cancelled (its client gone) leaves the call running —
+        a person answering from the lab must not end an agent's call by closing the page.
         """
         unknown = sorted(set(body) - {"value"})
         if unknown:
@@ -235,7 +237,7 @@ class RunInputTool:
         if not isinstance(value, str):
             raise InvalidRequestError("value must be a string")
         await caller.require(ACTION, RESOURCE)
-        return await self.runs.get(run_id).next_stop(observer, control, answer=value)
+        return await self.runs.get(run_id).next_stop(observer, answer=value)
 
     async def follow(self, run_id: str, caller: Caller) -> dict[str, Any]:
         """The run's next stop without answering: its end, or its prompt (at once if waiting)."""

@@ -296,7 +296,19 @@ export interface IPythonRequest {
    * The kernel spec to start (default the server's default kernel).
    */
   kernel_name?: string;
+
+  /**
+   * How the kernel's prompts for input are answered: `notice` (default, the
+   * cell fails), `eof`, the answers in order, or `ask` (the call returns
+   * with `awaitingInput` at the first prompt; see {@link answerInput}).
+   */
+  stdin?: StdinMode;
 }
+
+/**
+ * How a python call answers the kernel's prompts for input.
+ */
+export type StdinMode = 'notice' | 'eof' | 'ask' | string[];
 
 /**
  * The state of one cell in a python tool call.
@@ -332,18 +344,70 @@ export interface IPythonCellResult {
 }
 
 /**
- * An image displayed by the code.
+ * An image displayed by the code; every one is kept whole as an artifact,
+ * a few are inlined within a model's budget.
  */
 export interface IPythonImage {
   /**
-   * The MIME type, e.g. `image/png`.
+   * The MIME type of `data` (of the image as displayed when omitted).
    */
   mimeType: string;
 
   /**
-   * The image, base64-encoded.
+   * The image, base64-encoded; only when inlined.
    */
-  data: string;
+  data?: string;
+
+  /**
+   * Pixels (null when unknown).
+   */
+  width: number | null;
+  height: number | null;
+
+  /**
+   * Size of the image file.
+   */
+  bytes: number;
+
+  /**
+   * The image as displayed, whole (`artifact://<id>`).
+   */
+  artifactId: string | null;
+
+  /**
+   * Not inlined (past the budget, or an SVG).
+   */
+  omitted: boolean;
+
+  /**
+   * The image as displayed, when the inlined one was downscaled.
+   */
+  original?: {
+    mimeType: string;
+    width: number | null;
+    height: number | null;
+    bytes: number;
+  };
+}
+
+/**
+ * A prompt the kernel waits on (stdin `ask`).
+ */
+export interface IAwaitingInput {
+  /**
+   * Where to answer: `POST api/xcsh/runs/<runId>/input`.
+   */
+  runId: string;
+
+  /**
+   * The prompt the code gave, e.g. `name? `.
+   */
+  prompt: string;
+
+  /**
+   * A password prompt: its answer is never echoed or stored.
+   */
+  password: boolean;
 }
 
 /**
@@ -368,6 +432,11 @@ export interface IPythonResult {
   cancelled: boolean;
   timedOut: boolean;
   stdinRequested: boolean;
+
+  /**
+   * Set while the kernel waits for an answer: the result is then partial.
+   */
+  awaitingInput?: IAwaitingInput;
   cells: IPythonCellResult[];
   images: IPythonImage[];
   jsonOutputs: unknown[];
@@ -413,6 +482,57 @@ export async function runPython(
   const response = await requestAPI(
     'python',
     jsonInit('POST', request),
+    settings
+  );
+  return (await response.json()) as IPythonResult;
+}
+
+/* ---------------------------------------------------------------------------
+ * Runs waiting for input: api/xcsh/runs/<runId>
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Answer the prompt a python call waits on (stdin `ask`).
+ *
+ * @param runId - The `awaitingInput.runId` of the call's result.
+ * @param value - The answer (a password prompt's is never echoed or stored).
+ * @param settings - The server settings.
+ * @returns What the call returns next: its result, or, at its next prompt,
+ *   the output so far with `awaitingInput`.
+ *
+ * @throws {ServerConnection.ResponseError} 404 for an unknown run, 409 when
+ *   the run no longer waits for input.
+ */
+export async function answerInput(
+  runId: string,
+  value: string,
+  settings: ServerConnection.ISettings
+): Promise<IPythonResult> {
+  const response = await requestAPI(
+    `runs/${encodeURIComponent(runId)}/input`,
+    jsonInit('POST', { value }),
+    settings
+  );
+  return (await response.json()) as IPythonResult;
+}
+
+/**
+ * Follow a python call waiting for input without answering it.
+ *
+ * @param runId - The `awaitingInput.runId` of the call's result.
+ * @param settings - The server settings.
+ * @returns At once while it waits (with `awaitingInput`) or once ended (its
+ *   result); else when it gets to its next prompt or its end.
+ *
+ * @throws {ServerConnection.ResponseError} 404 for an unknown run.
+ */
+export async function followRun(
+  runId: string,
+  settings: ServerConnection.ISettings
+): Promise<IPythonResult> {
+  const response = await requestAPI(
+    `runs/${encodeURIComponent(runId)}`,
+    { method: 'GET' },
     settings
   );
   return (await response.json()) as IPythonResult;
@@ -532,6 +652,14 @@ export class XcshClient implements IXcshClient {
 
   interruptSession(name: string): Promise<void> {
     return interruptSession(name, this.serverSettings);
+  }
+
+  answerInput(runId: string, value: string): Promise<IPythonResult> {
+    return answerInput(runId, value, this.serverSettings);
+  }
+
+  followRun(runId: string): Promise<IPythonResult> {
+    return followRun(runId, this.serverSettings);
   }
 }
 

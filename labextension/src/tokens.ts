@@ -53,6 +53,16 @@ export interface IXcshClient {
    * Cancel the call running in a python tool session.
    */
   interruptSession(name: string): Promise<void>;
+
+  /**
+   * Answer the prompt a python call waits on (stdin `ask`).
+   */
+  answerInput(runId: string, value: string): Promise<IPythonResult>;
+
+  /**
+   * Follow a python call waiting for input, without answering.
+   */
+  followRun(runId: string): Promise<IPythonResult>;
 }
 
 /**

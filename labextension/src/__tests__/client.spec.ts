@@ -6,6 +6,8 @@
 import { ServerConnection } from '@jupyterlab/services';
 
 import {
+  answerInput,
+  followRun,
   getArtifact,
   INotebookEditResult,
   interruptSession,
@@ -199,6 +201,41 @@ describe('runPython', () => {
       cells: [{ code: 'print(1 + 2)', title: 'add' }],
       timeout: 5
     });
+  });
+});
+
+describe('runs waiting for input', () => {
+  const RUN = '0123456789abcdef0123456789abcdef';
+
+  it('answers a prompt with POST and returns what the call returns next', async () => {
+    const result = { text: 'name? bob\nhello bob', isError: false };
+    const fetch = mockFetch(jsonResponse(result));
+
+    const answer = await answerInput(RUN, 'bob', settingsWith(fetch));
+
+    expect(answer).toEqual(result);
+    const request = sentRequest(fetch);
+    expect(request.method).toBe('POST');
+    expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/runs/${RUN}/input`);
+    expect(await request.json()).toEqual({ value: 'bob' });
+  });
+
+  it('follows a run with GET', async () => {
+    const fetch = mockFetch(jsonResponse({ text: 'name? ' }));
+
+    await followRun(RUN, settingsWith(fetch));
+
+    expect(sentRequest(fetch).method).toBe('GET');
+    expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/runs/${RUN}`);
+  });
+
+  it('turns a run no longer waiting into a ResponseError', async () => {
+    const body = { message: `Run ${RUN} is not waiting for input` };
+    const fetch = mockFetch(jsonResponse(body, 409));
+
+    await expect(answerInput(RUN, 'x', settingsWith(fetch))).rejects.toThrow(
+      body.message
+    );
   });
 });
 

@@ -170,6 +170,71 @@ describe('parseEmission', () => {
     ).toBeNull();
   });
 
+  it('keeps the size of an image and where it is kept whole', () => {
+    const event = parseEmission(
+      pythonEmission({
+        event: 'display',
+        cellIndex: 0,
+        display: {
+          kind: 'image',
+          mimeType: 'image/png',
+          bytes: 3000000,
+          width: 4000,
+          height: 3000,
+          artifactId: '20260101T000000-0123456789ab',
+          artifactPath: 'xcsh-artifacts/20260101T000000-0123456789ab.python.png'
+        }
+      })
+    );
+    expect(event).toMatchObject({
+      display: {
+        data: null,
+        width: 4000,
+        height: 3000,
+        artifactPath: 'xcsh-artifacts/20260101T000000-0123456789ab.python.png'
+      }
+    });
+  });
+
+  it('parses prompts waiting for an answer, and their end', () => {
+    const runId = 'ab'.repeat(16);
+    const waiting = parseEmission(
+      pythonEmission({
+        event: 'input',
+        cellIndex: 1,
+        input: {
+          runId,
+          prompt: 'name? \x1b[1m',
+          password: false,
+          state: 'waiting'
+        }
+      })
+    );
+    expect(waiting).toMatchObject({
+      event: 'input',
+      cellIndex: 1,
+      input: { runId, prompt: 'name? ', password: false, state: 'waiting' }
+    });
+    const answered = parseEmission(
+      pythonEmission({ event: 'input', input: { state: 'answered' } })
+    );
+    expect(answered).toMatchObject({
+      cellIndex: null,
+      input: { state: 'answered', runId: null }
+    });
+    // A waiting prompt with nowhere to answer, or an unknown state, is dropped.
+    for (const input of [
+      { state: 'waiting', prompt: 'x' },
+      { state: 'waiting', runId: '../../x' },
+      { state: 'asleep' },
+      'waiting'
+    ]) {
+      expect(
+        parseEmission(pythonEmission({ event: 'input', input }))
+      ).toBeNull();
+    }
+  });
+
   it('shows only raster images with base64 data', () => {
     const png = parseEmission(
       pythonEmission({

@@ -350,4 +350,49 @@ describe('ActivityModel', () => {
     }
     expect(model.calls.length).toBeGreaterThan(0);
   });
+
+  it('tracks the prompt a call waits on until it is answered or the call ends', () => {
+    const model = new ActivityModel();
+    const runId = 'cd'.repeat(16);
+    model.handleEmission(started('p', 1));
+    model.handleEmission(
+      python('p', {
+        event: 'input',
+        cellIndex: 0,
+        input: { runId, prompt: 'name? ', password: true, state: 'waiting' }
+      })
+    );
+    const call = pythonCall(model, 'p');
+    expect(call.input).toEqual({
+      runId,
+      prompt: 'name? ',
+      password: true,
+      state: 'waiting'
+    });
+
+    model.setAnswering('p', true, null);
+    expect(call.answering).toBe(true);
+    model.handleEmission(
+      python('p', { event: 'input', input: { state: 'answered' } })
+    );
+    expect(call.input?.state).toBe('answered');
+    expect(call.answering).toBe(false);
+
+    model.handleEmission(
+      python('p', {
+        event: 'input',
+        cellIndex: 0,
+        input: { runId, prompt: 'again? ', password: false, state: 'waiting' }
+      })
+    );
+    model.handleEmission(
+      python('p', {
+        event: 'finished',
+        result: { isError: true, cancelled: true }
+      })
+    );
+    expect(call.input?.state).toBe('ended');
+    model.setAnswering('p', false, 'Run is not waiting for input');
+    expect(call.answerError).toBe('Run is not waiting for input');
+  });
 });

@@ -88,6 +88,10 @@ export type PythonDisplay =
       /** base64, absent when the server left out a large image. */
       data: string | null;
       bytes: number | null;
+      width: number | null;
+      height: number | null;
+      /** Where the whole image is kept (a file of the contents root). */
+      artifactPath: string | null;
     }
   | { kind: 'json'; data: unknown }
   | { kind: 'status'; data: unknown };
@@ -166,6 +170,26 @@ export interface IPythonDisplayEvent extends IPythonEventBase {
 }
 
 /**
+ * A prompt for input, waiting for an answer (stdin `ask`) or no longer.
+ */
+export interface IPythonInputState {
+  state: 'waiting' | 'answered' | 'timeout' | 'ended';
+  /** Where to answer (`waiting` only). */
+  runId: string | null;
+  prompt: string;
+  password: boolean;
+}
+
+/**
+ * The kernel waits for an answer, or stopped waiting.
+ */
+export interface IPythonInputEvent extends IPythonEventBase {
+  event: 'input';
+  cellIndex: number | null;
+  input: IPythonInputState;
+}
+
+/**
  * A python call ended.
  */
 export interface IPythonFinishedEvent extends IPythonEventBase {
@@ -181,6 +205,7 @@ export type PythonEvent =
   | IPythonCellEvent
   | IPythonChunkEvent
   | IPythonDisplayEvent
+  | IPythonInputEvent
   | IPythonFinishedEvent;
 
 /**
@@ -281,6 +306,14 @@ function parsePythonEvent(raw: Record<string, unknown>): PythonEvent | null {
       const cellIndex = index(raw.cellIndex, Limits.MAX_CELLS - 1);
       return { ...base, event: 'display', cellIndex, display };
     }
+    case 'input': {
+      const input = inputState(raw.input);
+      if (input === null) {
+        return null;
+      }
+      const cellIndex = index(raw.cellIndex, Limits.MAX_CELLS - 1);
+      return { ...base, event: 'input', cellIndex, input };
+    }
     case 'finished': {
       return { ...base, event: 'finished', result: callResult(raw.result) };
     }
@@ -336,7 +369,15 @@ function pythonDisplay(raw: unknown): PythonDisplay | null {
       ) {
         data = raw.data.replace(/\s+/g, '');
       }
-      return { kind: 'image', mimeType, data, bytes: count(raw.bytes) };
+      return {
+        kind: 'image',
+        mimeType,
+        data,
+        bytes: count(raw.bytes),
+        width: count(raw.width),
+        height: count(raw.height),
+        artifactPath: name(raw.artifactPath)
+      };
     }
     case 'json':
       return { kind: 'json', data: raw.data };
@@ -345,6 +386,28 @@ function pythonDisplay(raw: unknown): PythonDisplay | null {
     default:
       return null;
   }
+}
+
+const INPUT_STATES = new Set(['waiting', 'answered', 'timeout', 'ended']);
+
+function inputState(raw: unknown): IPythonInputState | null {
+  if (!isRecord(raw) || !INPUT_STATES.has(raw.state as string)) {
+    return null;
+  }
+  const runId = name(raw.runId);
+  const state = raw.state as IPythonInputState['state'];
+  if (
+    state === 'waiting' &&
+    (runId === null || !/^[0-9a-f]{32}$/.test(runId))
+  ) {
+    return null; // nowhere to answer
+  }
+  return {
+    state,
+    runId,
+    prompt: terminalText(text(raw.prompt, Limits.TEXT_CHARS) ?? ''),
+    password: raw.password === true
+  };
 }
 
 function callResult(raw: unknown): IPythonCallResult {

@@ -8,6 +8,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 import {
   CellStatus,
   INotebookCallEvent,
+  IPythonInputState,
   IPythonCallResult,
   IPythonCellSpec,
   parseEmission,
@@ -75,6 +76,12 @@ export interface IPythonCall {
   interrupting: boolean;
   /** Why the last interrupt request failed. */
   interruptError: string | null;
+  /** The prompt the kernel waits on (stdin `ask`), or how the last one ended. */
+  input: IPythonInputState | null;
+  /** An answer is on its way. */
+  answering: boolean;
+  /** Why the last answer failed. */
+  answerError: string | null;
 }
 
 /**
@@ -184,6 +191,23 @@ export class ActivityModel {
     }
     call.interrupting = pending;
     call.interruptError = error;
+    this._touch(call);
+  }
+
+  /**
+   * Record that an answer to a call's prompt was sent or failed.
+   *
+   * @param id - The python call.
+   * @param pending - Whether the answer is on its way.
+   * @param error - Why it failed, if it did.
+   */
+  setAnswering(id: string, pending: boolean, error: string | null): void {
+    const call = this.get(id);
+    if (call?.kind !== 'python') {
+      return;
+    }
+    call.answering = pending;
+    call.answerError = error;
     this._touch(call);
   }
 
@@ -305,7 +329,10 @@ function newPythonCall(id: string, time: number): IPythonCall {
     displays: [],
     result: null,
     interrupting: false,
-    interruptError: null
+    interruptError: null,
+    input: null,
+    answering: false,
+    answerError: null
   };
 }
 
@@ -413,6 +440,16 @@ function applyPythonEvent(call: IPythonCall, event: PythonEvent): boolean {
       }
       return true;
     }
+    case 'input': {
+      if (finished) {
+        return false;
+      }
+      call.input = event.input;
+      if (event.input.state !== 'waiting') {
+        call.answering = false;
+      }
+      return true;
+    }
     case 'finished': {
       if (finished) {
         return false;
@@ -420,6 +457,10 @@ function applyPythonEvent(call: IPythonCall, event: PythonEvent): boolean {
       const result = event.result;
       call.result = result;
       call.interrupting = false;
+      call.answering = false;
+      if (call.input?.state === 'waiting') {
+        call.input = { ...call.input, state: 'ended' };
+      }
       call.status = result.timedOut
         ? 'timedOut'
         : result.cancelled

@@ -66,7 +66,8 @@ export const activityPlugin: JupyterFrontEndPlugin<void> = {
       actions: {
         openNotebook: (path, cellIndex) => openNotebook(app, path, cellIndex),
         openArtifact: path => app.commands.execute('docmanager:open', { path }),
-        interrupt: call => interrupt(model, client, call)
+        interrupt: call => interrupt(model, client, call),
+        answer: (call, value) => answer(model, client, call, value)
       },
       highlighter: languages
         ? (code, language, element) =>
@@ -140,5 +141,29 @@ async function interrupt(
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     model.setInterrupting(call.id, false, message);
+  }
+}
+
+/**
+ * Send a person's answer to the prompt a python call waits on. The call's
+ * events show what follows; a failure is shown next to the answer box.
+ */
+async function answer(
+  model: ActivityModel,
+  client: IXcshClient,
+  call: IPythonCall,
+  value: string
+): Promise<void> {
+  const runId = call.input?.runId ?? null;
+  if (runId === null || call.answering) {
+    return;
+  }
+  model.setAnswering(call.id, true, null);
+  try {
+    await client.answerInput(runId, value);
+    model.setAnswering(call.id, false, null);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    model.setAnswering(call.id, false, message);
   }
 }

@@ -49,6 +49,11 @@ export interface IRenderContext {
    * Cancel a running python call.
    */
   interrupt(call: IPythonCall): void;
+
+  /**
+   * Answer the prompt a python call waits on.
+   */
+  answer(call: IPythonCall, value: string): void;
 }
 
 /**

@@ -91,7 +91,9 @@ export class ActivityPanel extends Widget {
       openNotebook: (path, cellIndex) =>
         this._run(() => this._actions.openNotebook(path, cellIndex)),
       openArtifact: path => this._run(() => this._actions.openArtifact(path)),
-      interrupt: call => this._run(() => this._actions.interrupt(call))
+      interrupt: call => this._run(() => this._actions.interrupt(call)),
+      answer: (call, value) =>
+        this._run(() => this._actions.answer(call, value))
     };
 
     this.model.changed.connect(this._onModelChanged, this);
@@ -388,6 +390,11 @@ export namespace ActivityPanel {
      * Cancel a running python call.
      */
     interrupt(call: IPythonCall): Promise<unknown>;
+
+    /**
+     * Answer the prompt a python call waits on.
+     */
+    answer(call: IPythonCall, value: string): Promise<unknown>;
   }
 
   /**
