@@ -23,6 +23,8 @@ RESOURCE = "contents"
 
 #: Most bytes one ``call`` returns; a longer page stops at a line boundary with a notice.
 MAX_PAGE_BYTES = 256 * 1024
+#: Largest image ``read_image`` returns whole (base64 in a JSON answer grows by a third).
+MAX_IMAGE_BYTES = 8 * 1024 * 1024
 
 
 def _positive(body: dict[str, Any], name: str, default: int | None) -> int | None:
@@ -46,6 +48,15 @@ class ArtifactTool:
         """Open an artifact for reading (the caller closes it); 400/403/404 as domain errors."""
         await caller.require("read", RESOURCE)
         return self.store.open(artifact_id)
+
+    async def read_image(
+        self, artifact_id: str, caller: Caller, max_bytes: int = MAX_IMAGE_BYTES
+    ) -> tuple[str, bytes] | None:
+        """An image artifact whole, ``(media type, bytes)``; None for text or past ``max_bytes``."""
+        with await self.open(artifact_id.removeprefix("artifact://"), caller) as file:
+            if is_text_artifact(file.name) or os.fstat(file.fileno()).st_size > max_bytes:
+                return None
+            return artifact_media_type(file.name), file.read()
 
     async def call(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Return lines ``offset .. offset+limit-1`` (1-based) of an artifact: ``{text, details}``.
