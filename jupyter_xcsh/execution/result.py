@@ -11,7 +11,7 @@ from ..outputs.sink import truncation_notice
 from .cell import CellRun
 from .stdin import STDIN_FAILURE
 
-__all__ = ["CallOutcome", "assemble_result", "timeout_notice", "whole_seconds"]
+__all__ = ["CallOutcome", "assemble_result", "image_lines", "timeout_notice", "whole_seconds"]
 
 
 def whole_seconds(seconds: float) -> int:
@@ -45,7 +45,7 @@ class CallOutcome:
     session: dict[str, Any] = field(default_factory=dict)
 
 
-def _image_lines(outcome: CallOutcome) -> dict[int, list[str]]:
+def image_lines(outcome: CallOutcome) -> dict[int, list[str]]:
     """The lines naming each image (SPEC §8), by the index of the cell that displayed it."""
     lines: dict[int, list[str]] = {}
     for image in outcome.image_results:
@@ -62,7 +62,7 @@ def _combined_text(outcome: CallOutcome) -> str:
     # A running cell has a sink only in a partial result (a call waiting for input).
     ran = [c for c in cells if c.status in ("complete", "error") or c.sink is not None]
     notice_line = f"[{outcome.notice}]\n" if outcome.notice else ""
-    images = _image_lines(outcome)
+    images = image_lines(outcome)
     parts: list[str] = []
     if len(cells) == 1 and ran:
         parts.append(ran[0].output.rstrip("\n"))

@@ -182,6 +182,27 @@ class StdinPolicy:
         """Seconds spent waiting for answers in finished waits."""
         return self._paused
 
+    async def prompt_in_order(
+        self,
+        barrier: Callable[[], Awaitable[object]],
+        still_running: Callable[[], bool],
+        cell_index: int,
+        content: dict[str, Any],
+        *,
+        reply: Callable[[str], None],
+        echo: Callable[[str], None],
+        snapshot: Callable[[], Any] = lambda: None,
+    ) -> None:
+        """``prompt``, once ``barrier()`` (e.g. ``KernelConnection.iopub_barrier``) has passed.
+
+        The prompt travels on stdin and may overtake the output printed just before it on
+        IOPub: waiting for the barrier puts the echo after that output, and a partial result
+        holds it. Nothing is done if the cell is over meanwhile (``still_running()`` false).
+        """
+        await barrier()
+        if still_running():
+            self.prompt(cell_index, content, reply=reply, echo=echo, snapshot=snapshot)
+
     def delay(self) -> float:
         """Seconds spent waiting for answers so far (infinite while waiting): add to deadlines."""
         if self.waiting is not None:
