@@ -371,7 +371,8 @@ async def test_a_streamed_ask_shows_the_prompt_then_ends_with_the_partial_result
 
 async def test_answering_checks_its_body_and_the_run(jp_fetch):
     unknown = "0" * 32
-    assert await answer(jp_fetch, unknown, "x") == (404, {"message": f"No such run: {unknown}"})
+    status, body = await answer(jp_fetch, unknown, "x")
+    assert (status, body["message"]) == (404, f"No such run: {unknown}")
     waiting = await run(jp_fetch, NAME, stdin="ask")
     run_id = waiting["callId"]
     status, body = await answer(jp_fetch, run_id, None, body=json.dumps({"value": 1}))
