@@ -224,6 +224,31 @@ async def test_another_call_on_a_waiting_session_is_a_409(jp_fetch):
     assert (await run(jp_fetch, "name"))["text"] == "'bob'"
 
 
+async def test_a_call_queued_behind_one_that_starts_waiting_gets_the_409(jp_fetch, jp_root_dir):
+    code = (
+        "import pathlib, time\n"
+        "while not pathlib.Path('go').exists():\n"
+        "    time.sleep(0.05)\n"
+        "name = input('name? ')"
+    )
+    first = asyncio.create_task(run(jp_fetch, code, stdin="ask", timeout=120))
+
+    async def queue_length(n):
+        listed = await sessions(jp_fetch)
+        return bool(listed) and listed[0]["busy"] and listed[0]["queueLength"] == n
+
+    await eventually(lambda: queue_length(0), timeout=120)
+    queued = asyncio.create_task(tool(jp_fetch)({"cells": [{"code": "1"}], "timeout": 120}))
+    await eventually(lambda: queue_length(1))
+    (jp_root_dir / "go").write_text("")
+    waiting = await first
+
+    status, body = await queued
+    assert (status, body["message"]) == (409, "Session default is waiting for input")
+    _, done = await answer(jp_fetch, waiting["callId"], "bob")
+    assert done["isError"] is False
+
+
 @pytest.mark.parametrize("xcsh_settings", [{"input_timeout": 1.0}])
 async def test_an_unanswered_prompt_gets_end_of_file_after_input_timeout(jp_fetch):
     waiting = await run(jp_fetch, NAME, stdin="ask")

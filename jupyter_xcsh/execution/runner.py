@@ -121,6 +121,10 @@ class ExecutionService:
             raise NotFoundError(_no_session(name, cwd))
         return interrupted
 
+    def reject_queued(self, name: str, cwd: str, error: Exception) -> None:
+        """End the calls queued on the session ``name`` in ``cwd`` with ``error`` (raised)."""
+        self.pool.reject_queued(SessionKey(name, cwd), error)
+
     async def close(self) -> None:
         """Shut down every kernel the service started."""
         await self.pool.close()

@@ -122,6 +122,13 @@ class PythonTool:
         stdin = StdinPolicy(request.stdin, self.settings.input_timeout, run_id)
         session = request.session if request.mode == "session" else None
         run = BackgroundRun(run_id, stdin, CallControl(), session=session, cwd=request.cwd)
+        if session is not None:
+            # Calls queued behind this one would only wait out their deadline: 409 at once.
+            def refuse_queued() -> None:
+                if stdin.waiting is not None:
+                    self.execution.reject_queued(session, request.cwd, session_waiting(session))
+
+            stdin.listen(refuse_queued)
         run.start(self._run(request, run.relay, run.control, stdin, run_id))
         self.runs.add(run)
         return await run.next_stop(observer, control)
