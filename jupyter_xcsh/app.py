@@ -19,7 +19,9 @@ from .handlers import python as python_handlers
 from .handlers import runs as runs_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
+from .notebook.live import LiveDocuments
 from .notebook.reader import ReadLimits
+from .notebook.saves import SaveGuard
 from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
 from .services import XcshServices
@@ -65,7 +67,12 @@ class XcshApp(ExtensionApp):
             max_source_chars=settings.read_max_source_chars,
             max_output_chars=settings.read_max_output_chars,
         )
-        notebook_store = NotebookStore(server.contents_manager, limits)
+        notebook_store = NotebookStore(
+            server.contents_manager,
+            limits,
+            live=LiveDocuments(server.web_app.settings),
+            guard=SaveGuard(server.contents_manager),
+        )
         activity = ActivityEvents(server.event_logger)
         artifact_store = ArtifactStore(
             server.root_dir,
@@ -97,7 +104,7 @@ class XcshApp(ExtensionApp):
             execution=execution,
             activity=activity,
             calls=calls,
-            notebook=NotebookTool(notebook_store, activity),
+            notebook=NotebookTool(notebook_store, activity, settings.require_preconditions),
             python=PythonTool(
                 execution,
                 activity,

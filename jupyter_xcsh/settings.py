@@ -154,3 +154,15 @@ class XcshSettings(Configurable):
             "waiting does not count against the call's timeout."
         ),
     )
+
+    require_preconditions = Enum(
+        ["never", "index", "always"],
+        default_value="never",
+        config=True,
+        help=(
+            "Which notebook tool changes must say what state they expect, with "
+            "'expected_source_hash' or 'expected_revision' (default 'never', the original tool's "
+            "behaviour): 'index' refuses changes addressed by cell_index without one (an insert "
+            "always is), 'always' refuses every change without one. Refusals are 400s."
+        ),
+    )

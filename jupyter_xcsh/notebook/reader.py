@@ -17,7 +17,8 @@ from ..outputs.imageinfo import image_size
 from ..outputs.sanitize import sanitize
 from ..outputs.sizes import format_size
 from .cells import NotebookRequest, locate_cell
-from .document import NotebookDocument
+from .model import CellDocument
+from .revision import notebook_revision, source_hash
 
 _TEXT_MIMES = ("text/plain", "text/markdown", "text/latex")
 
@@ -114,10 +115,15 @@ def render_cell(index: int, cell: Any, limits: ReadLimits) -> str:
 
 
 def read_view(
-    document: NotebookDocument, request: NotebookRequest, limits: ReadLimits
+    document: CellDocument, request: NotebookRequest, limits: ReadLimits
 ) -> dict[str, Any]:
-    """Return the ``{"text", "details"}`` result of a read request."""
-    total = len(document.cells)
+    """Return the ``{"text", "details"}`` result of a read request.
+
+    ``details`` carries the notebook's ``revision``, each shown cell's ``sourceHash`` and, as
+    ``sourceHash``, the first shown cell's (the cell a read by index or id addresses).
+    """
+    keys = document.cell_keys()
+    total = len(keys)
     path = request.notebook_path
     start = 0
     if request.cell_id is not None or (request.cell_index or 0) > 0:
@@ -157,6 +163,8 @@ def read_view(
         "truncated": truncated,
         "nbformat": f"{major}.{minor}",
         "cells": cells,
+        "sourceHash": cells[0]["sourceHash"] if cells else None,
+        "revision": notebook_revision(keys),
     }
     return {"text": text, "details": details}
 
@@ -167,6 +175,7 @@ def _cell_entry(index: int, cell: Any) -> dict[str, Any]:
         "index": index,
         "cellId": cell.get("id") if isinstance(cell.get("id"), str) else None,
         "cellType": cell.get("cell_type", "unknown"),
+        "sourceHash": source_hash(cell.get("source")),
     }
     if cell.get("cell_type") == "code":
         count = cell.get("execution_count")

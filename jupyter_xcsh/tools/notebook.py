@@ -7,6 +7,7 @@ from typing import Any
 from ..activity import ActivityEvents
 from ..errors import XcshError
 from ..notebook.cells import parse_request
+from ..notebook.preconditions import require_preconditions
 from ..notebook.store import NotebookStore
 from .caller import Caller
 
@@ -19,9 +20,13 @@ RESOURCE = "contents"
 class NotebookTool:
     """Read or change notebook cells; every finished call is reported on the event bus once."""
 
-    def __init__(self, store: NotebookStore, activity: ActivityEvents) -> None:
+    def __init__(
+        self, store: NotebookStore, activity: ActivityEvents, require_preconditions: str = "never"
+    ) -> None:
+        """``require_preconditions`` is ``XcshSettings.require_preconditions``."""
         self.store = store
         self.activity = activity
+        self.require_preconditions = require_preconditions
 
     async def call(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Validate ``body``, check the caller may do it, run it and return ``{text, details}``.
@@ -31,6 +36,7 @@ class NotebookTool:
         """
         request = parse_request(body)
         await caller.require("write" if request.changes else "read", RESOURCE)
+        require_preconditions(request, self.require_preconditions)
         try:
             if request.changes:
                 result = await self.store.change(request)
