@@ -169,3 +169,22 @@ class SaveAfterLoadContentsManager(AsyncLargeFileManager):
             await asyncio.sleep(0.01)
             await self.save({"type": "notebook", "content": notebook["content"]}, path)
         return model
+
+
+class RoomOpensOnLoadContentsManager(AsyncLargeFileManager):
+    """Open a collaboration room for a notebook right after its first text read (the notebook
+    tool's load), as a lab tab connecting at that moment would."""
+
+    opened: bool = False
+
+    async def get(self, path, content=True, type=None, format=None, require_hash=False):  # type: ignore[no-untyped-def]
+        model = await super().get(
+            path, content=content, type=type, format=format, require_hash=require_hash
+        )
+        if content and type == "file" and path.endswith(".ipynb") and not self.opened:
+            self.opened = True
+            collaboration = self.parent.web_app.settings["jupyter_server_ydoc"]
+            await collaboration.get_document(
+                path=path, content_type="notebook", file_format="json", copy=False, create=True
+            )
+        return model
