@@ -247,6 +247,8 @@ class TestARoomOpeningWhileTheFileIsChanged:
     def jp_server_config(self, jp_server_config):
         config = Config(jp_server_config)
         config.ServerApp.contents_manager_class = "tests.fakes.RoomOpensOnLoadContentsManager"
+        # A room made by get_document(create=True) ignores the store's configured db_path.
+        config.YDocExtension.ystore_class = "jupyter_server_ydoc.stores.TempFileYStore"
         return config
 
     async def test_the_change_goes_to_the_room_not_the_file(

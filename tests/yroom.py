@@ -52,9 +52,13 @@ class _Channel:
 class RoomClient:
     """One collaborator with a notebook open: ``async with RoomClient(...) as person: ...``."""
 
-    def __init__(self, server_url: str, headers: dict[str, str], path: str) -> None:
-        """``server_url``: ``http://127.0.0.1:<port>/<base_url>`` (ending with ``/``)."""
+    def __init__(
+        self, server_url: str, headers: dict[str, str], path: str, load_timeout: float = 60.0
+    ) -> None:
+        """``server_url``: ``http://127.0.0.1:<port>/<base_url>`` (ending with ``/``);
+        ``load_timeout``: seconds to wait for the room to send the notebook."""
         self.server_url = server_url
+        self.load_timeout = load_timeout
         self.headers = headers
         self.path = path
         self.doc = YNotebook()
@@ -66,6 +70,7 @@ class RoomClient:
         response = await AsyncHTTPClient().fetch(
             f"{self.server_url}api/collaboration/session/{quote(self.path)}",
             method="PUT",
+            request_timeout=self.load_timeout,
             headers={**self.headers, "Content-Type": "application/json"},
             body=json.dumps({"format": "json", "type": "notebook"}),
         )
@@ -75,6 +80,7 @@ class RoomClient:
         request = HTTPRequest(
             f"{ws_url}api/collaboration/room/{room}?sessionId={session['sessionId']}",
             headers=self.headers,
+            request_timeout=self.load_timeout,
         )
         self._connection = await websocket_connect(request)
         self._provider = Provider(self.doc.ydoc, _Channel(self._connection, room))
@@ -87,7 +93,9 @@ class RoomClient:
 
         self._task = asyncio.create_task(serve())
         await started.wait()
-        await self.wait_for(lambda: self.doc.cell_number > 0, "the room to send the notebook")
+        await self.wait_for(
+            lambda: self.doc.cell_number > 0, "the room to send the notebook", self.load_timeout
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:

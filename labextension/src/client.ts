@@ -78,7 +78,32 @@ export interface INotebookRequest {
    * read only: the size budget of the view (default and cap from config).
    */
   max_chars?: number;
+
+  /**
+   * edit, delete, move: the `sourceHash` the addressed cell must still have
+   * (else 409 `stale_cell`).
+   */
+  expected_source_hash?: string;
+
+  /**
+   * Every change: the `revision` the notebook must still have (else 409
+   * `stale_notebook`).
+   */
+  expected_revision?: string;
+
+  /**
+   * edit only: text that must occur exactly once in the cell (409 when
+   * absent, 400 when ambiguous); only that occurrence is replaced by
+   * `content`.
+   */
+  old_content?: string;
 }
+
+/**
+ * Where a notebook tool call read or wrote: the live shared document of an
+ * open collaboration room, or the file.
+ */
+export type NotebookVia = 'document' | 'file';
 
 /**
  * The result of an edit, insert, delete or move.
@@ -112,9 +137,19 @@ export interface INotebookEditResult {
      */
     fromIndex?: number;
     /**
-     * The notebook's `last_modified` after the save.
+     * The notebook's `last_modified` after the save (null via `document`).
      */
     lastModified?: string | null;
+    /**
+     * The addressed cell's source hash after the change (delete: the removed
+     * cell's): 16 hex digits of the sha256 of its joined source.
+     */
+    sourceHash: string;
+    /**
+     * The notebook's revision after the change.
+     */
+    revision: string;
+    via: NotebookVia;
   };
 }
 
@@ -126,6 +161,10 @@ export interface INotebookReadCell {
   cellId: string | null;
   cellType: string;
   executionCount?: number | null;
+  /**
+   * Send it back as `expected_source_hash` to change this cell safely.
+   */
+  sourceHash: string;
 }
 
 /**
@@ -151,7 +190,37 @@ export interface INotebookReadResult {
     truncated: boolean;
     nbformat: string;
     lastModified?: string | null;
+    /**
+     * The first shown cell's source hash (null when no cell is shown).
+     */
+    sourceHash: string | null;
+    /**
+     * The notebook's revision; send it back as `expected_revision`.
+     */
+    revision: string;
+    via: NotebookVia;
     cells: INotebookReadCell[];
+  };
+}
+
+/**
+ * The body of a 409 answer: the notebook or the addressed cell is not in the
+ * state the request expected, and nothing was changed.
+ */
+export interface INotebookConflict {
+  message: string;
+  reason: 'stale_cell' | 'stale_notebook';
+  /**
+   * The addressed cell as it is now (cell fields null when there is none).
+   */
+  details: {
+    cellIndex: number | null;
+    cellId: string | null;
+    cellType: string | null;
+    cellSource: CellSource | null;
+    sourceHash: string | null;
+    revision: string;
+    totalCells: number;
   };
 }
 
@@ -168,7 +237,8 @@ export type NotebookResult = INotebookEditResult | INotebookReadResult;
  * @returns The change made, or the view read.
  *
  * @throws {ServerConnection.ResponseError} On 400 (bad request, index out of
- *   range), 403/404 (path refused or not found) and 422 (invalid notebook).
+ *   range), 403/404 (path refused or not found), 409 (a stale read: the body is
+ *   an `INotebookConflict`) and 422 (invalid notebook).
  */
 export async function notebook(
   request: INotebookRequest,

@@ -73,7 +73,10 @@ describe('notebook', () => {
         cellType: 'code',
         totalCells: 5,
         cellSource: ['x = 1\n', 'y = 2'],
-        cellId: 'abc'
+        cellId: 'abc',
+        sourceHash: '0123456789abcdef',
+        revision: 'fedcba9876543210',
+        via: 'file'
       }
     };
     const fetch = mockFetch(jsonResponse(result));
