@@ -82,7 +82,8 @@ class RoomClient:
             headers=self.headers,
             request_timeout=self.load_timeout,
         )
-        self._connection = await websocket_connect(request)
+        # A large notebook comes as one message (tornado's default cap is 10 MiB).
+        self._connection = await websocket_connect(request, max_message_size=1 << 30)
         self._provider = Provider(self.doc.ydoc, _Channel(self._connection, room))
         started = asyncio.Event()
 

@@ -184,7 +184,7 @@ class SharedNotebook:
         else:
             apply_text_change(ytext, str(ytext), new_source)
         if "outputs" in changed:
-            ycell["outputs"] = _youtputs(cell.get("outputs") or [])
+            _set_outputs(ycell, cell.get("outputs") or [])
         if "execution_count" in changed:
             ycell["execution_count"] = cell.get("execution_count")
 
@@ -247,8 +247,11 @@ def _text(value: str) -> Any:
     return Text(value)
 
 
-def _youtputs(outputs: list[dict[str, Any]]) -> Any:
-    """Outputs as the shared document holds them (stream text as shared text, as jupyter_ydoc)."""
+def _set_outputs(ycell: Any, outputs: list[dict[str, Any]]) -> None:
+    """Replace a shared cell's outputs inside its own output list (the one open tabs observe).
+
+    Stream text becomes shared text, as jupyter_ydoc makes it.
+    """
     from pycrdt import Array, Map, Text
 
     youtputs = []
@@ -257,4 +260,9 @@ def _youtputs(outputs: list[dict[str, Any]]) -> Any:
         if output.get("output_type") == "stream":
             output["text"] = Text(source_text(output.get("text", "")))
         youtputs.append(Map(output))
-    return Array(youtputs)
+    current = ycell.get("outputs")
+    if isinstance(current, Array):
+        current.clear()
+        current.extend(youtputs)
+    else:
+        ycell["outputs"] = Array(youtputs)
