@@ -7,6 +7,8 @@ stand for the server's room and a person's lab tab.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from jupyter_xcsh.errors import InvalidRequestError
@@ -15,6 +17,8 @@ from jupyter_xcsh.notebook.document import NotebookDocument
 from jupyter_xcsh.notebook.shared import text_change
 
 from .notebooks import jupyter_text, sample_notebook
+
+P = "a.ipynb"
 
 
 @pytest.mark.parametrize(
@@ -125,3 +129,37 @@ def test_the_shared_document_and_the_file_give_the_same_hashes(minor):
     file = NotebookDocument.parse(jupyter_text(nb))
     assert SharedNotebook(room).cell_keys() == file.cell_keys()
     assert SharedNotebook(room).nbformat == (4, minor)
+
+
+@pytest.mark.collaboration
+async def test_a_transaction_another_task_keeps_open_is_waited_for_not_joined():
+    """A room replacing its document from the file holds one transaction across awaits."""
+    from jupyter_ydoc import YNotebook
+
+    from jupyter_xcsh.notebook.live import in_transaction
+
+    room = YNotebook()
+    room.set(sample_notebook())
+    replacing, release = asyncio.Event(), asyncio.Event()
+
+    async def replace_from_file():
+        with room.ydoc.transaction():
+            room.ycells[3]["source"].insert(0, "half ")
+            replacing.set()
+            await release.wait()
+            room.ycells[3]["source"].insert(len("half "), "done ")
+
+    reload = asyncio.create_task(replace_from_file())
+    await replacing.wait()
+    request = parse_request(
+        {"notebook_path": P, "action": "edit", "cell_index": 3, "content": "agent"}
+    )
+    change = asyncio.create_task(
+        in_transaction(room, P, lambda shared: apply_change(shared, request))
+    )
+    await asyncio.sleep(0.2)
+    assert not change.done()  # not joined into the reload's transaction
+    release.set()
+    await reload
+    await change
+    assert str(room.ycells[3]["source"]) == "agent"

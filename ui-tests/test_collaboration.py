@@ -43,9 +43,17 @@ class PersonInRoom:
         from tests.yroom import RoomClient
 
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
         headers = {"Authorization": f"token {lab.token}"}
         self._client = lambda: RoomClient(f"{lab.url}/", headers, path)
+
+    def _serve(self) -> None:
+        self.loop.run_forever()
+        # Everything the client made is released here, on its own thread (pycrdt < 0.14
+        # raises when an object of a document is dropped on another thread).
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+        gc.collect()
 
     def _run(self, coro: Any, timeout: float = 90) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
@@ -63,15 +71,13 @@ class PersonInRoom:
     def __exit__(self, *exc: object) -> None:
         async def leave() -> None:
             await self.client.__aexit__()
-            # pycrdt objects must die on the thread that made them (pycrdt < 0.14 raises).
-            del self.client
-            gc.collect()
+            del self.client  # dropped on this thread (see _serve)
 
         try:
             self._run(leave())
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(30)
+            self.thread.join(60)
 
     def start_typing(self, cell_index: int, text: str) -> Future[None]:
         """Type ``text`` into a cell key by key (20 ms apart), in the background."""
@@ -88,6 +94,20 @@ class PersonInRoom:
             return self.client.sources()
 
         return self._run(read())  # type: ignore[no-any-return]
+
+
+def _wait_for_model(page: Any, expected: list[list[str]]) -> None:
+    """Wait until the tab's notebook model holds ``expected`` ([id, type, source] per cell)."""
+    try:
+        page.wait_for_function(
+            f"expected => JSON.stringify(({MODEL_SOURCES})()) === JSON.stringify(expected)",
+            arg=expected,
+            timeout=60000,
+        )
+    except Exception:
+        # Say what the tab holds instead, for the report.
+        assert page.evaluate(MODEL_SOURCES) == expected
+        raise
 
 
 def _saved(path: Path) -> Any:
@@ -142,11 +162,7 @@ def test_agent_changes_and_a_persons_typing_all_reach_the_tab_and_the_file(lab, 
         _wait(lambda: person.sources() == [s for _, _, s in expected], "the room's document")
 
     # The tab shows every keystroke and every change, in order.
-    page.wait_for_function(
-        f"expected => JSON.stringify(({MODEL_SOURCES})()) === JSON.stringify(expected)",
-        arg=expected,
-        timeout=30000,
-    )
+    _wait_for_model(page, expected)
     expect(cells).to_have_count(5)
     expect(cells.nth(0)).to_contain_text("typed: " + typed)
     expect(cells.nth(1)).to_contain_text("d = 4")
@@ -165,12 +181,8 @@ def test_agent_changes_and_a_persons_typing_all_reach_the_tab_and_the_file(lab, 
 
     # A move is a delete plus an insert, which the lab decodes: it survives a reload.
     lab_page.open("lab/tree/rtc.ipynb")
-    expect(cells).to_have_count(5)
-    page.wait_for_function(
-        f"expected => JSON.stringify(({MODEL_SOURCES})()) === JSON.stringify(expected)",
-        arg=expected,
-        timeout=30000,
-    )
+    expect(cells).to_have_count(5, timeout=60000)
+    _wait_for_model(page, expected)
     expect(cells.nth(1)).to_contain_text("d = 4")
     lab_page.screenshot("after-reload")
 

@@ -1,4 +1,4 @@
-"""Find the live shared notebook of a path: the document a collaboration room serves (SPEC §5).
+"""The live shared notebook of a path: the document a collaboration room serves (SPEC §5).
 
 With jupyter-collaboration (≥ 3.0) installed and a room open for a notebook — someone has it open
 in the lab — the file on disk lags behind what people see, and writing the file makes the room
@@ -7,7 +7,8 @@ notebook tool therefore changes the shared document itself when there is one. Th
 answers "which document, if any": through ``jupyter_server_ydoc``'s public
 ``get_document(path=..., content_type="notebook", file_format="json", copy=False)`` — never with
 ``create``, which other implementations reject — and "none" when the extension is absent, real
-time collaboration is disabled, no room is open or the room has not loaded its notebook yet.
+time collaboration is disabled, no room is open or the room has not loaded its notebook yet —
+and runs the edit core on that document in one transaction (:func:`in_transaction`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
-from .shared import is_loaded
+from ..errors import ConflictError
+from .shared import SharedNotebook, is_loaded
+
+T = TypeVar("T")
+
+#: The origin of the tool's transactions on shared documents.
+ORIGIN = "jupyter-xcsh"
+#: Seconds to wait for another task's transaction on the document (a room reloading the file
+#: holds one across awaits) before answering 409.
+BUSY_TIMEOUT = 30.0
 
 log = logging.getLogger(__name__)
 
@@ -77,3 +87,35 @@ class LiveDocuments:
                 return None
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.2)
+
+
+async def in_transaction(
+    ynotebook: Any, path: str, use: Callable[[SharedNotebook], T], commit: bool = True
+) -> T:
+    """Run ``use`` (a read, or the edit core's changes) on a live notebook in one transaction.
+
+    Synchronous from reading to committing, so no other task — a person's typing arriving from
+    the room — changes the document between the state checked and the change. A transaction
+    another task keeps open across awaits (a room replacing its document from the file does)
+    is waited for rather than joined: joining would read or change a half-replaced document.
+    ``path`` is the notebook as the caller named it (for the 409 after ``BUSY_TIMEOUT``).
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    while True:
+        try:
+            # With an origin, pycrdt refuses to join a transaction another task started.
+            transaction = ynotebook.ydoc.transaction(origin=ORIGIN)
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                raise ConflictError(
+                    f"The live document of {path} is being replaced; try again",
+                    reason="document_busy",
+                ) from None
+            await asyncio.sleep(0.02)
+            continue
+        with transaction:
+            shared = SharedNotebook(ynotebook)
+            value = use(shared)
+            if commit:
+                shared.commit()
+        return value

@@ -31,11 +31,10 @@ from ..errors import InvalidDocumentError, NotFoundError, RefusedError
 from ..paths import escapes_root, to_api_path
 from .cells import NotebookRequest, apply_changes, set_outputs
 from .document import NoCellsError, NotebookDocument, NotJSONError
-from .live import LiveDocuments
+from .live import LiveDocuments, in_transaction
 from .model import CellDocument
 from .reader import ReadLimits, read_view
 from .saves import SaveGuard
-from .shared import SharedNotebook
 from .trust import NotebookTrust
 
 T = TypeVar("T")
@@ -172,8 +171,12 @@ class NotebookStore:
         api_path, key = await self.resolve(request.notebook_path)
         live = await self._live_document(api_path)
         if live is not None:
-            with live.ydoc.transaction():  # one consistent state, however long the view
-                result = read_view(SharedNotebook(live), request, self.limits)
+            result = await in_transaction(
+                live,
+                request.notebook_path,
+                lambda shared: read_view(shared, request, self.limits),
+                commit=False,
+            )
             result["details"].update(via="document", lastModified=None)
             return result
         loaded = await self._load(api_path, key, request.notebook_path)
@@ -215,7 +218,7 @@ class NotebookStore:
             for attempt in range(1, SAVE_ATTEMPTS + 1):
                 live = await self._live_document(api_path)
                 if live is not None:
-                    return _Outcome(_change_shared(live, mutate), "document", None)
+                    return _Outcome(await in_transaction(live, path, mutate), "document", None)
                 if attempt == SAVE_ATTEMPTS:
                     async with self.guard.holding(key):
                         final = await self._change_file(api_path, key, path, mutate, final=True)
@@ -257,19 +260,6 @@ class NotebookStore:
         except HTTPError:
             return True  # gone or unreadable: the save says so
         return bool(model.get("last_modified") == last_modified)
-
-
-def _change_shared(ynotebook: Any, mutate: Callable[[CellDocument], T]) -> T:
-    """Apply ``mutate`` to a live document: read, check and change in one transaction.
-
-    Synchronous on purpose: no other task (a person's typing arriving from the room) can change
-    the document between the state the change is checked against and the change itself.
-    """
-    with ynotebook.ydoc.transaction():
-        shared = SharedNotebook(ynotebook)
-        value = mutate(shared)
-        shared.commit()
-    return value
 
 
 def _mutate_file(

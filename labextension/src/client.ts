@@ -205,15 +205,17 @@ export interface INotebookReadResult {
 
 /**
  * The body of a 409 answer: the notebook or the addressed cell is not in the
- * state the request expected, and nothing was changed.
+ * state the request expected (or its live document stayed busy), and nothing
+ * was changed.
  */
 export interface INotebookConflict {
   message: string;
-  reason: 'stale_cell' | 'stale_notebook';
+  reason: 'stale_cell' | 'stale_notebook' | 'document_busy';
   /**
-   * The addressed cell as it is now (cell fields null when there is none).
+   * stale_cell, stale_notebook: the addressed cell as it is now (cell fields
+   * null when there is none).
    */
-  details: {
+  details?: {
     cellIndex: number | null;
     cellId: string | null;
     cellType: string | null;
