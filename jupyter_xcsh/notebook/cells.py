@@ -12,9 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidRequestError, NotFoundError
+from nbformat.validator import NotebookValidationError
+from nbformat.validator import validate as validate_nbformat
+
+from ..errors import ConflictError, InvalidRequestError, NotFoundError
 from .model import CellDocument, revision_of
-from .preconditions import check_revision, check_source, replace_once
+from .preconditions import check_revision, check_source, current_cell, replace_once
 from .request import (
     ACTIONS,
     CELL_TYPES,
@@ -46,6 +49,8 @@ class ChangeResult:
     text: str
     details: dict[str, Any]
     changed: bool = True
+    #: edit and delete: the addressed cell as it was before the change (what a revert restores).
+    previous: Any = None
 
 
 def split_source(content: str) -> list[str]:
@@ -126,9 +131,11 @@ def _details(action: str, index: int, cell: Any, total: int, **extra: Any) -> di
     }
 
 
-def _result(summary: str, details: dict[str, Any], changed: bool = True) -> ChangeResult:
+def _result(
+    summary: str, details: dict[str, Any], changed: bool = True, previous: Any = None
+) -> ChangeResult:
     return ChangeResult(
-        f"{summary}. Notebook now has {details['totalCells']} cells.", details, changed
+        f"{summary}. Notebook now has {details['totalCells']} cells.", details, changed, previous
     )
 
 
@@ -147,6 +154,42 @@ def _converted(cell: dict[str, Any], cell_type: str) -> dict[str, Any]:
     return converted
 
 
+#: Longest part of an nbformat validation message quoted back to the caller.
+_MAX_VALIDATION_MESSAGE = 300
+
+
+def whole_cell(document: CellDocument, request: NotebookRequest, cell_id: Any) -> dict[str, Any]:
+    """Return the request's whole ``cell``, checked against the notebook's own nbformat schema.
+
+    ``cell_id`` is the id the cell must have in a notebook with ids (edit: the addressed cell's;
+    insert: its own or a fresh one); a cell without one gets it.
+    """
+    assert request.cell is not None
+    cell = dict(request.cell)
+    path = request.notebook_path
+    if cell.get("cell_type") not in CELL_TYPES:
+        raise InvalidRequestError(
+            f"Invalid cell: cell_type must be one of {', '.join(CELL_TYPES)} in {path}"
+        )
+    if document.uses_cell_ids and "id" not in cell:
+        cell["id"] = cell_id
+        if list(request.cell) == sorted(request.cell):  # keep Jupyter's sorted key order
+            cell = dict(sorted(cell.items()))
+    _, minor = document.nbformat
+    try:
+        validate_nbformat(cell, ref=f"{cell['cell_type']}_cell", version=4, version_minor=minor)
+    except NotebookValidationError as e:
+        reason = str(e.message)[:_MAX_VALIDATION_MESSAGE]
+        raise InvalidRequestError(
+            f"Invalid cell for nbformat 4.{minor}: {reason} in {path}"
+        ) from None
+    if document.uses_cell_ids and cell["id"] != cell_id:
+        raise InvalidRequestError(
+            f"cell.id {cell['id']} is not the id of the cell it replaces ({cell_id}) in {path}"
+        )
+    return cell
+
+
 def _addressed(document: CellDocument, request: NotebookRequest) -> int:
     """Locate the addressed cell and check the caller's expectations of it."""
     index = locate_cell(document, request)
@@ -159,20 +202,27 @@ def _edit(document: CellDocument, request: NotebookRequest) -> ChangeResult:
     cell = document.cells[index]
     if not isinstance(cell, dict):
         raise InvalidRequestError(f"Cell {index} is not an object in {request.notebook_path}")
-    content = request.content or ""
-    if request.old_content is not None:
-        content = replace_once(document, request, index)
     old_type = _cell_type(cell)
-    updated = dict(cell)
-    updated["source"] = split_source(content)
+    new_type = request.cell_type
+    if request.cell is not None:
+        updated = whole_cell(document, request, cell.get("id"))
+        new_type = _cell_type(updated)
+    else:
+        content = request.content or ""
+        if request.old_content is not None:
+            content = replace_once(document, request, index)
+        updated = dict(cell)
+        updated["source"] = split_source(content)
     extra: dict[str, Any] = {}
     summary = f"Replaced cell {index} ({old_type})"
-    if request.cell_type is not None and request.cell_type != old_type:
-        updated = _converted(updated, request.cell_type)
+    if new_type is not None and new_type != old_type:
+        if request.cell is None:
+            updated = _converted(updated, new_type)
         extra["previousCellType"] = old_type
-        summary = f"Replaced cell {index} ({request.cell_type}, converted from {old_type})"
+        summary = f"Replaced cell {index} ({new_type}, converted from {old_type})"
     document.replace(index, updated)
-    return _result(summary, _details("edit", index, updated, len(document.cells), **extra))
+    details = _details("edit", index, updated, len(document.cells), **extra)
+    return _result(summary, details, previous=cell)
 
 
 def _insert(document: CellDocument, request: NotebookRequest) -> ChangeResult:
@@ -183,9 +233,24 @@ def _insert(document: CellDocument, request: NotebookRequest) -> ChangeResult:
         raise InvalidRequestError(
             f"Cell index {index} out of range for insert (0-{total}) in {request.notebook_path}"
         )
-    cell_type = request.cell_type or "code"
-    cell_id = new_cell_id(_cell_ids(document)) if document.uses_cell_ids else None
-    cell = new_cell(cell_type, split_source(request.content or ""), cell_id)
+    taken = _cell_ids(document)
+    if request.cell is not None:
+        cell_id = request.cell.get("id")
+        if document.uses_cell_ids and isinstance(cell_id, str) and cell_id in taken:
+            existing = next(i for i, k in enumerate(document.cell_keys()) if k.cell_id == cell_id)
+            raise ConflictError(
+                f"Cell id {cell_id} already exists in {request.notebook_path}",
+                reason="cell_exists",
+                details=current_cell(document, existing),
+            )
+        if cell_id is None and document.uses_cell_ids:
+            cell_id = new_cell_id(taken)
+        cell = whole_cell(document, request, cell_id)
+        cell_type = _cell_type(cell)
+    else:
+        cell_type = request.cell_type or "code"
+        cell_id = new_cell_id(taken) if document.uses_cell_ids else None
+        cell = new_cell(cell_type, split_source(request.content or ""), cell_id)
     document.insert(index, cell)
     summary = f"Inserted {cell_type} cell at position {index}"
     return _result(summary, _details("insert", index, cell, len(document.cells)))
@@ -195,7 +260,8 @@ def _delete(document: CellDocument, request: NotebookRequest) -> ChangeResult:
     index = _addressed(document, request)
     cell = document.delete(index)
     summary = f"Deleted cell {index} ({_cell_type(cell)})"
-    return _result(summary, _details("delete", index, cell, len(document.cells)))
+    details = _details("delete", index, cell, len(document.cells))
+    return _result(summary, details, previous=cell)
 
 
 def _move(document: CellDocument, request: NotebookRequest) -> ChangeResult:
