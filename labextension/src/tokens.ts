@@ -8,6 +8,7 @@ import { Token } from '@lumino/coreutils';
 
 import type {
   IArtifactRange,
+  IInterruptResult,
   INotebookRequest,
   IPythonRequest,
   IPythonResult,
@@ -40,6 +41,11 @@ export interface IXcshClient {
   runPython(request: IPythonRequest): Promise<IPythonResult>;
 
   /**
+   * Cancel one running python call (by the `callId` of its events).
+   */
+  interruptCall(callId: string): Promise<IInterruptResult>;
+
+  /**
    * List the python tool's kernel sessions.
    */
   listSessions(): Promise<ISessionModel[]>;
@@ -52,7 +58,7 @@ export interface IXcshClient {
   /**
    * Cancel the call running in a python tool session.
    */
-  interruptSession(name: string): Promise<void>;
+  interruptSession(name: string): Promise<IInterruptResult>;
 
   /**
    * Answer the prompt a python call waits on (stdin `ask`).
