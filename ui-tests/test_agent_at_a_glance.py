@@ -120,3 +120,45 @@ def test_a_mark_can_be_dismissed_and_inserted_cells_are_marked(lab, lab_page):
     mark.click()
     expect(mark).to_have_count(0)
     expect(cells.nth(1)).to_contain_text("new = 1")
+
+
+def test_the_whole_picture_for_the_readme(lab, lab_page):
+    """An agent working in an open notebook, as docs/agent-at-a-glance.png shows it."""
+    _, cells = _open_notebook(
+        lab,
+        lab_page,
+        "analysis.ipynb",
+        ["import math", "radius = 2\narea = math.pi * radius ** 2", "print(area)"],
+    )
+    page = lab_page.page
+    lab.python([{"code": "1"}], session="ui-picture").result(120)
+    lab.notebook(
+        action="edit",
+        notebook_path="analysis.ipynb",
+        cell_index=1,
+        content="radius = 3\narea = math.pi * radius ** 2",
+    )
+    mark = cells.nth(1).locator(".jp-xcsh-CellMark")
+    expect(mark).to_have_count(1)
+    future = lab.python(
+        [
+            {
+                "title": "fit the model",
+                "code": (
+                    "import time\nfor i in range(3):\n"
+                    "    print('epoch', i, flush=True)\n    time.sleep(1)"
+                ),
+            }
+        ],
+        session="ui-picture",
+    )
+    status = status_item(page)
+    expect(status).to_have_text("Agent: 1 running", timeout=KERNEL_START)
+    status.click()
+    panel = page.locator("#jupyter-xcsh-activity")
+    expect(panel.locator('.jp-xcsh-Call[data-kind="python"]').first).to_contain_text("epoch 0")
+    expect(panel.locator(".jp-xcsh-Revert").first).to_be_visible()
+    mark.hover()
+    lab_page.screenshot("readme-agent-at-a-glance")
+    assert future.result(60)["isError"] is False
+    expect(status).to_have_text("Agent: idle")
