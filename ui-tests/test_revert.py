@@ -3,12 +3,15 @@
 Each test opens a notebook in the lab, lets an agent change it through the notebook tool,
 reverts the change from the panel, and compares the file byte for byte with the file before the
 agent's call, and the open notebook with the file. No fixed sleeps: each step waits for what the
-person sees.
+person sees, or for the file to be saved (with jupyter-collaboration the room saves it a moment
+after a change; without it the tool has saved it before it answers).
 """
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +78,42 @@ def _comparable(cell: dict[str, Any]) -> dict[str, Any]:
     return keep
 
 
+#: Seconds a collaboration room may take to save a change (it saves about once a second).
+SAVE_TIMEOUT = 30
+
+
+def wait_for_file(path: Path, saved: Callable[[bytes], bool], what: str) -> bytes:
+    """Wait until the file's bytes satisfy ``saved``; return them."""
+    deadline = time.monotonic() + SAVE_TIMEOUT
+    while True:
+        data = path.read_bytes()
+        if saved(data):
+            return data
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path.name} never {what}:\n{data.decode()}")
+        time.sleep(0.05)  # polling the file for a condition, not waiting a fixed time
+
+
+def assert_file_is(path: Path, expected: bytes) -> None:
+    """The file is (or, saved by a collaboration room, becomes) exactly ``expected``."""
+    wait_for_file(path, lambda data: data == expected, "became the expected bytes")
+
+
 def open_notebook(lab, lab_page, name: str) -> tuple[Path, Any]:
     path = write_notebook(lab.root, name)
     lab_page.open(f"lab/tree/{name}")
     cells = lab_page.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
     expect(cells).to_have_count(4)
     return path, cells
+
+
+def collaborative(lab_page) -> bool:
+    """Whether the notebook in front is a collaboration room's shared document."""
+    return bool(
+        lab_page.page.evaluate(
+            "() => window.jupyterapp.shell.currentWidget.context.model.collaborative === true"
+        )
+    )
 
 
 def open_cells(lab_page) -> list[dict[str, Any]]:
@@ -133,7 +166,7 @@ def test_revert_an_edit_restores_the_file_and_the_open_notebook(lab, lab_page):
     call = revert(lab_page, result["callId"])
     expect_reverted(lab_page, call)
 
-    assert path.read_bytes() == before
+    assert_file_is(path, before)
     expect(cells.nth(1)).to_contain_text("print(x * 2)")
     expect(cells.nth(1).locator(".jp-OutputArea-output")).to_have_text("42")
     expect_open_notebook_equals_file(lab_page, path)
@@ -154,7 +187,7 @@ def test_revert_a_type_change_brings_the_outputs_back(lab, lab_page):
     expect(cells.nth(1)).to_have_class(re.compile(r"\bjp-MarkdownCell\b"))
     expect_reverted(lab_page, revert(lab_page, result["callId"]))
 
-    assert path.read_bytes() == before
+    assert_file_is(path, before)
     expect(cells.nth(1)).to_have_class(re.compile(r"\bjp-CodeCell\b"))
     expect_open_notebook_equals_file(lab_page, path)
 
@@ -169,7 +202,7 @@ def test_revert_an_insert_restores_the_file_and_the_open_notebook(lab, lab_page)
     expect(cells).to_have_count(5)
     expect_reverted(lab_page, revert(lab_page, result["callId"]))
 
-    assert path.read_bytes() == before
+    assert_file_is(path, before)
     expect(cells).to_have_count(4)
     expect_open_notebook_equals_file(lab_page, path)
 
@@ -182,7 +215,7 @@ def test_revert_a_delete_restores_the_cell_with_its_outputs(lab, lab_page):
     expect(cells).to_have_count(3)
     expect_reverted(lab_page, revert(lab_page, result["callId"]))
 
-    assert path.read_bytes() == before
+    assert_file_is(path, before)
     expect(cells).to_have_count(4)
     expect(cells.nth(1).locator(".jp-OutputArea-output")).to_have_text("42")
     expect_open_notebook_equals_file(lab_page, path)
@@ -198,7 +231,7 @@ def test_revert_a_move_restores_the_file_and_the_open_notebook(lab, lab_page):
     expect(cells.nth(3)).to_contain_text("# Analysis")
     expect_reverted(lab_page, revert(lab_page, result["callId"]))
 
-    assert path.read_bytes() == before
+    assert_file_is(path, before)
     expect_open_notebook_equals_file(lab_page, path)
 
 
@@ -208,13 +241,13 @@ def test_reverting_a_revert_brings_the_change_back(lab, lab_page):
         action="edit", notebook_path="revert-twice.ipynb", cell_id="next", content="y = -1"
     )
     expect(cells.nth(2)).to_contain_text("y = -1")
-    edited = path.read_bytes()
+    edited = wait_for_file(path, lambda data: b'"y = -1"' in data, "held the agent's edit")
     revert_id = expect_reverted(lab_page, revert(lab_page, result["callId"]))
     expect(cells.nth(2)).to_contain_text("y = x + 1")
 
     expect_reverted(lab_page, revert(lab_page, revert_id))
 
-    assert path.read_bytes() == edited
+    assert_file_is(path, edited)
     expect(cells.nth(2)).to_contain_text("y = -1")
     expect_open_notebook_equals_file(lab_page, path)
 
@@ -229,7 +262,9 @@ def test_a_revert_after_the_person_typed_in_the_cell_is_refused(lab, lab_page):
     cells.nth(2).locator(".cm-content").click()
     page.keyboard.press("End")
     page.keyboard.type("  # mine")
-    after_agent = path.read_bytes()
+    # Unsaved without jupyter-collaboration; saved by the room with it.
+    typed = "# mine" if collaborative(lab_page) else "'agent'"
+    wait_for_file(path, lambda data: typed.encode() in data, "held the cell as it is now")
 
     call = revert(lab_page, result["callId"])
 
@@ -239,8 +274,9 @@ def test_a_revert_after_the_person_typed_in_the_cell_is_refused(lab, lab_page):
     )
     expect(call.locator(".jp-xcsh-Reverted")).to_have_count(0)
     lab_page.screenshot("refused")
-    assert path.read_bytes() == after_agent
     expect(cells.nth(2)).to_contain_text("y = 'agent'  # mine")
+    # Nothing was sent: the file never gets the reverted source back.
+    assert b"y = x + 1" not in path.read_bytes()
 
 
 def test_a_revert_of_a_cell_changed_since_is_refused_by_the_server(lab, lab_page):
@@ -252,7 +288,7 @@ def test_a_revert_of_a_cell_changed_since_is_refused_by_the_server(lab, lab_page
         action="edit", notebook_path="revert-stale.ipynb", cell_id="next", content="y = 1"
     )
     lab.notebook(action="edit", notebook_path="revert-stale.ipynb", cell_id="next", content="y = 2")
-    after = path.read_bytes()
+    after = path.read_bytes()  # not open anywhere: the tool saved the file itself
 
     call = revert(lab_page, first["callId"])
 
