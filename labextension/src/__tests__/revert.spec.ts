@@ -166,13 +166,13 @@ describe('staleInOpenNotebook', () => {
   it('refuses when the person changed the cell (unsaved)', () => {
     const typed = [cells[0], { id: 'c1', source: 'x = 2  # mine' }];
     expect(staleInOpenNotebook(event(), typed)).toBe(
-      'The cell was changed in the open notebook after this call.'
+      'the cell was changed in the open notebook after this call.'
     );
   });
 
   it('refuses when the person deleted the cell', () => {
     expect(staleInOpenNotebook(event(), [cells[0]])).toBe(
-      'The cell was deleted in the open notebook after this call.'
+      'the cell was deleted in the open notebook after this call.'
     );
   });
 
@@ -181,7 +181,7 @@ describe('staleInOpenNotebook', () => {
       staleInOpenNotebook(event({ action: 'delete' }), [
         { id: 'c1', source: 'x = 1\nprint(x)' }
       ])
-    ).toBe('The cell is in the open notebook again.');
+    ).toBe('the cell is in the open notebook again.');
     expect(
       staleInOpenNotebook(event({ action: 'delete' }), cells.slice(0, 1))
     ).toBeNull();

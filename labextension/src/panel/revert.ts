@@ -167,7 +167,8 @@ export interface IOpenCell {
 }
 
 /**
- * Why a revert would overwrite work in a notebook open in the lab, or `null`.
+ * Why a revert would overwrite work in a notebook open in the lab (a clause
+ * that follows "Not reverted: "), or `null`.
  *
  * Without a collaborative document the server checks the saved file, which
  * does not have the person's unsaved typing; this check looks at the open
@@ -183,7 +184,7 @@ export function staleInOpenNotebook(
   if (event.action === 'delete') {
     const id = event.previousCell?.id;
     if (typeof id === 'string' && cells.some(cell => cell.id === id)) {
-      return 'The cell is in the open notebook again.';
+      return 'the cell is in the open notebook again.';
     }
     return null;
   }
@@ -193,7 +194,7 @@ export function staleInOpenNotebook(
       : (event.cellIndex ?? -1);
   const cell = index >= 0 ? cells[index] : undefined;
   if (cell === undefined) {
-    return 'The cell was deleted in the open notebook after this call.';
+    return 'the cell was deleted in the open notebook after this call.';
   }
   // A cut source (the server sends at most 64 KiB) can only be compared in part.
   const left = event.source;
@@ -205,7 +206,7 @@ export function staleInOpenNotebook(
       ? !cell.source.startsWith(left)
       : cell.source !== left;
   return changed
-    ? 'The cell was changed in the open notebook after this call.'
+    ? 'the cell was changed in the open notebook after this call.'
     : null;
 }
 

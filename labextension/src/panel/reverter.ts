@@ -55,7 +55,7 @@ export class Reverter {
       if (stale !== null) {
         model.setRevert(call.id, {
           state: 'refused',
-          message: `Not reverted: ${stale.charAt(0).toLowerCase()}${stale.slice(1)}`,
+          message: `Not reverted: ${stale}`,
           detail: 'Undo that change first, or keep it.'
         });
         return;
