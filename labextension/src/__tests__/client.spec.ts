@@ -302,6 +302,7 @@ describe('sessions', () => {
         queueLength: 0,
         lastUsed: 1704067200.5,
         restartCount: 0,
+        generation: 1,
         dead: false
       }
     ];
