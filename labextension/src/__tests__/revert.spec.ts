@@ -270,7 +270,10 @@ const reverted: INotebookEditResult = {
     cellType: 'code',
     totalCells: 2,
     cellSource: ['x = 1\n', 'print(x)'],
-    cellId: 'c1'
+    cellId: 'c1',
+    sourceHash: '1111111111111111',
+    revision: '2222222222222222',
+    via: 'file'
   }
 };
 
