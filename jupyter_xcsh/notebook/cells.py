@@ -12,12 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nbformat.validator import NotebookValidationError
-from nbformat.validator import validate as validate_nbformat
-
-from ..errors import ConflictError, InvalidRequestError, NotFoundError
-from .model import CellDocument, revision_of
-from .preconditions import check_revision, check_source, current_cell, replace_once
+from ..errors import InvalidRequestError, NotFoundError
+from .model import CellDocument, index_of_id, revision_of
+from .preconditions import check_revision, check_source, replace_once
 from .request import (
     ACTIONS,
     CELL_TYPES,
@@ -26,6 +23,7 @@ from .request import (
     parse_request,
 )
 from .revision import source_hash
+from .wholecell import cell_to_insert, checked_cell
 
 __all__ = [
     "ACTIONS",
@@ -95,10 +93,7 @@ def locate_cell(document: CellDocument, request: NotebookRequest) -> int:
     path = request.notebook_path
     index = request.cell_index
     if request.cell_id is not None:
-        found = next(
-            (i for i, key in enumerate(document.cell_keys()) if key.cell_id == request.cell_id),
-            None,
-        )
+        found = index_of_id(document, request.cell_id)
         if found is None:
             raise NotFoundError(f"Cell id not found: {request.cell_id} in {path}")
         if index is not None and index != found:
@@ -154,42 +149,6 @@ def _converted(cell: dict[str, Any], cell_type: str) -> dict[str, Any]:
     return converted
 
 
-#: Longest part of an nbformat validation message quoted back to the caller.
-_MAX_VALIDATION_MESSAGE = 300
-
-
-def whole_cell(document: CellDocument, request: NotebookRequest, cell_id: Any) -> dict[str, Any]:
-    """Return the request's whole ``cell``, checked against the notebook's own nbformat schema.
-
-    ``cell_id`` is the id the cell must have in a notebook with ids (edit: the addressed cell's;
-    insert: its own or a fresh one); a cell without one gets it.
-    """
-    assert request.cell is not None
-    cell = dict(request.cell)
-    path = request.notebook_path
-    if cell.get("cell_type") not in CELL_TYPES:
-        raise InvalidRequestError(
-            f"Invalid cell: cell_type must be one of {', '.join(CELL_TYPES)} in {path}"
-        )
-    if document.uses_cell_ids and "id" not in cell:
-        cell["id"] = cell_id
-        if list(request.cell) == sorted(request.cell):  # keep Jupyter's sorted key order
-            cell = dict(sorted(cell.items()))
-    _, minor = document.nbformat
-    try:
-        validate_nbformat(cell, ref=f"{cell['cell_type']}_cell", version=4, version_minor=minor)
-    except NotebookValidationError as e:
-        reason = str(e.message)[:_MAX_VALIDATION_MESSAGE]
-        raise InvalidRequestError(
-            f"Invalid cell for nbformat 4.{minor}: {reason} in {path}"
-        ) from None
-    if document.uses_cell_ids and cell["id"] != cell_id:
-        raise InvalidRequestError(
-            f"cell.id {cell['id']} is not the id of the cell it replaces ({cell_id}) in {path}"
-        )
-    return cell
-
-
 def _addressed(document: CellDocument, request: NotebookRequest) -> int:
     """Locate the addressed cell and check the caller's expectations of it."""
     index = locate_cell(document, request)
@@ -205,7 +164,7 @@ def _edit(document: CellDocument, request: NotebookRequest) -> ChangeResult:
     old_type = _cell_type(cell)
     new_type = request.cell_type
     if request.cell is not None:
-        updated = whole_cell(document, request, cell.get("id"))
+        updated = checked_cell(document, request, cell.get("id"))
         new_type = _cell_type(updated)
     else:
         content = request.content or ""
@@ -233,23 +192,12 @@ def _insert(document: CellDocument, request: NotebookRequest) -> ChangeResult:
         raise InvalidRequestError(
             f"Cell index {index} out of range for insert (0-{total}) in {request.notebook_path}"
         )
-    taken = _cell_ids(document)
+    cell_id = new_cell_id(_cell_ids(document)) if document.uses_cell_ids else None
     if request.cell is not None:
-        cell_id = request.cell.get("id")
-        if document.uses_cell_ids and isinstance(cell_id, str) and cell_id in taken:
-            existing = next(i for i, k in enumerate(document.cell_keys()) if k.cell_id == cell_id)
-            raise ConflictError(
-                f"Cell id {cell_id} already exists in {request.notebook_path}",
-                reason="cell_exists",
-                details=current_cell(document, existing),
-            )
-        if cell_id is None and document.uses_cell_ids:
-            cell_id = new_cell_id(taken)
-        cell = whole_cell(document, request, cell_id)
+        cell = cell_to_insert(document, request, cell_id)
         cell_type = _cell_type(cell)
     else:
         cell_type = request.cell_type or "code"
-        cell_id = new_cell_id(taken) if document.uses_cell_ids else None
         cell = new_cell(cell_type, split_source(request.content or ""), cell_id)
     document.insert(index, cell)
     summary = f"Inserted {cell_type} cell at position {index}"
@@ -329,7 +277,7 @@ def set_outputs(
     Only those two fields change: source, id and metadata are kept, so neither the cell's
     ``sourceHash`` nor the notebook's ``revision`` moves. Returns the cell's index.
     """
-    index = next((i for i, key in enumerate(document.cell_keys()) if key.cell_id == cell_id), None)
+    index = index_of_id(document, cell_id)
     if index is None:
         raise NotFoundError(f"Cell id not found: {cell_id} in {path}")
     cell = document.cells[index]

@@ -31,7 +31,8 @@ _STALE_CHECKS = {"expected_source_hash", "expected_revision"}
 #: A ``sourceHash`` or ``revision`` as responses carry them.
 _HASH = re.compile(r"[0-9a-f]{16}")
 # Which optional fields each action accepts; anything else is a caller's mistake worth a 400.
-# An insert addresses no existing cell, so only the notebook's revision can guard it.
+# An insert addresses no existing cell, so only the notebook's revision (or a whole cell's own
+# id, see ``guarded``) can guard it.
 _ACCEPTED = {
     "edit": {
         "cell_index",
