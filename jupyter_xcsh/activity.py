@@ -26,6 +26,9 @@ PYTHON_SCHEMA = "https://events.jupyter.org/jupyter_xcsh/python/v1"
 
 #: Largest cell source carried by a notebook event, in characters.
 MAX_EVENT_SOURCE = 64 * 1024
+#: Largest cell before a change (its JSON, in characters) carried by a notebook event; a larger
+#: one is kept as an artifact and the event carries its id.
+MAX_EVENT_CELL = 64 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +71,24 @@ class ActivityEvents:
         path: str,
         result: dict[str, Any] | None = None,
         error: str | None = None,
+        *,
+        call_id: str | None = None,
+        previous_cell: dict[str, Any] | None = None,
+        previous_cell_artifact: str | None = None,
+        restored: bool = False,
     ) -> None:
-        """Report one finished notebook tool call (its result, or its error message)."""
+        """Report one finished notebook tool call (its result, or its error message).
+
+        A change also carries what the lab needs to revert it: the hashes the call left
+        (``sourceHash``, ``revision``), the cell as it was before an edit or a delete
+        (``previous_cell``, or the id of the artifact keeping a large one), and whether the call
+        wrote a whole cell (``restored``: outputs and metadata too, not only a source).
+        """
         details = (result or {}).get("details", {})
         self.emit(
             NOTEBOOK_SCHEMA,
             {
-                "callId": new_call_id(),
+                "callId": call_id or new_call_id(),
                 "action": action,
                 "path": path,
                 "status": "error" if error is not None else "ok",
@@ -85,6 +99,11 @@ class ActivityEvents:
                 "source": _source_text(details.get("cellSource")),
                 "totalCells": details.get("totalCells"),
                 "lastModified": details.get("lastModified"),
+                "sourceHash": details.get("sourceHash"),
+                "revision": details.get("revision"),
+                "previousCell": previous_cell,
+                "previousCellArtifactId": previous_cell_artifact,
+                "restored": True if restored else None,
                 "error": error,
             },
         )

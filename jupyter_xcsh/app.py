@@ -104,7 +104,9 @@ class XcshApp(ExtensionApp):
             execution=execution,
             activity=activity,
             calls=calls,
-            notebook=NotebookTool(notebook_store, activity, settings.require_preconditions),
+            notebook=NotebookTool(
+                notebook_store, activity, settings.require_preconditions, artifact_store
+            ),
             python=PythonTool(
                 execution,
                 activity,

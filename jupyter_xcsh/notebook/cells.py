@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, NotFoundError
-from .model import CellDocument, revision_of
+from .model import CellDocument, index_of_id, revision_of
 from .preconditions import check_revision, check_source, replace_once
 from .request import (
     ACTIONS,
@@ -23,6 +23,7 @@ from .request import (
     parse_request,
 )
 from .revision import source_hash
+from .wholecell import cell_to_insert, checked_cell
 
 __all__ = [
     "ACTIONS",
@@ -46,6 +47,8 @@ class ChangeResult:
     text: str
     details: dict[str, Any]
     changed: bool = True
+    #: edit and delete: the addressed cell as it was before the change (what a revert restores).
+    previous: Any = None
 
 
 def split_source(content: str) -> list[str]:
@@ -90,10 +93,7 @@ def locate_cell(document: CellDocument, request: NotebookRequest) -> int:
     path = request.notebook_path
     index = request.cell_index
     if request.cell_id is not None:
-        found = next(
-            (i for i, key in enumerate(document.cell_keys()) if key.cell_id == request.cell_id),
-            None,
-        )
+        found = index_of_id(document, request.cell_id)
         if found is None:
             raise NotFoundError(f"Cell id not found: {request.cell_id} in {path}")
         if index is not None and index != found:
@@ -126,9 +126,11 @@ def _details(action: str, index: int, cell: Any, total: int, **extra: Any) -> di
     }
 
 
-def _result(summary: str, details: dict[str, Any], changed: bool = True) -> ChangeResult:
+def _result(
+    summary: str, details: dict[str, Any], changed: bool = True, previous: Any = None
+) -> ChangeResult:
     return ChangeResult(
-        f"{summary}. Notebook now has {details['totalCells']} cells.", details, changed
+        f"{summary}. Notebook now has {details['totalCells']} cells.", details, changed, previous
     )
 
 
@@ -159,20 +161,27 @@ def _edit(document: CellDocument, request: NotebookRequest) -> ChangeResult:
     cell = document.cells[index]
     if not isinstance(cell, dict):
         raise InvalidRequestError(f"Cell {index} is not an object in {request.notebook_path}")
-    content = request.content or ""
-    if request.old_content is not None:
-        content = replace_once(document, request, index)
     old_type = _cell_type(cell)
-    updated = dict(cell)
-    updated["source"] = split_source(content)
+    new_type = request.cell_type
+    if request.cell is not None:
+        updated = checked_cell(document, request, cell.get("id"))
+        new_type = _cell_type(updated)
+    else:
+        content = request.content or ""
+        if request.old_content is not None:
+            content = replace_once(document, request, index)
+        updated = dict(cell)
+        updated["source"] = split_source(content)
     extra: dict[str, Any] = {}
     summary = f"Replaced cell {index} ({old_type})"
-    if request.cell_type is not None and request.cell_type != old_type:
-        updated = _converted(updated, request.cell_type)
+    if new_type is not None and new_type != old_type:
+        if request.cell is None:
+            updated = _converted(updated, new_type)
         extra["previousCellType"] = old_type
-        summary = f"Replaced cell {index} ({request.cell_type}, converted from {old_type})"
+        summary = f"Replaced cell {index} ({new_type}, converted from {old_type})"
     document.replace(index, updated)
-    return _result(summary, _details("edit", index, updated, len(document.cells), **extra))
+    details = _details("edit", index, updated, len(document.cells), **extra)
+    return _result(summary, details, previous=cell)
 
 
 def _insert(document: CellDocument, request: NotebookRequest) -> ChangeResult:
@@ -183,9 +192,13 @@ def _insert(document: CellDocument, request: NotebookRequest) -> ChangeResult:
         raise InvalidRequestError(
             f"Cell index {index} out of range for insert (0-{total}) in {request.notebook_path}"
         )
-    cell_type = request.cell_type or "code"
     cell_id = new_cell_id(_cell_ids(document)) if document.uses_cell_ids else None
-    cell = new_cell(cell_type, split_source(request.content or ""), cell_id)
+    if request.cell is not None:
+        cell = cell_to_insert(document, request, cell_id)
+        cell_type = _cell_type(cell)
+    else:
+        cell_type = request.cell_type or "code"
+        cell = new_cell(cell_type, split_source(request.content or ""), cell_id)
     document.insert(index, cell)
     summary = f"Inserted {cell_type} cell at position {index}"
     return _result(summary, _details("insert", index, cell, len(document.cells)))
@@ -195,7 +208,8 @@ def _delete(document: CellDocument, request: NotebookRequest) -> ChangeResult:
     index = _addressed(document, request)
     cell = document.delete(index)
     summary = f"Deleted cell {index} ({_cell_type(cell)})"
-    return _result(summary, _details("delete", index, cell, len(document.cells)))
+    details = _details("delete", index, cell, len(document.cells))
+    return _result(summary, details, previous=cell)
 
 
 def _move(document: CellDocument, request: NotebookRequest) -> ChangeResult:
@@ -263,7 +277,7 @@ def set_outputs(
     Only those two fields change: source, id and metadata are kept, so neither the cell's
     ``sourceHash`` nor the notebook's ``revision`` moves. Returns the cell's index.
     """
-    index = next((i for i, key in enumerate(document.cell_keys()) if key.cell_id == cell_id), None)
+    index = index_of_id(document, cell_id)
     if index is None:
         raise NotFoundError(f"Cell id not found: {cell_id} in {path}")
     cell = document.cells[index]

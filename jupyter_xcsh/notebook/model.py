@@ -43,6 +43,11 @@ class CellDocument(Protocol):
         """Move the cell at ``index`` to ``to_index``."""
 
 
+def index_of_id(document: CellDocument, cell_id: str) -> int | None:
+    """The index of the cell with id ``cell_id``, or ``None`` when no cell has it."""
+    return next((i for i, key in enumerate(document.cell_keys()) if key.cell_id == cell_id), None)
+
+
 def revision_of(document: CellDocument) -> str:
     """The notebook's current revision (SPEC §5)."""
     return notebook_revision(document.cell_keys())

@@ -25,15 +25,25 @@ _FIELDS = {
     "expected_source_hash": str,
     "expected_revision": str,
     "old_content": str,
+    "cell": dict,
 }
 _STALE_CHECKS = {"expected_source_hash", "expected_revision"}
 #: A ``sourceHash`` or ``revision`` as responses carry them.
 _HASH = re.compile(r"[0-9a-f]{16}")
 # Which optional fields each action accepts; anything else is a caller's mistake worth a 400.
-# An insert addresses no existing cell, so only the notebook's revision can guard it.
+# An insert addresses no existing cell, so only the notebook's revision (or a whole cell's own
+# id, see ``guarded``) can guard it.
 _ACCEPTED = {
-    "edit": {"cell_index", "cell_id", "content", "cell_type", "old_content", *_STALE_CHECKS},
-    "insert": {"cell_index", "content", "cell_type", "expected_revision"},
+    "edit": {
+        "cell_index",
+        "cell_id",
+        "content",
+        "cell_type",
+        "old_content",
+        "cell",
+        *_STALE_CHECKS,
+    },
+    "insert": {"cell_index", "content", "cell_type", "cell", "expected_revision"},
     "delete": {"cell_index", "cell_id", *_STALE_CHECKS},
     "move": {"cell_index", "cell_id", "to_index", *_STALE_CHECKS},
     "read": {"cell_index", "cell_id", "end_index", "max_chars"},
@@ -56,6 +66,8 @@ class NotebookRequest:
     expected_source_hash: str | None = None
     expected_revision: str | None = None
     old_content: str | None = None
+    #: A whole cell to write instead of ``content``/``cell_type`` (a revert puts one back).
+    cell: dict[str, Any] | None = None
 
     @property
     def changes(self) -> bool:
@@ -64,8 +76,14 @@ class NotebookRequest:
 
     @property
     def guarded(self) -> bool:
-        """Whether the request says which state it expects (a source hash or a revision)."""
-        return self.expected_source_hash is not None or self.expected_revision is not None
+        """Whether the request says which state it expects.
+
+        A source hash or a revision; or, for an insert of a whole cell with an id (a revert of a
+        delete), that no cell has that id (a 409 when one has).
+        """
+        if self.expected_source_hash is not None or self.expected_revision is not None:
+            return True
+        return self.action == "insert" and isinstance((self.cell or {}).get("id"), str)
 
 
 def _type_name(value: Any) -> str:
@@ -106,6 +124,8 @@ def parse_request(body: dict[str, Any]) -> NotebookRequest:
             raise InvalidRequestError(f"Field {name} is not accepted by the {action} action")
         # bool is an int subclass in Python; 1.5, "2" and true are all not integers here.
         if not isinstance(value, expected) or isinstance(value, bool):
+            if expected is dict:  # a whole cell: its repr could be megabytes
+                raise InvalidRequestError(f"{name} must be an object, got {_type_name(value)}")
             article = "an" if expected is int else "a"
             kind = "integer" if expected is int else "string"
             raise InvalidRequestError(
@@ -133,7 +153,9 @@ def parse_request(body: dict[str, Any]) -> NotebookRequest:
         raise InvalidRequestError(
             f"Invalid cell_type: {cell_type} (expected one of code, markdown, raw)"
         )
-    if action in ("edit", "insert") and "content" not in body:
+    if "cell" in body and body.keys() & {"content", "cell_type", "old_content"}:
+        raise InvalidRequestError("cell cannot be combined with content, cell_type or old_content")
+    if action in ("edit", "insert") and "content" not in body and "cell" not in body:
         raise InvalidRequestError(f"Content is required for {action} action")
     if action in ("edit", "delete", "move") and "cell_index" not in body and "cell_id" not in body:
         raise InvalidRequestError(f"cell_index or cell_id is required for {action} action")

@@ -187,11 +187,18 @@ class NotebookStore:
     # -- changing ------------------------------------------------------------------------------
 
     async def change(self, request: NotebookRequest) -> dict[str, Any]:
-        """Apply an edit/insert/delete/move request (all or nothing) and describe it."""
+        """Apply an edit/insert/delete/move request (all or nothing) and describe it.
+
+        Returns ``{text, details}`` and, for edit and delete, ``previousCell``: the cell as it
+        was, which the tool reports on the event bus (for the lab's revert), not to the caller.
+        """
         outcome = await self.update(request.notebook_path, lambda d: apply_changes(d, [request]))
         result = outcome.value[0]
         details = dict(result.details, via=outcome.via, lastModified=outcome.last_modified)
-        return {"text": result.text, "details": details}
+        changed: dict[str, Any] = {"text": result.text, "details": details}
+        if result.previous is not None:
+            changed["previousCell"] = result.previous
+        return changed
 
     async def write_outputs(
         self,

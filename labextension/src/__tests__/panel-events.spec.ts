@@ -32,8 +32,21 @@ function pythonEmission(fields: Record<string, unknown>) {
 
 describe('parseEmission', () => {
   it('reads a notebook call with every field', () => {
+    const previousCell = {
+      cell_type: 'code',
+      id: 'c2',
+      metadata: {},
+      outputs: [],
+      execution_count: null,
+      source: 'x = 0'
+    };
     const event = parseEmission(
-      notebookEmission({ __timestamp__: '2024-05-01T10:00:00.000Z' })
+      notebookEmission({
+        __timestamp__: '2024-05-01T10:00:00.000Z',
+        sourceHash: '0123456789abcdef',
+        revision: 'fedcba9876543210',
+        previousCell
+      })
     );
     expect(event).toEqual({
       kind: 'notebook',
@@ -49,8 +62,32 @@ describe('parseEmission', () => {
       source: 'x = 1',
       totalCells: 5,
       lastModified: null,
-      error: null
+      error: null,
+      sourceHash: '0123456789abcdef',
+      revision: 'fedcba9876543210',
+      previousCell,
+      previousCellArtifactId: null,
+      restored: false
     });
+  });
+
+  it('keeps what a revert needs only when it has the right form', () => {
+    const event = parseEmission(
+      notebookEmission({
+        previousCell: { source: 'no cell_type' },
+        previousCellArtifactId: '20250101T120000-0123456789ab',
+        restored: 'yes'
+      })
+    );
+    expect(event).toMatchObject({
+      previousCell: null,
+      previousCellArtifactId: '20250101T120000-0123456789ab',
+      restored: false
+    });
+    const huge = { cell_type: 'code', source: 'x'.repeat(200 * 1024) };
+    expect(
+      parseEmission(notebookEmission({ previousCell: huge }))
+    ).toMatchObject({ previousCell: null });
   });
 
   it('ignores emissions of other schemas and non-objects', () => {

@@ -291,6 +291,52 @@ describe('ActivityModel', () => {
     expect(model.get('x')?.kind).toBe('notebook');
   });
 
+  it('counts the calls running now', () => {
+    const model = new ActivityModel();
+    expect(model.runningCount).toBe(0);
+    model.handleEmission(started('a'));
+    model.handleEmission(started('b'));
+    model.handleEmission(notebook('n'));
+    expect(model.runningCount).toBe(2);
+    model.handleEmission(
+      python('a', { event: 'finished', result: { isError: false, cells: [] } })
+    );
+    expect(model.runningCount).toBe(1);
+  });
+
+  it('keeps the revert status of a notebook call', () => {
+    const model = new ActivityModel();
+    const changes: ActivityChange[] = [];
+    model.handleEmission(notebook('n'));
+    model.changed.connect((_, change) => changes.push(change));
+    expect(model.get('n')).toMatchObject({
+      revert: { state: 'idle' },
+      revertOf: null
+    });
+
+    model.setRevert('n', { state: 'pending' });
+    model.setRevert('n', { state: 'done', by: 'r' });
+
+    expect(model.get('n')).toMatchObject({
+      revert: { state: 'done', by: 'r' }
+    });
+    expect(changes).toEqual([
+      { type: 'updated', id: 'n' },
+      { type: 'updated', id: 'n' }
+    ]);
+  });
+
+  it('links a revert call to the call it reverted, before or after its event', () => {
+    const model = new ActivityModel();
+    model.handleEmission(notebook('early'));
+    model.linkRevert('early', 'x');
+    model.linkRevert('late', 'y');
+    model.handleEmission(notebook('late'));
+
+    expect(model.get('early')).toMatchObject({ revertOf: 'x' });
+    expect(model.get('late')).toMatchObject({ revertOf: 'y' });
+  });
+
   it('tracks an interrupt request until the result arrives', () => {
     const model = new ActivityModel();
     model.handleEmission(started('p', 1));

@@ -30,7 +30,8 @@ function fakeContext() {
     openNotebook: jest.fn(),
     openArtifact: jest.fn(),
     interrupt: jest.fn(),
-    answer: jest.fn()
+    answer: jest.fn(),
+    revert: jest.fn()
   };
   const ctx: IRenderContext = {
     isOpen: (key, byDefault = false) => open.get(key) ?? byDefault,
@@ -185,6 +186,71 @@ describe('renderNotebookCall', () => {
     const toggle = element.querySelector('.jp-xcsh-Toggle')!;
     expect(toggle.getAttribute('aria-expanded')).toBe('false');
     expect(toggle.getAttribute('aria-label')).toBe('Expand');
+  });
+
+  it('offers a revert for a finished change, and not for a read or an error', () => {
+    const { ctx, actions } = fakeContext();
+    const changed = call();
+    const element = renderNotebookCall(changed, ctx);
+    const button = element.querySelector<HTMLButtonElement>('.jp-xcsh-Revert');
+
+    expect(text(button)).toBe('Revert');
+    button!.click();
+    expect(actions.revert).toHaveBeenCalledWith(changed);
+    for (const fields of [
+      { action: 'read' },
+      { status: 'error', error: 'nope' },
+      { action: 'move', fromIndex: 3 }
+    ]) {
+      expect(
+        renderNotebookCall(call(fields), ctx).querySelector('.jp-xcsh-Revert')
+      ).toBeNull();
+    }
+  });
+
+  it('shows a revert on its way, done, or refused with the reason', () => {
+    const { ctx } = fakeContext();
+    const reverting = call();
+    reverting.revert = { state: 'pending' };
+    const pending = renderNotebookCall(reverting, ctx).querySelector(
+      '.jp-xcsh-Revert'
+    ) as HTMLButtonElement;
+    expect(pending.disabled).toBe(true);
+    expect(text(pending)).toBe('Reverting…');
+
+    const done = call();
+    done.revert = { state: 'done', by: 'r1' };
+    const doneElement = renderNotebookCall(done, ctx);
+    expect(doneElement.querySelector('.jp-xcsh-Revert')).toBeNull();
+    expect(text(doneElement.querySelector('.jp-xcsh-Reverted'))).toBe(
+      'Reverted'
+    );
+
+    const refused = call();
+    refused.revert = {
+      state: 'refused',
+      message: 'Not reverted: the cell was changed after this call.',
+      detail: 'Cell 3 changed since it was read <b>'
+    };
+    const refusedElement = renderNotebookCall(refused, ctx);
+    const alert = refusedElement.querySelector('.jp-xcsh-RevertRefused');
+    expect(alert?.getAttribute('role')).toBe('alert');
+    expect(text(alert)).toBe(
+      'Not reverted: the cell was changed after this call.' +
+        'Cell 3 changed since it was read <b>'
+    );
+    expect(alert?.querySelector('b')).toBeNull();
+    // A refused revert can be tried again once the cell is as the call left it.
+    expect(refusedElement.querySelector('.jp-xcsh-Revert')).not.toBeNull();
+  });
+
+  it('says a call was a revert made from the panel', () => {
+    const { ctx } = fakeContext();
+    const revert = call();
+    revert.revertOf = 'n0';
+    expect(
+      text(renderNotebookCall(revert, ctx).querySelector('.jp-xcsh-RevertOf'))
+    ).toBe('Revert from the panel');
   });
 
   it('renders sources as text, never as markup', () => {
@@ -488,7 +554,8 @@ describe('ActivityPanel', () => {
     openNotebook: jest.fn(() => Promise.resolve()),
     openArtifact: jest.fn(() => Promise.resolve()),
     interrupt: jest.fn(() => Promise.reject(new Error('server gone'))),
-    answer: jest.fn(() => Promise.resolve())
+    answer: jest.fn(() => Promise.resolve()),
+    revert: jest.fn(() => Promise.resolve())
   };
 
   let consoleError: jest.SpyInstance;

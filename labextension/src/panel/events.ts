@@ -41,6 +41,11 @@ export namespace Limits {
   export const MAX_CELLS = 1000;
   /** Longest base64 image kept (the server omits images past 1 MiB). */
   export const IMAGE_CHARS = 2 * 1024 * 1024;
+  /**
+   * Largest cell-as-it-was kept, as JSON text (the server sends at most
+   * 64 KiB, and an artifact id beyond).
+   */
+  export const CELL_JSON_CHARS = 128 * 1024;
 }
 
 /**
@@ -62,6 +67,16 @@ export interface INotebookCallEvent {
   totalCells: number | null;
   lastModified: string | null;
   error: string | null;
+  /** The addressed cell's source hash after the call (SPEC §5). */
+  sourceHash: string | null;
+  /** The notebook's revision after the call. */
+  revision: string | null;
+  /** edit and delete: the whole cell as it was before the call. */
+  previousCell: Record<string, unknown> | null;
+  /** edit and delete: the artifact holding a cell too large for the event. */
+  previousCellArtifactId: string | null;
+  /** The call wrote a whole cell (a revert), outputs and metadata included. */
+  restored: boolean;
 }
 
 /**
@@ -264,8 +279,30 @@ function parseNotebookEvent(
     source: text(raw.source, Limits.SOURCE_CHARS),
     totalCells: index(raw.totalCells, Number.MAX_SAFE_INTEGER),
     lastModified: name(raw.lastModified),
-    error: nullable(text(raw.error, Limits.TEXT_CHARS), terminalText)
+    error: nullable(text(raw.error, Limits.TEXT_CHARS), terminalText),
+    sourceHash: name(raw.sourceHash),
+    revision: name(raw.revision),
+    previousCell: cellJson(raw.previousCell),
+    previousCellArtifactId: name(raw.previousCellArtifactId),
+    restored: raw.restored === true
   };
+}
+
+/**
+ * A whole nbformat cell (an object with a `cell_type`), or `null` for
+ * anything else or anything too large to keep.
+ */
+export function cellJson(value: unknown): Record<string, unknown> | null {
+  if (!isRecord(value) || typeof value.cell_type !== 'string') {
+    return null;
+  }
+  let size: number;
+  try {
+    size = JSON.stringify(value).length;
+  } catch {
+    return null;
+  }
+  return size <= Limits.CELL_JSON_CHARS ? value : null;
 }
 
 function parsePythonEvent(raw: Record<string, unknown>): PythonEvent | null {

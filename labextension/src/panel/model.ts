@@ -18,6 +18,19 @@ import {
 } from './events';
 
 /**
+ * Where the revert of a notebook change stands.
+ */
+export type RevertStatus =
+  | { state: 'idle' }
+  | { state: 'pending' }
+  /** Reverted by the call `by` (null until its id is known). */
+  | { state: 'done'; by: string | null }
+  /** Refused because the notebook changed since: nothing was changed. */
+  | { state: 'refused'; message: string; detail: string | null }
+  /** Failed for another reason (the server, the network). */
+  | { state: 'failed'; message: string };
+
+/**
  * A notebook tool call, as the panel shows it.
  */
 export interface INotebookCall {
@@ -28,6 +41,10 @@ export interface INotebookCall {
   /** Bumped on every change, so views can tell what to re-render. */
   version: number;
   event: INotebookCallEvent;
+  /** The revert of this call, when someone asked for it. */
+  revert: RevertStatus;
+  /** The call this one reverted, when it was a revert made from the panel. */
+  revertOf: string | null;
 }
 
 /**
@@ -130,6 +147,13 @@ export class ActivityModel {
   }
 
   /**
+   * How many calls are running now.
+   */
+  get runningCount(): number {
+    return this._calls.filter(isRunning).length;
+  }
+
+  /**
    * The call with this id, if any.
    */
   get(id: string): ActivityCall | undefined {
@@ -211,6 +235,40 @@ export class ActivityModel {
     this._touch(call);
   }
 
+  /**
+   * Record how the revert of a notebook call stands.
+   *
+   * @param id - The notebook call reverted.
+   * @param status - Its new revert status.
+   */
+  setRevert(id: string, status: RevertStatus): void {
+    const call = this.get(id);
+    if (call?.kind !== 'notebook') {
+      return;
+    }
+    call.revert = status;
+    this._touch(call);
+  }
+
+  /**
+   * Record that the call `revertId` reverted the call `originalId` (its event
+   * may have arrived already, or may come later).
+   */
+  linkRevert(revertId: string, originalId: string): void {
+    this._revertOf.set(revertId, originalId);
+    if (this._revertOf.size > this.maxCalls) {
+      const oldest = this._revertOf.keys().next().value;
+      if (oldest !== undefined) {
+        this._revertOf.delete(oldest);
+      }
+    }
+    const call = this.get(revertId);
+    if (call?.kind === 'notebook' && call.revertOf !== originalId) {
+      call.revertOf = originalId;
+      this._touch(call);
+    }
+  }
+
   private _applyNotebook(event: INotebookCallEvent): boolean {
     const existing = this.get(event.callId);
     if (existing !== undefined) {
@@ -226,7 +284,9 @@ export class ActivityModel {
       id: event.callId,
       time: event.time,
       version: 0,
-      event
+      event,
+      revert: { state: 'idle' },
+      revertOf: this._revertOf.get(event.callId) ?? null
     });
     return true;
   }
@@ -277,6 +337,8 @@ export class ActivityModel {
 
   private _calls: ActivityCall[] = [];
   private _changed = new Signal<this, ActivityChange>(this);
+  /** Revert call id → the call it reverted (bounded like the list). */
+  private _revertOf = new Map<string, string>();
 }
 
 /**
