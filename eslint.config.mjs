@@ -12,7 +12,9 @@ export default defineConfig(
       'coverage/',
       'jupyter_xcsh/',
       '.venv/',
-      '**/*.d.ts'
+      '**/*.d.ts',
+      // Generated from jupyter_xcsh/rest-api.yml by `npm run build:api`.
+      'labextension/src/restapi.generated.ts'
     ]
   },
   js.configs.recommended,

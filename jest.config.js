@@ -12,5 +12,11 @@ module.exports = {
   // Reports stay out of the work tree (junit.xml, coverage/ would need ignoring).
   coverageDirectory: '<rootDir>/node_modules/.cache/jest-coverage',
   reporters: ['default'],
-  testRegex: 'labextension/src/.*/.*\\.spec\\.tsx?$'
+  // A virtualenv inside the work tree holds JupyterLab's own package.json files.
+  modulePathIgnorePatterns: ['<rootDir>/\\.venv'],
+  testRegex: 'labextension/src/.*/.*\\.spec\\.tsx?$',
+  // The lab's own test helpers (a real notebook panel) ship as ES modules.
+  transformIgnorePatterns: [
+    baseConfig.transformIgnorePatterns[0].replace('(?!', '(?!@jupyterlab/|')
+  ]
 };

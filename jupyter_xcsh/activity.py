@@ -32,6 +32,9 @@ PYTHON_SCHEMA = "https://events.jupyter.org/jupyter_xcsh/python/v1"
 
 #: Largest cell source carried by a notebook event, in characters.
 MAX_EVENT_SOURCE = 64 * 1024
+#: Largest cell before a change (its JSON, in characters) carried by a notebook event; a larger
+#: one is kept as an artifact and the event carries its id.
+MAX_EVENT_CELL = 64 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +112,24 @@ class ActivityEvents:
         path: str,
         result: dict[str, Any] | None = None,
         error: str | None = None,
+        *,
+        call_id: str | None = None,
+        previous_cell: dict[str, Any] | None = None,
+        previous_cell_artifact: str | None = None,
+        restored: bool = False,
     ) -> None:
-        """Report one finished notebook tool call (its result, or its error message)."""
+        """Report one finished notebook tool call (its result, or its error message).
+
+        A change also carries what the lab needs to revert it: the hashes the call left
+        (``sourceHash``, ``revision``), the cell as it was before an edit or a delete
+        (``previous_cell``, or the id of the artifact keeping a large one), and whether the call
+        wrote a whole cell (``restored``: outputs and metadata too, not only a source).
+        """
         details = (result or {}).get("details", {})
         self.emit(
             NOTEBOOK_SCHEMA,
             {
-                "callId": new_call_id(),
+                "callId": call_id or new_call_id(),
                 "action": action,
                 "path": path,
                 "status": "error" if error is not None else "ok",
@@ -126,6 +140,11 @@ class ActivityEvents:
                 "source": _source_text(details.get("cellSource")),
                 "totalCells": details.get("totalCells"),
                 "lastModified": details.get("lastModified"),
+                "sourceHash": details.get("sourceHash"),
+                "revision": details.get("revision"),
+                "previousCell": previous_cell,
+                "previousCellArtifactId": previous_cell_artifact,
+                "restored": True if restored else None,
                 "error": error,
             },
         )
@@ -216,8 +235,12 @@ class PythonCallEvents(ExecutionObserver):
             display: dict[str, Any] = {
                 "kind": "image",
                 "mimeType": data.get("mimeType", "image/png"),
-                "bytes": len(encoded) * 3 // 4,
+                "bytes": data.get("bytes", len(encoded) * 3 // 4),
             }
+            # Where the whole image is kept, and its size, so the lab can show a larger one.
+            for key in ("width", "height", "artifactId", "artifactPath"):
+                if data.get(key) is not None:
+                    display[key] = data[key]
             if len(encoded) <= MAX_EVENT_IMAGE:
                 display["data"] = encoded
         else:
@@ -232,6 +255,13 @@ class PythonCallEvents(ExecutionObserver):
 
     def status_event(self, index: int, event: dict[str, Any]) -> None:  # noqa: D102
         self._emit("display", cellIndex=index, display={"kind": "status", "data": event})
+
+    def input_requested(self, index: int, prompt: dict[str, Any]) -> None:  # noqa: D102
+        self._flush()  # the prompt's text comes before the question
+        self._emit("input", cellIndex=index, input={**prompt, "state": "waiting"})
+
+    def input_ended(self, how: str) -> None:  # noqa: D102
+        self._emit("input", input={"state": how})
 
     def call_finished(self, result: dict[str, Any]) -> None:  # noqa: D102
         self._flush()  # also cancels the throttle timer: nothing fires after the end

@@ -16,15 +16,19 @@ from .handlers import artifacts as artifacts_handlers
 from .handlers import mcp as mcp_handlers
 from .handlers import notebook as notebook_handlers
 from .handlers import python as python_handlers
+from .handlers import runs as runs_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
+from .notebook.live import LiveDocuments
 from .notebook.reader import ReadLimits
+from .notebook.saves import SaveGuard
 from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
 from .services import XcshServices
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.python import CallRegistry
+from .tools.runs import RunInputTool, RunRegistry
 
 #: The modules whose ``routes(services)`` make up the extension's endpoints.
 ROUTE_MODULES = (
@@ -33,6 +37,7 @@ ROUTE_MODULES = (
     python_handlers,
     sessions_handlers,
     mcp_handlers,
+    runs_handlers,
 )
 
 
@@ -62,7 +67,12 @@ class XcshApp(ExtensionApp):
             max_source_chars=settings.read_max_source_chars,
             max_output_chars=settings.read_max_output_chars,
         )
-        notebook_store = NotebookStore(server.contents_manager, limits)
+        notebook_store = NotebookStore(
+            server.contents_manager,
+            limits,
+            live=LiveDocuments(server.web_app.settings),
+            guard=SaveGuard(server.contents_manager),
+        )
         activity = ActivityEvents(server.event_logger)
         artifact_store = ArtifactStore(
             server.root_dir,
@@ -86,6 +96,7 @@ class XcshApp(ExtensionApp):
             heartbeat_interval=settings.heartbeat_interval,
         )
         calls = CallRegistry()
+        runs = RunRegistry()
         self.services = XcshServices(
             settings=settings,
             notebook_store=notebook_store,
@@ -93,15 +104,20 @@ class XcshApp(ExtensionApp):
             execution=execution,
             activity=activity,
             calls=calls,
-            notebook=NotebookTool(notebook_store, activity),
+            notebook=NotebookTool(
+                notebook_store, activity, settings.require_preconditions, artifact_store
+            ),
             python=PythonTool(
                 execution,
                 activity,
                 settings,
                 calls,
+                runs,
                 contents_manager=server.contents_manager,
             ),
             artifacts=ArtifactTool(artifact_store),
+            background_runs=runs,
+            run_inputs=RunInputTool(runs),
         )
         self.settings["xcsh"] = self.services
 
@@ -141,7 +157,13 @@ class XcshApp(ExtensionApp):
         if self.services is not None:
             # Every kernel the python tool started goes with the server; bounded, not forever.
             try:
-                await asyncio.wait_for(self.services.execution.close(), 30)
+                await asyncio.wait_for(self._close_execution(self.services), 30)
             except TimeoutError:
                 self.log.warning("jupyter_xcsh: python tool kernels did not stop within 30 s")
         self.log.debug("jupyter_xcsh stopped")
+
+    @staticmethod
+    async def _close_execution(services: XcshServices) -> None:
+        # Calls waiting for input end first (interrupted), then the kernels go.
+        await services.background_runs.close()
+        await services.execution.close()

@@ -11,6 +11,7 @@ from .outputs.artifacts import ArtifactStore
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.python import CallRegistry
+from .tools.runs import RunInputTool, RunRegistry
 
 __all__ = ["XcshServices"]
 
@@ -28,3 +29,6 @@ class XcshServices:
     notebook: NotebookTool
     python: PythonTool
     artifacts: ArtifactTool
+    #: Python calls going on in the background (stdin "ask"), and answering their prompts.
+    background_runs: RunRegistry
+    run_inputs: RunInputTool

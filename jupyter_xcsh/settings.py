@@ -143,3 +143,26 @@ class XcshSettings(Configurable):
             "0 disables the check."
         ),
     )
+
+    input_timeout = Float(
+        300.0,
+        min=0.1,
+        config=True,
+        help=(
+            "Seconds a kernel's prompt for input waits for an answer in the python tool's "
+            "stdin 'ask' mode (default 300 = 5 minutes) before it gets end-of-file. Time spent "
+            "waiting does not count against the call's timeout."
+        ),
+    )
+
+    require_preconditions = Enum(
+        ["never", "index", "always"],
+        default_value="never",
+        config=True,
+        help=(
+            "Which notebook tool changes must say what state they expect, with "
+            "'expected_source_hash' or 'expected_revision' (default 'never', the original tool's "
+            "behaviour): 'index' refuses changes addressed by cell_index without one (an insert "
+            "always is), 'always' refuses every change without one. Refusals are 400s."
+        ),
+    )

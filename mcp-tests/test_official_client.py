@@ -114,7 +114,8 @@ async def test_an_image_output_arrives_as_image_content(connect):
 
     images = [c for c in result.content if c.type == "image"]
     assert [(image.mime_type, image.data) for image in images] == [("image/png", PNG)]
-    assert text_of(result) == "<Figure>"
+    # The text names the image as the python tool's result does (SPEC §8).
+    assert text_of(result) == "<Figure>\n[image 1: 1x1 PNG, 69B]"
 
 
 async def test_a_cut_output_is_read_back_through_the_artifact_tool(connect):

@@ -45,14 +45,37 @@ python3 -m venv "$VENV-mcp"
 "$VENV-mcp/bin/python" -m pip install -q ".[mcp-test]"
 "$VENV-mcp/bin/python" -m pytest mcp-tests -p no:cacheprovider -q -ra
 
+step "image downscaling with Pillow installed ($VENV-images)"
+# A second environment with the images extra: the tests marked `pillow` run here (the main
+# environment has no Pillow and runs the `without_pillow` ones).
+python3 -m venv "$VENV-images"
+"$VENV-images/bin/python" -m pip install -q --upgrade pip
+"$VENV-images/bin/python" -m pip install -q ".[test,images]"
+"$VENV-images/bin/python" -m pytest tests/test_image_budget.py tests/test_python_images.py \
+  -p no:cacheprovider -q -ra
+
 step "browser tests (Playwright + Debian Chromium, a real jupyter lab)"
 command -v chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 python -m pytest ui-tests -p no:cacheprovider -q -m "not collaboration"
 
-step "browser tests with jupyter-collaboration installed ($VENV-rtc)"
-# A second environment: jupyter-collaboration turns every notebook into a shared document.
-python3 -m venv "$VENV-rtc"
-"$VENV-rtc/bin/python" -m pip install -q --upgrade pip
-"$VENV-rtc/bin/python" -m pip install -q ".[test]" jupyter-collaboration
-XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/ui-tests-rtc" \
-  "$VENV-rtc/bin/python" -m pytest ui-tests -p no:cacheprovider -q -m collaboration
+# jupyter-collaboration turns every open notebook into a shared document that the notebook tool
+# changes directly (SPEC §5). Each release line gets an environment of its own: the tests with a
+# real room (-m collaboration), the file-path tests with the extension loaded but no room open
+# (XCSH_TEST_RTC=1; the long save race already ran above), and the browser tests.
+rtc_checks() {  # <virtualenv> <requirement>
+  python3 -m venv "$1"
+  "$1/bin/python" -m pip install -q --upgrade pip
+  "$1/bin/python" -m pip install -q ".[test]" "$2"
+  "$1/bin/python" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_]collaboration|jupyter[-_]server[-_]ydoc|pycrdt) "
+  "$1/bin/python" -m pytest tests -p no:cacheprovider -q -ra -m collaboration
+  XCSH_TEST_RTC=1 "$1/bin/python" -m pytest tests/test_notebook_*.py -p no:cacheprovider -q -ra \
+    -k "not racing"
+  XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/ui-tests-${1##*-}" \
+    "$1/bin/python" -m pytest ui-tests -p no:cacheprovider -q -m collaboration
+}
+
+step "with jupyter-collaboration, newest release ($VENV-rtc)"
+rtc_checks "$VENV-rtc" "jupyter-collaboration"
+
+step "with jupyter-collaboration, newest 4.x release ($VENV-rtc4)"
+rtc_checks "$VENV-rtc4" "jupyter-collaboration>=4,<5"

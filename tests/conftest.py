@@ -1,8 +1,16 @@
-"""Shared fixtures: a real Jupyter Server with the extension enabled."""
+"""Shared fixtures: a real Jupyter Server with the extension enabled.
+
+Tests marked ``collaboration`` need jupyter-collaboration and run only when selected
+(``-m collaboration``), in the environments ``scripts/check.sh`` makes for them. With
+``XCSH_TEST_RTC=1`` every test server also runs jupyter-collaboration (no room is open unless a
+test opens one): the file-path tests then prove nothing changed for notebooks nobody has open.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 from typing import Any
 
 import pytest
@@ -15,11 +23,15 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
 @pytest.fixture
-def jp_server_config(jp_server_config):
+def jp_server_config(jp_server_config, jp_root_dir, tmp_path_factory):
     """Enable the extension on the test server (modules extend this with their own config)."""
     config = Config(jp_server_config)
     extensions = dict(config.ServerApp.get("jpserver_extensions", {}))
     config.ServerApp.jpserver_extensions = {**extensions, "jupyter_xcsh": True}
+    if os.environ.get("XCSH_TEST_RTC") == "1":
+        from .rtc import rtc_config
+
+        config = rtc_config(config, jp_root_dir, tmp_path_factory.mktemp("rtc"))
     return config
 
 
@@ -52,3 +64,24 @@ def notebook_tool(jp_fetch, transport):
         return response.code, json.loads(response.body)
 
     return call
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run each environment-dependent test only where it can pass (scripts/check.sh runs all).
+
+    ``pillow`` tests need the ``images`` extra installed (``.venv-images``), ``without_pillow``
+    tests need it absent (the main environment); ``collaboration`` tests need
+    jupyter-collaboration and run only when a marker expression selects tests
+    (``-m collaboration``). The others are deselected, not skipped.
+    """
+    unwanted = {"without_pillow" if importlib.util.find_spec("PIL") else "pillow"}
+    if not config.getoption("markexpr"):
+        unwanted.add("collaboration")
+
+    def wanted(item):
+        return not any(item.get_closest_marker(name) for name in unwanted)
+
+    deselected = [item for item in items if not wanted(item)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if wanted(item)]

@@ -128,3 +128,63 @@ class DiskFullContentsManager(AsyncLargeFileManager):
 
     async def _save_file(self, os_path, content, format):  # type: ignore[no-untyped-def]
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os_path)
+
+
+class HalfWrittenContentsManager(AsyncLargeFileManager):
+    """Serve the first ``half_written_reads`` text reads of each file cut in the middle, as a
+    reader meeting a file another program is still writing would see it."""
+
+    half_written_reads = Int(1, config=True, help="Text reads of each file served half-written.")
+    reads: dict[str, int]
+
+    async def get(self, path, content=True, type=None, format=None, require_hash=False):  # type: ignore[no-untyped-def]
+        model = await super().get(
+            path, content=content, type=type, format=format, require_hash=require_hash
+        )
+        if content and type == "file" and format == "text":
+            self.reads = getattr(self, "reads", {})
+            self.reads[path] = self.reads.get(path, 0) + 1
+            if self.reads[path] <= self.half_written_reads:
+                model["content"] = model["content"][: len(model["content"]) // 2]
+        return model
+
+
+class SaveAfterLoadContentsManager(AsyncLargeFileManager):
+    """After the first text read of a file, save it once more with an extra markdown cell
+    (through the contents manager, as a JupyterLab save landing just then would)."""
+
+    saved: bool = False
+
+    async def get(self, path, content=True, type=None, format=None, require_hash=False):  # type: ignore[no-untyped-def]
+        model = await super().get(
+            path, content=content, type=type, format=format, require_hash=require_hash
+        )
+        if content and type == "file" and not self.saved:
+            self.saved = True
+            notebook = await super().get(path, content=True, type="notebook")
+            notebook["content"].cells.append(
+                {"cell_type": "markdown", "id": "lab-save", "metadata": {}, "source": "lab"}
+            )
+            # A save made a moment later than the read: a distinct modification time.
+            await asyncio.sleep(0.01)
+            await self.save({"type": "notebook", "content": notebook["content"]}, path)
+        return model
+
+
+class RoomOpensOnLoadContentsManager(AsyncLargeFileManager):
+    """Open a collaboration room for a notebook right after its first text read (the notebook
+    tool's load), as a lab tab connecting at that moment would."""
+
+    opened: bool = False
+
+    async def get(self, path, content=True, type=None, format=None, require_hash=False):  # type: ignore[no-untyped-def]
+        model = await super().get(
+            path, content=content, type=type, format=format, require_hash=require_hash
+        )
+        if content and type == "file" and path.endswith(".ipynb") and not self.opened:
+            self.opened = True
+            collaboration = self.parent.web_app.settings["jupyter_server_ydoc"]
+            await collaboration.get_document(
+                path=path, content_type="notebook", file_format="json", copy=False, create=True
+            )
+        return model

@@ -370,11 +370,28 @@ async def test_images_arrive_as_image_content(jp_fetch):
     )
     result = await call_tool(jp_fetch, "python", {"cells": [{"code": code}]})
 
-    assert result["content"] == [
-        {"type": "text", "text": "<Figure>"},
+    size = len(base64.b64decode(PNG))
+    assert result["content"][:2] == [
+        {"type": "text", "text": f"<Figure>\n[image 1: 1x1 PNG, {size}B]"},
         {"type": "image", "data": PNG, "mimeType": "image/png"},
     ]
     assert result["structuredContent"]["images"][0]["data"] == PNG
+
+
+async def test_an_image_artifact_is_linked_and_read_as_an_image(jp_fetch):
+    code = (
+        "from IPython.display import display\n"
+        f"display({{'image/png': {PNG!r}, 'text/plain': '<Figure>'}}, raw=True)"
+    )
+    result = await call_tool(jp_fetch, "python", {"cells": [{"code": code}]})
+
+    uri = f"artifact://{result['structuredContent']['images'][0]['artifactId']}"
+    links = [c for c in result["content"] if c["type"] == "resource_link"]
+    assert [(link["uri"], link["mimeType"]) for link in links] == [(uri, "image/png")]
+    read = await request(jp_fetch, "resources/read", {"uri": uri})
+    assert read["result"]["contents"] == [{"uri": uri, "mimeType": "image/png", "blob": PNG}]
+    described = await call_tool(jp_fetch, "artifact", {"id": uri})
+    assert described["content"][0]["text"].startswith(f"{uri} is an image (1x1 PNG, ")
 
 
 async def test_a_cut_output_links_its_artifact_readable_by_tool_and_as_a_resource(jp_fetch):

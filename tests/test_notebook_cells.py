@@ -9,6 +9,7 @@ import pytest
 from jupyter_xcsh.errors import InvalidRequestError, NotFoundError
 from jupyter_xcsh.notebook.cells import apply_change, parse_request, split_source
 from jupyter_xcsh.notebook.document import NotebookDocument
+from jupyter_xcsh.notebook.revision import notebook_revision, source_hash
 
 from .notebooks import jupyter_text, load, raw_cells, sample_notebook
 
@@ -103,6 +104,8 @@ def test_edit_replaces_source_and_keeps_type_outputs_count_metadata_and_id():
         "totalCells": 4,
         "cellSource": ["x = 1\n", "y = 2"],
         "cellId": before["id"],
+        "sourceHash": source_hash("x = 1\ny = 2"),
+        "revision": notebook_revision(doc.cell_keys()),
     }
     after = raw_cells(doc.dumps())[2]
     assert {k: v for k, v in after.items() if k != "source"} == {

@@ -30,7 +30,7 @@ def test_read_shows_index_id_type_source_and_output_summaries():
     assert "[stdout] 1" in text
     assert "[execute_result] 1" in text
     png_bytes = len(base64.b64decode(PNG_1x1))
-    assert f"[image/png {png_bytes} B, 1x1 not shown]" in text
+    assert f"[image/png {png_bytes}B, 1x1 not shown]" in text
     assert PNG_1x1 not in text
     assert [c["cellType"] for c in result["details"]["cells"]] == [
         "markdown",
@@ -47,7 +47,7 @@ def test_html_and_json_outputs_are_described_never_inlined():
         {"text/html": "<table>" + "x" * (5120 - 15) + "</table>"}
     )
     text = _read(nb)["text"]
-    assert "[text/html 5.0 KB not shown]" in text
+    assert "[text/html 5.0KB not shown]" in text
     assert "<table>" not in text
 
 

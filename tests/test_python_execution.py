@@ -149,9 +149,20 @@ async def test_images_and_json_are_captured_as_structured_outputs(jp_fetch):
     )
     result = await run(jp_fetch, code)
 
-    assert result["images"] == [{"mimeType": "image/png", "data": PNG}]
+    size = len(base64.b64decode(PNG))
+    assert result["images"] == [
+        {
+            "mimeType": "image/png",
+            "data": PNG,
+            "width": 1,
+            "height": 1,
+            "bytes": size,
+            "artifactId": result["images"][0]["artifactId"],
+            "omitted": False,
+        }
+    ]
     assert result["jsonOutputs"] == [{"rows": [1, 2]}]
-    assert result["text"] == "<Figure>\nrows"
+    assert result["text"] == f"<Figure>\nrows\n[image 1: 1x1 PNG, {size}B]"
 
 
 async def test_status_helper_emits_status_events_and_no_text(jp_fetch):
@@ -160,18 +171,6 @@ async def test_status_helper_emits_status_events_and_no_text(jp_fetch):
     assert result["statusEvents"] == [{"op": "load", "rows": 3}, {"op": "done"}]
     assert result["cells"][0]["statusEvents"] == result["statusEvents"]
     assert result["text"] == "(no output)"
-
-
-async def test_input_is_answered_empty_instead_of_hanging(jp_fetch):
-    result = await run(jp_fetch, "answer = input('name? ')\nprint(repr(answer))", timeout=20)
-
-    assert result["stdinRequested"] is True
-    assert result["timedOut"] is False
-    assert (
-        "[stdin] Kernel requested input. Interactive stdin is not supported; "
-        "provide input programmatically." in result["text"]
-    )
-    assert result["text"].endswith("''")
 
 
 async def test_kernel_environment_has_cwd_env_and_sys_path(jp_fetch, jp_root_dir):

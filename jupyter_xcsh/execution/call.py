@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from jupyter_client.kernelspec import NoSuchKernel
 
 from ..errors import InvalidRequestError
+from ..outputs.images import ImageCapture
 from ..outputs.sink import OutputSink
 from .cell import run_cell
 from .connection import KernelLostError
@@ -17,6 +18,7 @@ from .observer import ExecutionObserver
 from .request import PythonRequest
 from .result import CallOutcome, timeout_notice
 from .session import KernelSession
+from .stdin import StdinPolicy
 
 if TYPE_CHECKING:
     from .runner import ExecutionService
@@ -43,6 +45,7 @@ class PythonCall:
         deadline: float,
         control: CallControl,
         observer: ExecutionObserver,
+        stdin: StdinPolicy,
     ) -> None:
         self.service = service
         self.request = request
@@ -51,6 +54,7 @@ class PythonCall:
         self.deadline = deadline
         self.control = control
         self.observer = observer
+        self.stdin = stdin
         self.lost: list[str] = []  # why the session's state was lost during this call
 
     def ended_waiting(self, error: BaseException) -> bool:
@@ -86,6 +90,7 @@ class PythonCall:
                         reset = False  # before the first cell of the call only, even if re-run
                         await control.guard(session.reset(self.deadline), self.deadline)
                         self.lost.append(RESET)
+                    self._describe_session(session)  # for a partial result meanwhile
                     await self._run_cells(session, per_call)
                 except KernelLostError as e:
                     # Restarted (once: a second death in a row is TooManyRestartsError).
@@ -122,17 +127,22 @@ class PythonCall:
                     cell.status = "error"
                     cell.exit_code = None if outcome.cancelled else 1
                     self.observer.cell_status(cell.index, "error")
-            outcome.session = {
-                "name": session.key.name,
-                "cwd": session.key.cwd,
-                "kernelId": session.kernel_id,
-                "kernelName": session.kernel_name,
-                "restartCount": session.restart_count,
-                "generation": session.generation,
-                "stateLost": bool(self.lost),
-            }
-            if self.lost:
-                outcome.session["stateLostReason"] = "; ".join(dict.fromkeys(self.lost))
+            self._describe_session(session)
+
+    def _describe_session(self, session: KernelSession) -> None:
+        """Set the result's ``session`` as the session is now."""
+        outcome = self.outcome
+        outcome.session = {
+            "name": session.key.name,
+            "cwd": session.key.cwd,
+            "kernelId": session.kernel_id,
+            "kernelName": session.kernel_name,
+            "restartCount": session.restart_count,
+            "generation": session.generation,
+            "stateLost": bool(self.lost),
+        }
+        if self.lost:
+            outcome.session["stateLostReason"] = "; ".join(dict.fromkeys(self.lost))
 
     def _start_over(self) -> None:
         """Put every cell back to pending for a re-run (the kernel and its output are gone)."""
@@ -163,7 +173,8 @@ class PythonCall:
                 outcome.cancelled = True
                 outcome.notice = outcome.notice or CANCELLED
                 return
-            seconds_left = self.deadline - time.monotonic()
+            deadline = self.deadline + self.stdin.paused  # waits for answers are not due
+            seconds_left = deadline - time.monotonic()
             cell.status = "running"
             observer.cell_status(cell.index, "running")
             sink = OutputSink(
@@ -182,11 +193,13 @@ class PythonCall:
                     connection,
                     cell,
                     sink,
-                    deadline=self.deadline,
+                    deadline=deadline,
                     control=control,
                     observer=observer,
                     interrupt=lambda: launcher.interrupt(kernel_id),
                     is_alive=lambda: launcher.is_alive(kernel_id),
+                    images=ImageCapture(service.artifact_store, "python"),
+                    stdin=self.stdin,
                 )
             except KernelLostError:
                 sink.close()  # the call is re-run: this cell starts over
@@ -204,6 +217,7 @@ class PythonCall:
             outcome.images.extend(result.images)
             outcome.json_outputs.extend(result.json_outputs)
             outcome.stdin_requested = outcome.stdin_requested or result.stdin_requested
+            outcome.stdin_failed = outcome.stdin_failed or result.stdin_failed
             notice = None
             if result.kind == "timeout":
                 outcome.timed_out = outcome.cancelled = True

@@ -10,11 +10,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..outputs.images import CapturedImage, ImageCapture, as_base64
 from ..outputs.sink import OutputSink, SinkResult
 from .connection import ConnectionClosedError, KernelConnection, KernelLostError
 from .control import CallControl
-from .messages import STDIN_NOTICE, error_output, reduce_display
+from .messages import error_output, reduce_display
 from .observer import ExecutionObserver
+from .stdin import StdinPolicy, StdinSpec
 
 __all__ = ["CellOutcome", "CellRun", "run_cell"]
 
@@ -25,6 +27,8 @@ LIVENESS_INTERVAL = 1.0
 TIMEOUT_GRACE = 0.8
 #: Seconds a cancelled cell gets to stop once interrupted (a cancel has no deadline of its own).
 CANCEL_GRACE = 3.0
+#: Longest wait for the output printed before a prompt, before the prompt is answered anyway.
+PROMPT_BARRIER = 1.0
 
 
 @dataclass
@@ -80,10 +84,12 @@ class CellOutcome:
 
     kind: str
     stdin_requested: bool = False
-    images: list[dict[str, str]] = field(default_factory=list)
+    images: list[CapturedImage] = field(default_factory=list)
     json_outputs: list[Any] = field(default_factory=list)
     #: The cell did not stop after the interrupts: its kernel must be restarted.
     unresponsive: bool = False
+    #: The cell asked for input the call did not provide, so it failed (SPEC §2).
+    stdin_failed: bool = False
 
 
 async def run_cell(
@@ -96,6 +102,8 @@ async def run_cell(
     observer: ExecutionObserver,
     interrupt: Callable[[], Awaitable[None]],
     is_alive: Callable[[], Awaitable[bool]],
+    images: ImageCapture | None = None,
+    stdin: StdinPolicy | None = None,
 ) -> CellOutcome:
     """Execute ``cell.code`` and collect its output; raise ``KernelLostError`` if it dies.
 
@@ -103,12 +111,40 @@ async def run_cell(
     ``interrupt`` (the kernel manager's), then with a control-channel ``interrupt_request``.
     A cell still running after its grace comes back ``unresponsive``; it is the caller's to
     decide what to do with such a kernel (a session restarts it).
+
+    ``images`` saves every displayed image as it arrives (none saved without it); ``stdin``
+    answers the kernel's prompts (``"notice"`` without it). Time spent waiting for an answer
+    does not count against ``deadline``.
     """
     outcome = CellOutcome("ok")
+    capture = images or ImageCapture(None)
+    policy = stdin or StdinPolicy(StdinSpec())
     state = _CellState()
+
+    def echo(text: str) -> None:
+        sink.push(text)
+        sink.flush_chunks()  # a prompt is shown at once, not after the throttle interval
+
+    prompts: set[asyncio.Task[None]] = set()
+
+    def still_running() -> bool:
+        # Over, or being interrupted (which ends the prompt with KeyboardInterrupt).
+        return not (state.done or state.lost or state.closed or control.cancelled)
+
+    def answer_prompt(content: dict[str, Any]) -> Awaitable[None]:
+        return policy.prompt_in_order(
+            lambda: connection.iopub_barrier(PROMPT_BARRIER),
+            still_running,
+            cell.index,
+            content,
+            reply=connection.input_reply,
+            echo=echo,
+            snapshot=lambda: (sink.snapshot(), list(outcome.images)),
+        )
 
     def handle(channel: str, msg: dict[str, Any]) -> None:
         if channel in ("lost", "closed"):
+            policy.abandon()
             state.lost = state.lost or channel == "lost"
             state.closed = state.closed or channel == "closed"
             state.wake.set()
@@ -127,8 +163,11 @@ async def run_cell(
                 if display.text is not None:
                     sink.push(display.text)
                 for image in display.images:
-                    outcome.images.append(image)
-                    observer.display(cell.index, "image", image)
+                    captured = capture.capture(cell.index, image["mimeType"], image["data"])
+                    if captured is not None:
+                        outcome.images.append(captured)
+                        data = as_base64(image["mimeType"], image["data"])
+                        observer.display(cell.index, "image", {**captured.describe(), "data": data})
                 for value in display.json_outputs:
                     outcome.json_outputs.append(value)
                     observer.display(cell.index, "json", value)
@@ -144,9 +183,10 @@ async def run_cell(
             if state.done:
                 state.wake.set()
         elif channel == "stdin" and kind == "input_request":
-            sink.push(STDIN_NOTICE + "\n")
-            connection.input_reply("")
             outcome.stdin_requested = True
+            task = asyncio.ensure_future(answer_prompt(content))
+            prompts.add(task)
+            task.add_done_callback(prompts.discard)
 
     async def wait(until: float, stop_on_cancel: bool) -> str:
         """Wait until the cell is done ('done'), cancelled ('cancel') or the time is up.
@@ -155,6 +195,7 @@ async def run_cell(
         slow answer (a gateway's REST call) must not stretch the grace.
         """
         next_check = time.monotonic() + LIVENESS_INTERVAL if stop_on_cancel else math.inf
+        paused = policy.paused
         while not state.done:
             if state.closed or connection.closed:
                 raise ConnectionClosedError("the kernel connection was closed")
@@ -163,7 +204,8 @@ async def run_cell(
             if stop_on_cancel and control.cancelled:
                 return "cancel"
             now = time.monotonic()
-            if now >= until:
+            end = until + policy.delay() - paused  # infinite while a prompt waits for an answer
+            if now >= end:
                 return "time"
             if now >= next_check:
                 if not await is_alive():
@@ -175,16 +217,20 @@ async def run_cell(
                 continue
             with contextlib.suppress(TimeoutError):
                 # asyncio.timeout, not wait_for: no task of its own per wait.
-                async with asyncio.timeout(min(until, next_check) - now):
+                async with asyncio.timeout(min(end, next_check) - now):
                     await state.wake.wait()
         return "done"
 
     msg_id = connection.execute(cell.code, handle)
     control.attach(state.wake.set)
+    unlisten = policy.listen(state.wake.set)  # a deadline moves when a prompt is answered
+    paused_before = policy.paused
     try:
         ended = await wait(deadline, True)
         if ended != "done":
             outcome.kind = "timeout" if ended == "time" else "cancelled"
+            policy.abandon()  # the interrupt ends input() with KeyboardInterrupt
+            deadline += policy.paused - paused_before  # as moved by waits for answers
             give_up = min(time.monotonic() + CANCEL_GRACE, deadline + TIMEOUT_GRACE)
             # Half the grace for the kernel manager's interrupt, then the control channel's.
             second = time.monotonic() + (give_up - time.monotonic()) / 2
@@ -197,6 +243,8 @@ async def run_cell(
             outcome.unresponsive = ended != "done"
             return outcome
         reply = state.reply or {}
+        if cell.index in policy.failed_cells:
+            outcome.kind, outcome.stdin_failed = "error", True
         if reply.get("status") != "ok":
             outcome.kind = "error"
             if cell.error is None and reply.get("status") == "error":
@@ -204,5 +252,9 @@ async def run_cell(
                 sink.push(text)
         return outcome
     finally:
+        for task in list(prompts):
+            task.cancel()
+        policy.abandon()
+        unlisten()
         control.attach(None)
         connection.unroute(msg_id)

@@ -272,6 +272,37 @@ class KernelConnection:
         """Answer the kernel's pending ``input_request``."""
         self._send("stdin", "input_reply", {"value": value})
 
+    async def iopub_barrier(self, timeout: float) -> bool:
+        """Wait until IOPub has brought what the kernel published before now; whether it did.
+
+        An ``input_request`` travels on stdin and may overtake the output printed just before
+        it on IOPub. A ``kernel_info_request`` on the control channel (answered while the
+        shell waits for input) makes the kernel publish a status on IOPub after everything it
+        published before; its arrival is the barrier. False after ``timeout`` seconds (a
+        kernel that does not answer on control) or on a closed connection.
+        """
+        if self.closed or self.lost is not None:
+            return False
+        msg = self.client.session.msg("kernel_info_request", {})
+        msg["channel"] = "control"
+        arrived = asyncio.Event()
+
+        def handle(channel: str, reply: dict[str, Any]) -> None:
+            if channel in ("iopub", "lost", "closed"):
+                arrived.set()
+
+        msg_id: str = msg["header"]["msg_id"]
+        self.route(msg_id, handle)
+        try:
+            self.client.control_channel.send(msg)
+            await asyncio.wait_for(arrived.wait(), timeout)
+        except Exception as e:  # TimeoutError, or a socket closed under us
+            self.log.debug("xcsh: no IOPub barrier: %r", e)
+            return False
+        finally:
+            self.unroute(msg_id)
+        return not (self.closed or self.lost is not None)
+
     def interrupt_request(self) -> None:
         """Send an ``interrupt_request`` on the control channel (protocol 5.3+).
 

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..outputs.images import pick_image
 from .markdown import html_to_markdown
+from .stdin import STDIN_NOTICE
 
 __all__ = [
     "STATUS_MIME",
@@ -20,19 +22,14 @@ __all__ = [
 #: The MIME type of a status event emitted by the in-kernel ``status(op, **data)`` helper.
 STATUS_MIME = "application/x-xcsh-status"
 
-#: The chunk written when the kernel asks for input, which the tool cannot provide.
-STDIN_NOTICE = (
-    "[stdin] Kernel requested input. Interactive stdin is not supported; "
-    "provide input programmatically."
-)
-
 
 @dataclass(frozen=True)
 class DisplayOutput:
     """What one ``execute_result`` / ``display_data`` bundle contributes to a result."""
 
     text: str | None = None
-    images: list[dict[str, str]] = field(default_factory=list)
+    #: The bundle's image, ``{mimeType, data}`` (base64, or the text of an SVG), if any.
+    images: list[dict[str, Any]] = field(default_factory=list)
     json_outputs: list[Any] = field(default_factory=list)
     status: dict[str, Any] | None = None
 
@@ -56,16 +53,18 @@ def _status_event(value: Any) -> dict[str, Any]:
 
 
 def reduce_display(data: Mapping[str, Any]) -> DisplayOutput:
-    """Reduce a MIME bundle: a status event alone, else images, JSON and the best text.
+    """Reduce a MIME bundle: a status event alone, else an image, JSON and the best text.
+
+    The image is the bundle's first of PNG, JPEG, GIF, WebP and SVG (one figure offered in
+    several formats is one image).
 
     Text precedence is ``text/markdown`` > ``text/plain`` > ``text/html`` (converted to
     markdown); the text always ends with a newline.
     """
     if STATUS_MIME in data:
         return DisplayOutput(status=_status_event(data[STATUS_MIME]))
-    images = []
-    if "image/png" in data:
-        images.append({"mimeType": "image/png", "data": _as_text(data["image/png"]).strip()})
+    picked = pick_image(dict(data))
+    images = [{"mimeType": picked[0], "data": picked[1]}] if picked else []
     json_outputs = [data["application/json"]] if "application/json" in data else []
     text: str | None = None
     if "text/markdown" in data:

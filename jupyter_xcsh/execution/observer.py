@@ -28,6 +28,12 @@ class ExecutionObserver:
     def status_event(self, index: int, event: dict[str, Any]) -> None:
         """Cell ``index`` emitted a status event through ``status(op, **data)``."""
 
+    def input_requested(self, index: int, prompt: dict[str, Any]) -> None:
+        """Cell ``index`` waits for an answer: ``prompt`` is ``{runId, prompt, password}``."""
+
+    def input_ended(self, how: str) -> None:
+        """The prompt stopped waiting: ``answered``, ``timeout`` (end-of-file) or ``ended``."""
+
     def call_finished(self, result: dict[str, Any]) -> None:
         """The call ended with ``result`` (the response body)."""
 
@@ -57,6 +63,14 @@ class ObserverGroup(ExecutionObserver):
     def status_event(self, index: int, event: dict[str, Any]) -> None:  # noqa: D102
         for observer in self.observers:
             observer.status_event(index, event)
+
+    def input_requested(self, index: int, prompt: dict[str, Any]) -> None:  # noqa: D102
+        for observer in self.observers:
+            observer.input_requested(index, prompt)
+
+    def input_ended(self, how: str) -> None:  # noqa: D102
+        for observer in self.observers:
+            observer.input_ended(how)
 
     def call_finished(self, result: dict[str, Any]) -> None:  # noqa: D102
         for observer in self.observers:

@@ -214,6 +214,16 @@ class KernelSessionPool:
             if key.name == name and (cwd is None or key.cwd == cwd)
         ]
 
+    def reject_queued(self, key: SessionKey, error: Exception) -> None:
+        """End the calls waiting for a turn on the session of ``key`` with ``error``.
+
+        For a session whose running call waits for an answer to a prompt: the calls behind
+        it would only wait out their deadline.
+        """
+        slot = self._slots.get(key)
+        for control in list(slot.queue) if slot is not None else []:
+            control.cancel(error)
+
     def interrupt(self, name: str, cwd: str | None = None) -> bool | None:
         """Cancel the running calls of the sessions called ``name`` (per-call ones included).
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidRequestError, RefusedError
 from ..paths import check_path
+from .stdin import StdinSpec, parse_stdin
 
 __all__ = ["DEFAULT_TIMEOUT", "CellSpec", "PythonRequest", "parse_python_request"]
 
 DEFAULT_TIMEOUT = 30.0
 TIMEOUT_RANGE = (1.0, 600.0)
-_FIELDS = {"cells", "timeout", "cwd", "reset", "session", "mode", "kernel_name"}
+_FIELDS = {"cells", "timeout", "cwd", "reset", "session", "mode", "kernel_name", "stdin"}
 
 #: A session name: 1..200 characters, not only dots (``.`` and ``..`` cannot be addressed in a
 #: URL), no ``/`` and no control characters. rest-api.yml states the same pattern.
@@ -43,6 +44,7 @@ class PythonRequest:
     session: str
     mode: str
     kernel_name: str | None
+    stdin: StdinSpec = field(default_factory=StdinSpec)
 
 
 def _resolve_cwd(raw: str, root_dir: str) -> tuple[str, str]:
@@ -137,4 +139,5 @@ def parse_python_request(
         session=session,
         mode=mode,
         kernel_name=kernel_name,
+        stdin=parse_stdin(body.get("stdin", "notice")),
     )

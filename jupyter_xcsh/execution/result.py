@@ -6,10 +6,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..outputs.images import CapturedImage, ImageResult
 from ..outputs.sink import truncation_notice
 from .cell import CellRun
+from .stdin import STDIN_FAILURE
 
-__all__ = ["CallOutcome", "assemble_result", "timeout_notice", "whole_seconds"]
+__all__ = ["CallOutcome", "assemble_result", "image_lines", "timeout_notice", "whole_seconds"]
 
 
 def whole_seconds(seconds: float) -> int:
@@ -28,21 +30,39 @@ class CallOutcome:
 
     cells: list[CellRun]
     max_output_bytes: int
-    images: list[dict[str, str]] = field(default_factory=list)
+    images: list[CapturedImage] = field(default_factory=list)
+    #: What the result shows of ``images`` (``budget_images``), set before assembling.
+    image_results: list[ImageResult] = field(default_factory=list)
     json_outputs: list[Any] = field(default_factory=list)
     cancelled: bool = False
     timed_out: bool = False
     stdin_requested: bool = False
+    #: A cell failed because it asked for input the call did not provide (SPEC §2).
+    stdin_failed: bool = False
     notice: str | None = None  # "Command timed out after n seconds", "Command cancelled"
     abort: str | None = None  # a failure that is not a cell's: too many restarts, no kernel
     notices: list[str] = field(default_factory=list)  # about the kernel's environment
     session: dict[str, Any] = field(default_factory=dict)
 
 
+def image_lines(outcome: CallOutcome) -> dict[int, list[str]]:
+    """The lines naming each image (SPEC §8), by the index of the cell that displayed it."""
+    lines: dict[int, list[str]] = {}
+    for image in outcome.image_results:
+        lines.setdefault(image.cell_index, []).append(image.marker())
+    return lines
+
+
+def _with_lines(text: str, lines: list[str]) -> str:
+    return "\n".join([text, *lines] if text else lines)
+
+
 def _combined_text(outcome: CallOutcome) -> str:
     cells = outcome.cells
-    ran = [c for c in cells if c.status in ("complete", "error")]
+    # A running cell has a sink only in a partial result (a call waiting for input).
+    ran = [c for c in cells if c.status in ("complete", "error") or c.sink is not None]
     notice_line = f"[{outcome.notice}]\n" if outcome.notice else ""
+    images = image_lines(outcome)
     parts: list[str] = []
     if len(cells) == 1 and ran:
         parts.append(ran[0].output.rstrip("\n"))
@@ -54,15 +74,19 @@ def _combined_text(outcome: CallOutcome) -> str:
                 output = output[len(notice_line) :]
             output = output.rstrip("\n")
             if not output and cell.status == "complete":
-                parts.append(f"{header} (ok)")
+                part = f"{header} (ok)"
             else:
-                parts.append(f"{header}\n{output}" if output else header)
+                part = f"{header}\n{output}" if output else header
+            parts.append(_with_lines(part, images.pop(cell.index, [])))
         if notice_line and ran:
             parts.insert(0, notice_line.rstrip("\n"))
     if not any(p.strip() for p in parts):
         parts = ["(no text output)" if outcome.images or outcome.json_outputs else "(no output)"]
         if notice_line:
             parts.insert(0, notice_line.rstrip("\n"))
+    if len(cells) == 1 and ran:  # its output (or the placeholder) is the last part
+        parts[-1] = _with_lines(parts[-1], images.pop(ran[0].index, []))
+    parts.extend(line for rest in images.values() for line in rest)
     for cell in ran:
         if cell.sink is not None:
             notice = truncation_notice(cell.sink, outcome.max_output_bytes)
@@ -81,6 +105,8 @@ def _combined_text(outcome: CallOutcome) -> str:
             )
     if outcome.abort:
         parts.append(outcome.abort)
+    if outcome.stdin_failed and outcome.notice is None and outcome.abort is None:
+        parts.append(STDIN_FAILURE)
     return "\n\n".join(p for p in parts if p)
 
 
@@ -101,7 +127,7 @@ def assemble_result(outcome: CallOutcome) -> dict[str, Any]:
         "timedOut": outcome.timed_out,
         "stdinRequested": outcome.stdin_requested,
         "cells": [c.to_json() for c in outcome.cells],
-        "images": outcome.images,
+        "images": [image.to_json() for image in outcome.image_results],
         "jsonOutputs": outcome.json_outputs,
         "statusEvents": [e for c in outcome.cells for e in c.status_events],
         "truncated": any(s.truncated for s in sinks),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 import os
@@ -12,6 +13,7 @@ from typing import Any
 
 from ..errors import InvalidRequestError, NotFoundError
 from ..outputs.artifacts import ArtifactStore
+from ..outputs.images import budget_images
 from .call import PythonCall, describe_error
 from .cell import CellRun
 from .control import CallControl
@@ -22,6 +24,7 @@ from .prelude import init_code
 from .request import PythonRequest
 from .result import CallOutcome, assemble_result
 from .session import SessionKey
+from .stdin import StdinPolicy
 
 __all__ = ["ExecutionService"]
 
@@ -118,6 +121,10 @@ class ExecutionService:
             raise NotFoundError(_no_session(name, cwd))
         return interrupted
 
+    def reject_queued(self, name: str, cwd: str, error: Exception) -> None:
+        """End the calls queued on the session ``name`` in ``cwd`` with ``error`` (raised)."""
+        self.pool.reject_queued(SessionKey(name, cwd), error)
+
     async def close(self) -> None:
         """Shut down every kernel the service started."""
         await self.pool.close()
@@ -130,13 +137,17 @@ class ExecutionService:
         control: CallControl | None = None,
         *,
         call_id: str | None = None,
+        stdin: StdinPolicy | None = None,
     ) -> dict[str, Any]:
         """Run ``request`` and return the result body; errors in the code are results.
 
-        ``call_id`` names the call in its progress and its result (``callId``).
+        ``call_id`` names the call in its progress and its result (``callId``). ``stdin``
+        answers the kernel's prompts (by default as ``request.stdin`` says); while one of its
+        prompts waits for an answer, ``stdin.partial_result()`` gives the result so far.
         """
         observer = observer or ExecutionObserver()
         control = control or CallControl()
+        stdin = stdin or StdinPolicy(request.stdin)
         deadline = time.monotonic() + request.timeout
         kernel_name = request.kernel_name or self.launcher.default_kernel_name
         # Before touching any session: a misspelled name must not cost a session its kernel.
@@ -148,6 +159,8 @@ class ExecutionService:
         cells = [CellRun(i, c.title, c.code) for i, c in enumerate(request.cells)]
         outcome = CallOutcome(cells=cells, max_output_bytes=self.max_output_bytes)
         outcome.session = {"name": key.name, "cwd": key.cwd, "kernelId": None, "restartCount": 0}
+        stdin.partial_result = lambda: self._partial_result(outcome, call_id, stdin)
+        unlisten = stdin.listen(lambda: _report_input(stdin, observer))
         observer.call_started(
             {
                 "callId": call_id,
@@ -157,7 +170,7 @@ class ExecutionService:
                 "cells": [{"index": c.index, "title": c.title, "code": c.code} for c in cells],
             }
         )
-        call = PythonCall(self, request, kernel_name, outcome, deadline, control, observer)
+        call = PythonCall(self, request, kernel_name, outcome, deadline, control, observer, stdin)
         try:
             if request.mode == "per-call":
                 async with self.pool.checkout_per_call(key, kernel_name, control) as session:
@@ -171,13 +184,40 @@ class ExecutionService:
                 except BaseException as e:
                     if not call.ended_waiting(e):
                         raise
+            outcome.image_results = await budget_images(outcome.images, self.artifact_store)
             result = assemble_result(outcome)
             result["callId"] = call_id
         except BaseException as e:
             # Observers (the lab's activity panel) must see every call end, failed or not.
             observer.call_finished(dict(_failure_summary(outcome, e), callId=call_id))
             raise
+        finally:
+            unlisten()
+            stdin.partial_result = None
         observer.call_finished(result)
+        return result
+
+    async def _partial_result(
+        self, outcome: CallOutcome, call_id: str | None, stdin: StdinPolicy
+    ) -> dict[str, Any]:
+        """The result of a call so far, its running cell's output included (stdin ``ask``)."""
+        waiting = stdin.waiting
+        cells = list(outcome.cells)
+        images = list(outcome.images)
+        if waiting is not None:
+            sink, cell_images = waiting.snapshot()
+            cell = cells[waiting.cell_index]
+            cells[waiting.cell_index] = dataclasses.replace(cell, output=sink.output, sink=sink)
+            images += cell_images
+        partial = dataclasses.replace(outcome, cells=cells, images=images)
+        partial.image_results = await budget_images(images, self.artifact_store)
+        result = assemble_result(partial)
+        result["callId"] = call_id
+        result["isError"] = False
+        if waiting is not None and waiting is stdin.waiting:
+            result["stdinRequested"] = True
+            result["awaitingInput"] = waiting.describe(stdin.run_id)
+            result["text"] += "\n\n" + waiting.instructions(stdin.run_id, stdin.input_timeout)
         return result
 
 
@@ -193,6 +233,15 @@ def _no_session(name: str, cwd: str | None) -> str:
     if cwd is None:
         return f"No python session named {name}"
     return f"No python session named {name} with cwd '{cwd}'"
+
+
+def _report_input(stdin: StdinPolicy, observer: ExecutionObserver) -> None:
+    """Tell the call's observers that a prompt started or stopped waiting for an answer."""
+    waiting = stdin.waiting
+    if waiting is not None:
+        observer.input_requested(waiting.cell_index, waiting.describe(stdin.run_id))
+    else:
+        observer.input_ended(stdin.last_end or "ended")
 
 
 def _failure_summary(outcome: CallOutcome, error: BaseException) -> dict[str, Any]:

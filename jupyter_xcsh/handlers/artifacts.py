@@ -1,4 +1,4 @@
-"""``GET /api/xcsh/artifacts/<id>``: the full text of an artifact, whole or a page at a time."""
+"""``GET /api/xcsh/artifacts/<id>``: an artifact (output text or an image), whole or in part."""
 
 from __future__ import annotations
 
@@ -10,11 +10,20 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..outputs.artifacts import iter_byte_range, iter_line_range
+from ..outputs.artifacts import (
+    artifact_media_type,
+    is_text_artifact,
+    iter_byte_range,
+    iter_line_range,
+)
 from ..services import XcshServices
 from .base import XcshAPIHandler
 
 TEXT = "text/plain; charset=utf-8"
+
+#: Added to the API's policy for an SVG: opened from the server's origin, it may style itself
+#: but never run a script (a unique origin, as jupyter_server's files handler does).
+SVG_POLICY = "style-src 'unsafe-inline'; sandbox"
 
 _RANGE = re.compile(r"\Abytes=(\d*)-(\d*)\Z")
 
@@ -50,14 +59,16 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
 
 
 class ArtifactHandler(XcshAPIHandler):
-    r"""Serve an artifact's text.
+    r"""Serve an artifact: output text, or an image an execution displayed.
 
-    ``GET /api/xcsh/artifacts/<id>``: 200 with the whole text (``text/plain; charset=utf-8``).
-    ``?offset=<n>&limit=<m>``: lines ``n .. n+m-1`` (1-based, each with its ``\n``; ``limit``
-    omitted means to the end). ``Range: bytes=a-b``: 206 with those bytes and ``Content-Range``
-    (a byte range may split a multi-byte character). 400 for an id not of the store's form or a
-    bad query, 404 for an unknown id, 416 for a range beyond the end, 403 when the user may not
-    read contents.
+    ``GET /api/xcsh/artifacts/<id>``: 200 with the whole file — text as ``text/plain;
+    charset=utf-8``, an image as its own type (``image/png``, ``image/jpeg``, ``image/gif``,
+    ``image/webp``, ``image/svg+xml`` with a sandboxing ``Content-Security-Policy``).
+    ``?offset=<n>&limit=<m>`` (text only): lines ``n .. n+m-1`` (1-based, each with its ``\n``;
+    ``limit`` omitted means to the end). ``Range: bytes=a-b``: 206 with those bytes and
+    ``Content-Range`` (a byte range may split a multi-byte character). 400 for an id not of the
+    store's form, a bad query or lines of an image, 404 for an unknown id, 416 for a range
+    beyond the end, 403 when the user may not read contents.
     """
 
     auth_resource = "contents"
@@ -75,6 +86,12 @@ class ArtifactHandler(XcshAPIHandler):
         with self.domain_errors():
             file = await self.services.artifacts.open(artifact_id, self.caller)
         with file:
+            content_type = artifact_media_type(file.name)
+            if paged and not is_text_artifact(file.name):
+                raise web.HTTPError(400, f"Artifact {artifact_id} is an image: it has no lines")
+            if content_type == "image/svg+xml":
+                policy = f"{self.content_security_policy}; {SVG_POLICY}"
+                self.set_header("Content-Security-Policy", policy)
             if paged:
                 blocks = iter_line_range(file, offset or 1, limit)
             else:
@@ -87,10 +104,10 @@ class ArtifactHandler(XcshAPIHandler):
                 if span is not None:
                     self.set_status(206)
                     self.set_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
-            self.set_header("Content-Type", TEXT)
-            await self._send(blocks)
+            self.set_header("Content-Type", content_type)
+            await self._send(blocks, content_type)
 
-    async def _send(self, blocks: Iterator[bytes]) -> None:
+    async def _send(self, blocks: Iterator[bytes], content_type: str) -> None:
         # One block in memory at a time, whatever the artifact's size.
         for block in blocks:
             self.write(block)
@@ -98,7 +115,7 @@ class ArtifactHandler(XcshAPIHandler):
                 await self.flush()
             except StreamClosedError:
                 return  # the client went away
-        await self.finish(set_content_type=TEXT)
+        await self.finish(set_content_type=content_type)
 
     def _positive_argument(self, name: str) -> int | None:
         raw = self.get_query_argument(name, None)

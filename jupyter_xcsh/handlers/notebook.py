@@ -16,8 +16,9 @@ class NotebookHandler(XcshAPIHandler):
 
     Body: a JSON object (see ``rest-api.yml``). Answers 200 with ``{"text", "details"}``; 400 for
     a malformed body, a bad field or an index out of range; 403 for a path outside the root or a
-    caller not allowed to write; 404 for a missing (or hidden) notebook or unknown cell id; 422
-    for a file that is not notebook JSON.
+    caller not allowed to write; 404 for a missing (or hidden) notebook or unknown cell id; 409
+    for a stale read (``expected_source_hash``, ``expected_revision``, ``old_content``), with
+    the cell as it is now; 422 for a file that is not notebook JSON.
     """
 
     auth_resource = "contents"

@@ -110,6 +110,12 @@ class StreamWriter(ExecutionObserver):
     def status_event(self, index: int, event: dict[str, Any]) -> None:  # noqa: D102
         self.send({"type": "status", "index": index, "event": event})
 
+    def input_requested(self, index: int, prompt: dict[str, Any]) -> None:  # noqa: D102
+        self.send({"type": "input", "index": index, "state": "waiting", **prompt})
+
+    def input_ended(self, how: str) -> None:  # noqa: D102
+        self.send({"type": "input", "state": how})
+
 
 class PythonHandler(XcshAPIHandler):
     """Run cells of code in a kernel of the server (SPEC §2).
@@ -131,9 +137,12 @@ class PythonHandler(XcshAPIHandler):
     @authorized("execute")
     async def post(self) -> None:
         """Run one python tool call."""
+        await self.call_tool(self.services.python)
+
+    async def call_tool(self, tool: Any) -> None:
+        """Call ``tool`` (a tool with the python tool's call and result) and write its answer."""
         body = self.json_body()
         self.control = CallControl()
-        tool = self.services.python
         if NDJSON not in self.request.headers.get("Accept", ""):
             with self.domain_errors():
                 result = await tool.call(body, self.caller, control=self.control)

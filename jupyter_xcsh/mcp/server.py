@@ -9,6 +9,7 @@ indistinguishable: a cancel from one reaches both calls.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -218,10 +219,17 @@ class McpServer:
             raise ProtocolError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", data={"uri": uri})
         try:
             body = await self.services.artifacts.call({"id": uri}, context.caller)
+            # An image artifact is read as what it is (up to a size), not as its description.
+            image = None
+            if str(body["details"].get("mimeType", "")).startswith("image/"):
+                image = await self.services.artifacts.read_image(uri, context.caller)
         except NotFoundError as e:
             raise ProtocolError(RESOURCE_NOT_FOUND, e.message, data={"uri": uri}) from None
         except RefusedError as e:
             raise ProtocolError(INVALID_REQUEST, e.message, data={"uri": uri}) from None
         except XcshError as e:
             raise ProtocolError(INVALID_PARAMS, e.message, data={"uri": uri}) from None
+        if image is not None:
+            blob = base64.b64encode(image[1]).decode("ascii")
+            return {"contents": [{"uri": uri, "mimeType": image[0], "blob": blob}]}
         return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": body["text"]}]}

@@ -1,61 +1,43 @@
-"""The notebook tool's pure core: validate a request and apply it to a notebook document.
+"""The notebook tool's pure core: apply a validated request to a notebook document.
 
-No I/O here: JSON in, JSON out. The store loads the document, calls :func:`apply_change`, and
-saves the text only when the change succeeded, so a failed request never touches the file.
+No I/O here: JSON in, JSON out. The store loads the document (the file's text, or a collaboration
+room's shared document), calls :func:`apply_changes`, and saves (or commits) only when every
+change succeeded, so a failed request never touches the notebook.
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, NotFoundError
-from .document import NotebookDocument
+from .model import CellDocument, index_of_id, revision_of
+from .preconditions import check_revision, check_source, replace_once
+from .request import (
+    ACTIONS,
+    CELL_TYPES,
+    CHANGE_ACTIONS,
+    NotebookRequest,
+    parse_request,
+)
+from .revision import source_hash
+from .wholecell import cell_to_insert, checked_cell
 
-ACTIONS = ("edit", "insert", "delete", "move", "read")
-CHANGE_ACTIONS = ("edit", "insert", "delete", "move")
-CELL_TYPES = ("code", "markdown", "raw")
-
-_FIELDS = {
-    "action": str,
-    "notebook_path": str,
-    "cell_index": int,
-    "cell_id": str,
-    "content": str,
-    "cell_type": str,
-    "to_index": int,
-    "end_index": int,
-    "max_chars": int,
-}
-# Which optional fields each action accepts; anything else is a caller's mistake worth a 400.
-_ACCEPTED = {
-    "edit": {"cell_index", "cell_id", "content", "cell_type"},
-    "insert": {"cell_index", "content", "cell_type"},
-    "delete": {"cell_index", "cell_id"},
-    "move": {"cell_index", "cell_id", "to_index"},
-    "read": {"cell_index", "cell_id", "end_index", "max_chars"},
-}
-
-
-@dataclass(frozen=True)
-class NotebookRequest:
-    """A validated notebook tool request."""
-
-    action: str
-    notebook_path: str
-    cell_index: int | None = None
-    cell_id: str | None = None
-    content: str | None = None
-    cell_type: str | None = None
-    to_index: int | None = None
-    end_index: int | None = None
-    max_chars: int | None = None
-
-    @property
-    def changes(self) -> bool:
-        """Whether the request modifies the notebook (a write) rather than reading it."""
-        return self.action in CHANGE_ACTIONS
+__all__ = [
+    "ACTIONS",
+    "CELL_TYPES",
+    "CHANGE_ACTIONS",
+    "ChangeResult",
+    "NotebookRequest",
+    "apply_change",
+    "apply_changes",
+    "locate_cell",
+    "parse_request",
+    "set_outputs",
+    "split_source",
+]
 
 
 @dataclass(frozen=True)
@@ -65,73 +47,8 @@ class ChangeResult:
     text: str
     details: dict[str, Any]
     changed: bool = True
-
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    return {int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(
-        type(value), "null" if value is None else type(value).__name__
-    )
-
-
-def as_integer(value: Any) -> Any:
-    """Return a JSON number with no fraction (``1.0``) as the ``int`` it is; anything else as is.
-
-    JSON has one number type: ``1.0`` and ``1`` are the same number, and JSON Schema counts both
-    as an integer. ``1.5``, ``"1"`` and ``true`` stay what they are (and are refused).
-    """
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def parse_request(body: dict[str, Any]) -> NotebookRequest:
-    """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
-    unknown = next((name for name in body if name not in _FIELDS), None)
-    if unknown is not None:
-        raise InvalidRequestError(f"Unknown field: {unknown}")
-    # A JSON null means "not given": agents often send every field, unused ones as null.
-    body = {name: value for name, value in body.items() if value is not None}
-    body = {name: as_integer(v) if _FIELDS.get(name) is int else v for name, v in body.items()}
-    action = body.get("action")
-    if action is None:
-        raise InvalidRequestError("action is required")
-    if not isinstance(action, str) or action not in ACTIONS:
-        raise InvalidRequestError(f"Invalid action: {action}")
-    for name, value in body.items():
-        expected = _FIELDS[name]
-        if name not in ("action", "notebook_path") and name not in _ACCEPTED[action]:
-            raise InvalidRequestError(f"Field {name} is not accepted by the {action} action")
-        # bool is an int subclass in Python; 1.5, "2" and true are all not integers here.
-        if not isinstance(value, expected) or isinstance(value, bool):
-            article = "an" if expected is int else "a"
-            kind = "integer" if expected is int else "string"
-            raise InvalidRequestError(
-                f"{name} must be {article} {kind}, got {_type_name(value)}: {value!r}"
-            )
-    path = body.get("notebook_path")
-    if path is None or path == "":
-        raise InvalidRequestError("notebook_path is required")
-    for name in ("cell_index", "to_index", "end_index"):
-        if name in body and body[name] < 0:
-            raise InvalidRequestError(f"{name} must not be negative, got {body[name]}")
-    if "max_chars" in body and body["max_chars"] < 1:
-        raise InvalidRequestError(f"max_chars must be positive, got {body['max_chars']}")
-    cell_type = body.get("cell_type")
-    if cell_type is not None and cell_type not in CELL_TYPES:
-        raise InvalidRequestError(
-            f"Invalid cell_type: {cell_type} (expected one of code, markdown, raw)"
-        )
-    if action in ("edit", "insert") and "content" not in body:
-        raise InvalidRequestError(f"Content is required for {action} action")
-    if action in ("edit", "delete", "move") and "cell_index" not in body and "cell_id" not in body:
-        raise InvalidRequestError(f"cell_index or cell_id is required for {action} action")
-    if action == "insert" and "cell_index" not in body:
-        raise InvalidRequestError("cell_index is required for insert action")
-    if action == "move" and "to_index" not in body:
-        raise InvalidRequestError("to_index is required for move action")
-    return NotebookRequest(**body)
+    #: edit and delete: the addressed cell as it was before the change (what a revert restores).
+    previous: Any = None
 
 
 def split_source(content: str) -> list[str]:
@@ -162,8 +79,8 @@ def new_cell(cell_type: str, source: list[str], cell_id: str | None) -> dict[str
     return cell
 
 
-def _cell_ids(document: NotebookDocument) -> set[str]:
-    return {c["id"] for c in document.cells if isinstance(c, dict) and isinstance(c.get("id"), str)}
+def _cell_ids(document: CellDocument) -> set[str]:
+    return {key.cell_id for key in document.cell_keys() if key.cell_id is not None}
 
 
 def _cell_type(cell: Any) -> str:
@@ -171,20 +88,12 @@ def _cell_type(cell: Any) -> str:
     return value if isinstance(value, str) else "unknown"
 
 
-def locate_cell(document: NotebookDocument, request: NotebookRequest) -> int:
+def locate_cell(document: CellDocument, request: NotebookRequest) -> int:
     """Return the index a request addresses by ``cell_index`` and/or ``cell_id``, checked."""
-    total = len(document.cells)
     path = request.notebook_path
     index = request.cell_index
     if request.cell_id is not None:
-        found = next(
-            (
-                i
-                for i, cell in enumerate(document.cells)
-                if isinstance(cell, dict) and cell.get("id") == request.cell_id
-            ),
-            None,
-        )
+        found = index_of_id(document, request.cell_id)
         if found is None:
             raise NotFoundError(f"Cell id not found: {request.cell_id} in {path}")
         if index is not None and index != found:
@@ -194,6 +103,7 @@ def locate_cell(document: NotebookDocument, request: NotebookRequest) -> int:
             )
         return found
     assert index is not None  # parse_request guarantees one of the two
+    total = len(document.cells)
     if index >= total:
         raise InvalidRequestError(f"Cell index {index} out of range (0-{total - 1}) in {path}")
     return index
@@ -211,13 +121,16 @@ def _details(action: str, index: int, cell: Any, total: int, **extra: Any) -> di
         "totalCells": total,
         "cellSource": source if isinstance(source, (str, list)) else [],
         "cellId": cell_id if isinstance(cell_id, str) else None,
+        "sourceHash": source_hash(source),
         **extra,
     }
 
 
-def _result(summary: str, details: dict[str, Any], changed: bool = True) -> ChangeResult:
+def _result(
+    summary: str, details: dict[str, Any], changed: bool = True, previous: Any = None
+) -> ChangeResult:
     return ChangeResult(
-        f"{summary}. Notebook now has {details['totalCells']} cells.", details, changed
+        f"{summary}. Notebook now has {details['totalCells']} cells.", details, changed, previous
     )
 
 
@@ -236,25 +149,42 @@ def _converted(cell: dict[str, Any], cell_type: str) -> dict[str, Any]:
     return converted
 
 
-def _edit(document: NotebookDocument, request: NotebookRequest) -> ChangeResult:
+def _addressed(document: CellDocument, request: NotebookRequest) -> int:
+    """Locate the addressed cell and check the caller's expectations of it."""
     index = locate_cell(document, request)
+    check_source(document, request, index)
+    return index
+
+
+def _edit(document: CellDocument, request: NotebookRequest) -> ChangeResult:
+    index = _addressed(document, request)
     cell = document.cells[index]
     if not isinstance(cell, dict):
         raise InvalidRequestError(f"Cell {index} is not an object in {request.notebook_path}")
     old_type = _cell_type(cell)
-    updated = dict(cell)
-    updated["source"] = split_source(request.content or "")
+    new_type = request.cell_type
+    if request.cell is not None:
+        updated = checked_cell(document, request, cell.get("id"))
+        new_type = _cell_type(updated)
+    else:
+        content = request.content or ""
+        if request.old_content is not None:
+            content = replace_once(document, request, index)
+        updated = dict(cell)
+        updated["source"] = split_source(content)
     extra: dict[str, Any] = {}
     summary = f"Replaced cell {index} ({old_type})"
-    if request.cell_type is not None and request.cell_type != old_type:
-        updated = _converted(updated, request.cell_type)
+    if new_type is not None and new_type != old_type:
+        if request.cell is None:
+            updated = _converted(updated, new_type)
         extra["previousCellType"] = old_type
-        summary = f"Replaced cell {index} ({request.cell_type}, converted from {old_type})"
+        summary = f"Replaced cell {index} ({new_type}, converted from {old_type})"
     document.replace(index, updated)
-    return _result(summary, _details("edit", index, updated, len(document.cells), **extra))
+    details = _details("edit", index, updated, len(document.cells), **extra)
+    return _result(summary, details, previous=cell)
 
 
-def _insert(document: NotebookDocument, request: NotebookRequest) -> ChangeResult:
+def _insert(document: CellDocument, request: NotebookRequest) -> ChangeResult:
     total = len(document.cells)
     index = request.cell_index
     assert index is not None
@@ -262,23 +192,28 @@ def _insert(document: NotebookDocument, request: NotebookRequest) -> ChangeResul
         raise InvalidRequestError(
             f"Cell index {index} out of range for insert (0-{total}) in {request.notebook_path}"
         )
-    cell_type = request.cell_type or "code"
     cell_id = new_cell_id(_cell_ids(document)) if document.uses_cell_ids else None
-    cell = new_cell(cell_type, split_source(request.content or ""), cell_id)
+    if request.cell is not None:
+        cell = cell_to_insert(document, request, cell_id)
+        cell_type = _cell_type(cell)
+    else:
+        cell_type = request.cell_type or "code"
+        cell = new_cell(cell_type, split_source(request.content or ""), cell_id)
     document.insert(index, cell)
     summary = f"Inserted {cell_type} cell at position {index}"
     return _result(summary, _details("insert", index, cell, len(document.cells)))
 
 
-def _delete(document: NotebookDocument, request: NotebookRequest) -> ChangeResult:
-    index = locate_cell(document, request)
+def _delete(document: CellDocument, request: NotebookRequest) -> ChangeResult:
+    index = _addressed(document, request)
     cell = document.delete(index)
     summary = f"Deleted cell {index} ({_cell_type(cell)})"
-    return _result(summary, _details("delete", index, cell, len(document.cells)))
+    details = _details("delete", index, cell, len(document.cells))
+    return _result(summary, details, previous=cell)
 
 
-def _move(document: NotebookDocument, request: NotebookRequest) -> ChangeResult:
-    index = locate_cell(document, request)
+def _move(document: CellDocument, request: NotebookRequest) -> ChangeResult:
+    index = _addressed(document, request)
     total = len(document.cells)
     to_index = request.to_index
     assert to_index is not None
@@ -297,6 +232,56 @@ def _move(document: NotebookDocument, request: NotebookRequest) -> ChangeResult:
 _APPLY = {"edit": _edit, "insert": _insert, "delete": _delete, "move": _move}
 
 
-def apply_change(document: NotebookDocument, request: NotebookRequest) -> ChangeResult:
-    """Apply an edit/insert/delete/move request to ``document`` in memory and describe it."""
-    return _APPLY[request.action](document, request)
+def _stale_notebook_check(document: CellDocument, request: NotebookRequest) -> None:
+    if request.expected_revision is None:
+        return
+    try:
+        index = None if request.action == "insert" else locate_cell(document, request)
+    except (InvalidRequestError, NotFoundError):
+        index = None  # the addressed cell is gone: the 409 still says what the notebook is now
+    check_revision(document, request, index)
+
+
+def apply_change(document: CellDocument, request: NotebookRequest) -> ChangeResult:
+    """Apply an edit/insert/delete/move request to ``document`` in memory and describe it.
+
+    The caller's preconditions are checked first, on the same state; ``details`` gains the
+    addressed cell's ``sourceHash`` and the notebook's ``revision`` after the change.
+    """
+    _stale_notebook_check(document, request)
+    result = _APPLY[request.action](document, request)
+    result.details["revision"] = revision_of(document)
+    return result
+
+
+def apply_changes(
+    document: CellDocument, requests: Sequence[NotebookRequest]
+) -> list[ChangeResult]:
+    """Apply changes in order, each seeing the notebook as the earlier ones left it.
+
+    Raises at the first failing change; the caller then drops ``document`` (never saves or
+    commits it), so a batch is all or nothing.
+    """
+    return [apply_change(document, request) for request in requests]
+
+
+def set_outputs(
+    document: CellDocument,
+    cell_id: str,
+    outputs: list[dict[str, Any]],
+    execution_count: int | None,
+    path: str,
+) -> int:
+    """Give code cell ``cell_id`` new outputs and execution count (a run in place, SPEC §6).
+
+    Only those two fields change: source, id and metadata are kept, so neither the cell's
+    ``sourceHash`` nor the notebook's ``revision`` moves. Returns the cell's index.
+    """
+    index = index_of_id(document, cell_id)
+    if index is None:
+        raise NotFoundError(f"Cell id not found: {cell_id} in {path}")
+    cell = document.cells[index]
+    if _cell_type(cell) != "code":
+        raise InvalidRequestError(f"Cell {index} is not a code cell in {path}")
+    document.replace(index, {**cell, "outputs": outputs, "execution_count": execution_count})
+    return index

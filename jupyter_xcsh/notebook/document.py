@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
+from .revision import CellKey, cell_key
+
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 _SCAN = _DECODER.scan_once  # type: ignore[attr-defined]
@@ -102,6 +104,8 @@ class NotebookDocument:
         self.data = data
         self._layout = layout
         self._key_sep = key_sep
+        #: Whether an edit was made since the text was parsed.
+        self.changed = False
 
     # -- parsing -----------------------------------------------------------------------------
 
@@ -178,6 +182,10 @@ class NotebookDocument:
         """Whether cells carry ids (nbformat 4.5 and later)."""
         return self.nbformat >= (4, 5)
 
+    def cell_keys(self) -> list[CellKey]:
+        """Each cell's id, type and joined source."""
+        return [cell_key(cell) for cell in self.cells]
+
     def dumps(self) -> str:
         """Return the notebook's text with every edit applied."""
         layout = self._layout
@@ -194,11 +202,13 @@ class NotebookDocument:
 
     def replace(self, index: int, cell: dict[str, Any]) -> None:
         """Replace the cell at ``index``."""
+        self.changed = True
         self.cells[index] = cell
         self._layout.items[index] = self._serialise(cell)
 
     def insert(self, index: int, cell: dict[str, Any]) -> None:
         """Insert ``cell`` so that it ends up at ``index``."""
+        self.changed = True
         layout = self._layout
         if not layout.items:
             item_indent = self._item_indent()
@@ -212,6 +222,7 @@ class NotebookDocument:
 
     def delete(self, index: int) -> dict[str, Any]:
         """Remove and return the cell at ``index``."""
+        self.changed = True
         layout = self._layout
         removed: dict[str, Any] = self.cells.pop(index)
         del layout.items[index]

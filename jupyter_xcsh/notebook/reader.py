@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError
+from ..outputs.imageinfo import image_size
 from ..outputs.sanitize import sanitize
+from ..outputs.sizes import format_size
 from .cells import NotebookRequest, locate_cell
-from .document import NotebookDocument
+from .model import CellDocument
+from .revision import notebook_revision, source_hash
 
 _TEXT_MIMES = ("text/plain", "text/markdown", "text/latex")
 
@@ -45,15 +47,6 @@ def clip_middle(text: str, limit: int) -> str:
     return f"{head}\n… [{len(text) - len(head) - len(tail)} characters omitted] …\n{tail}"
 
 
-def format_size(size: int) -> str:
-    """Format a byte count as ``812 B`` / ``12.3 KB`` / ``4.0 MB``."""
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KB"
-    return f"{size / (1024 * 1024):.1f} MB"
-
-
 def _png_size(data: str) -> str:
     """Describe a base64 PNG by byte size and, when the header is readable, pixel size."""
     try:
@@ -62,9 +55,9 @@ def _png_size(data: str) -> str:
         head = b""
     b64 = data.replace("\n", "")
     size = format_size(len(b64) * 3 // 4 - (len(b64) - len(b64.rstrip("="))))
-    if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) >= 24:
-        width, height = struct.unpack(">II", head[16:24])
-        return f"{size}, {width}x{height}"
+    pixels = image_size(head)
+    if pixels is not None:
+        return f"{size}, {pixels[0]}x{pixels[1]}"
     return size
 
 
@@ -122,10 +115,15 @@ def render_cell(index: int, cell: Any, limits: ReadLimits) -> str:
 
 
 def read_view(
-    document: NotebookDocument, request: NotebookRequest, limits: ReadLimits
+    document: CellDocument, request: NotebookRequest, limits: ReadLimits
 ) -> dict[str, Any]:
-    """Return the ``{"text", "details"}`` result of a read request."""
-    total = len(document.cells)
+    """Return the ``{"text", "details"}`` result of a read request.
+
+    ``details`` carries the notebook's ``revision``, each shown cell's ``sourceHash`` and, as
+    ``sourceHash``, the first shown cell's (the cell a read by index or id addresses).
+    """
+    keys = document.cell_keys()
+    total = len(keys)
     path = request.notebook_path
     start = 0
     if request.cell_id is not None or (request.cell_index or 0) > 0:
@@ -165,6 +163,8 @@ def read_view(
         "truncated": truncated,
         "nbformat": f"{major}.{minor}",
         "cells": cells,
+        "sourceHash": cells[0]["sourceHash"] if cells else None,
+        "revision": notebook_revision(keys),
     }
     return {"text": text, "details": details}
 
@@ -175,6 +175,7 @@ def _cell_entry(index: int, cell: Any) -> dict[str, Any]:
         "index": index,
         "cellId": cell.get("id") if isinstance(cell.get("id"), str) else None,
         "cellType": cell.get("cell_type", "unknown"),
+        "sourceHash": source_hash(cell.get("source")),
     }
     if cell.get("cell_type") == "code":
         count = cell.get("execution_count")

@@ -1,47 +1,95 @@
-"""The one place notebooks are read and saved: through the server's contents manager.
+"""The one place notebooks are read and changed: the live shared document, or the file.
 
-Going through ``contents_manager`` (never ``open()``) keeps atomic writes, pre/post-save hooks,
-contents events and non-disk contents managers working. Requests on one notebook are
-serialised by a per-path lock; the text is saved only after the whole change succeeded, so a
-failed request leaves the file as it was.
+When a collaboration room has the notebook open, reads and changes go to its shared document
+(``live.py``, ``shared.py``), in one transaction; the room saves the file as it always does.
+Otherwise the file is read and saved through the server's **contents manager** (never
+``open()``), which keeps pre/post-save hooks, contents events and non-disk contents managers
+working, and the text is saved only after the whole change succeeded.
+
+Changes to one notebook are serialised by a per-notebook lock, and every load and save of the
+file also holds the file's save lock (``saves.py``), which the server's own saves take too: a
+change never reads a half-written file nor interleaves its write with a JupyterLab save. A
+save that happened between the tool's load and its save is not overwritten: the change starts
+again from the saved version. Just before saving, "no room" is checked again, so a room that
+opened meanwhile gets the change instead of being overwritten from the file.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+import time
 import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from jupyter_core.utils import ensure_async
 from tornado.web import HTTPError
 
 from ..errors import InvalidDocumentError, NotFoundError, RefusedError
 from ..paths import escapes_root, to_api_path
-from .cells import NotebookRequest, apply_change
+from .cells import NotebookRequest, apply_changes, set_outputs
 from .document import NoCellsError, NotebookDocument, NotJSONError
+from .live import LiveDocuments, in_transaction
+from .model import CellDocument
 from .reader import ReadLimits, read_view
+from .saves import SaveGuard
+from .trust import NotebookTrust
+
+T = TypeVar("T")
+
+#: Waits, in seconds, before reading again a notebook that was not valid JSON while it was
+#: being written (by a program outside this server); a file still invalid after them is a 422.
+READ_RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4)
+#: A file modified longer ago than this (seconds) is not being written: no retry.
+WRITING_WINDOW = 5.0
+#: How many times a change starts again because the file was saved under it; the last attempt
+#: holds the file's save lock from load to save.
+SAVE_ATTEMPTS = 3
+
+
+class _Unreadable(Exception):
+    """The file is not notebook JSON (maybe only for now: half-written)."""
+
+    def __init__(self, last_modified: Any, error: Exception) -> None:
+        super().__init__(str(error))
+        self.last_modified = last_modified
+        self.error = error
+
+
+@dataclass
+class _Loaded:
+    document: NotebookDocument
+    last_modified: Any
+
+
+@dataclass
+class _Outcome:
+    """What an update did: the value it returned, where it went and the file's new timestamp."""
+
+    value: Any
+    via: str
+    last_modified: str | None
 
 
 class NotebookStore:
-    """Load, change and save notebooks through a Jupyter contents manager."""
+    """Read and change notebooks: the live shared document when open, else the file."""
 
-    def __init__(self, contents_manager: Any, limits: ReadLimits | None = None) -> None:
+    def __init__(
+        self,
+        contents_manager: Any,
+        limits: ReadLimits | None = None,
+        live: LiveDocuments | None = None,
+        guard: SaveGuard | None = None,
+    ) -> None:
         self.contents_manager = contents_manager
         self.limits = limits or ReadLimits()
+        self.live = live
+        self.guard = guard or SaveGuard(contents_manager)
+        self.trust = NotebookTrust(contents_manager)
         # One lock per notebook, dropped once no request holds or awaits it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-
-    def _os_path(self, api_path: str) -> str | None:
-        """The file system path of a file-backed contents manager; None for other backends."""
-        get_os_path = getattr(self.contents_manager, "_get_os_path", None)
-        if get_os_path is None:
-            return None
-        try:
-            return str(get_os_path(api_path))
-        except HTTPError:
-            raise RefusedError(f"Path is outside the contents root: {api_path}") from None
 
     def _lock(self, key: str) -> asyncio.Lock:
         lock = self._locks.get(key)
@@ -49,28 +97,40 @@ class NotebookStore:
             lock = self._locks[key] = asyncio.Lock()
         return lock
 
+    # -- paths ---------------------------------------------------------------------------------
+
     async def resolve(self, path: str) -> tuple[str, str]:
         """Return the API path for a caller's path, enforcing root and hidden-file policy.
 
-        Also returns the key of the notebook's lock: its real file when the contents manager
-        has one, so two names of one file share a lock; else the API path.
+        Also returns the key of the notebook's locks: its real file when the contents manager
+        has one, so two names of one file share them; else the API path.
         """
         cm = self.contents_manager
         api_path = to_api_path(path, cm.root_dir)
-        os_path = self._os_path(api_path)
-        if os_path is not None and escapes_root(os_path, cm.root_dir):
-            raise RefusedError(f"Path is outside the contents root: {path}")
+        get_os_path = getattr(cm, "_get_os_path", None)
+        if get_os_path is not None:
+            try:
+                os_path = str(get_os_path(api_path))
+            except HTTPError:
+                raise RefusedError(f"Path is outside the contents root: {path}") from None
+            if escapes_root(os_path, cm.root_dir):
+                raise RefusedError(f"Path is outside the contents root: {path}")
         if not cm.allow_hidden and await ensure_async(cm.is_hidden(api_path)):
             # As the server itself answers for hidden files: as if they did not exist.
             raise NotFoundError(f"Notebook not found: {path}")
-        return api_path, os.path.realpath(os_path) if os_path is not None else api_path
+        return api_path, self.guard.key(api_path)
 
     def api_path(self, request: NotebookRequest) -> str:
         """The API path a (successfully resolved) request addressed."""
         return to_api_path(request.notebook_path, self.contents_manager.root_dir)
 
-    async def _load(self, api_path: str, path: str) -> tuple[NotebookDocument, str | None]:
-        """The parsed notebook and the ``last_modified`` of the text it was parsed from."""
+    # -- reading -------------------------------------------------------------------------------
+
+    async def _live_document(self, api_path: str) -> Any:
+        return None if self.live is None else await self.live.find(api_path)
+
+    async def _load_once(self, api_path: str, path: str) -> _Loaded:
+        """Read and parse the notebook; raise ``_Unreadable`` when it is not notebook JSON."""
         cm = self.contents_manager
         if not await ensure_async(cm.file_exists(api_path)):
             raise NotFoundError(f"Notebook not found: {path}")
@@ -80,48 +140,148 @@ class NotebookStore:
             if e.status_code == 404:
                 raise NotFoundError(f"Notebook not found: {path}") from None
             if e.status_code == 400:
-                # Not UTF-8 text, so certainly not notebook JSON.
-                raise InvalidDocumentError(f"Invalid JSON in notebook: {path}") from None
+                # Not UTF-8 text: not notebook JSON (or cut inside a character while written).
+                stat = await ensure_async(cm.get(api_path, content=False))
+                raise _Unreadable(stat.get("last_modified"), NotJSONError()) from None
             raise  # the contents manager's own answer (a permission problem, a fault)
-        document = await asyncio.to_thread(_parse, model["content"], path)
-        return document, _timestamp(model.get("last_modified"))
+        try:
+            document = await asyncio.to_thread(NotebookDocument.parse, model["content"])
+        except (NotJSONError, NoCellsError) as e:
+            raise _Unreadable(model.get("last_modified"), e) from None
+        return _Loaded(document, model.get("last_modified"))
+
+    async def _load(self, api_path: str, key: str, path: str) -> _Loaded:
+        """Load the notebook under the file's save lock, reading again while it is written."""
+        for delay in (*READ_RETRY_DELAYS, None):
+            try:
+                async with self.guard.holding(key):
+                    return await self._load_once(api_path, path)
+            except _Unreadable as e:
+                if delay is None or not _recent(e.last_modified):
+                    if isinstance(e.error, NoCellsError):
+                        raise InvalidDocumentError(
+                            f"Invalid notebook structure (missing cells array): {path}"
+                        ) from None
+                    raise InvalidDocumentError(f"Invalid JSON in notebook: {path}") from None
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def read(self, request: NotebookRequest) -> dict[str, Any]:
         """Answer a ``read`` request with the bounded view of the notebook."""
-        api_path, _ = await self.resolve(request.notebook_path)
-        document, last_modified = await self._load(api_path, request.notebook_path)
-        result = read_view(document, request, self.limits)
-        result["details"]["lastModified"] = last_modified
+        api_path, key = await self.resolve(request.notebook_path)
+        live = await self._live_document(api_path)
+        if live is not None:
+            result = await in_transaction(
+                live,
+                request.notebook_path,
+                lambda shared: read_view(shared, request, self.limits),
+                commit=False,
+            )
+            result["details"].update(via="document", lastModified=None)
+            return result
+        loaded = await self._load(api_path, key, request.notebook_path)
+        result = read_view(loaded.document, request, self.limits)
+        result["details"].update(via="file", lastModified=_timestamp(loaded.last_modified))
         return result
 
+    # -- changing ------------------------------------------------------------------------------
+
     async def change(self, request: NotebookRequest) -> dict[str, Any]:
-        """Apply an edit/insert/delete/move request and save the notebook (all or nothing)."""
-        api_path, lock_key = await self.resolve(request.notebook_path)
-        async with self._lock(lock_key):
-            document, last_modified = await self._load(api_path, request.notebook_path)
-            result, text = await asyncio.to_thread(_apply, document, request)
-            if text is not None:
-                model = {"type": "file", "format": "text", "content": text}
-                saved = await ensure_async(self.contents_manager.save(model, api_path))
-                last_modified = _timestamp(saved.get("last_modified"))
-        details = dict(result.details, lastModified=last_modified)
-        return {"text": result.text, "details": details}
+        """Apply an edit/insert/delete/move request (all or nothing) and describe it.
+
+        Returns ``{text, details}`` and, for edit and delete, ``previousCell``: the cell as it
+        was, which the tool reports on the event bus (for the lab's revert), not to the caller.
+        """
+        outcome = await self.update(request.notebook_path, lambda d: apply_changes(d, [request]))
+        result = outcome.value[0]
+        details = dict(result.details, via=outcome.via, lastModified=outcome.last_modified)
+        changed: dict[str, Any] = {"text": result.text, "details": details}
+        if result.previous is not None:
+            changed["previousCell"] = result.previous
+        return changed
+
+    async def write_outputs(
+        self,
+        path: str,
+        cell_id: str,
+        outputs: list[dict[str, Any]],
+        execution_count: int | None,
+    ) -> str:
+        """Give code cell ``cell_id`` new outputs and count (runs in place); return ``via``."""
+        outcome = await self.update(
+            path, lambda d: set_outputs(d, cell_id, outputs, execution_count, path)
+        )
+        return outcome.via
+
+    async def update(self, path: str, mutate: Callable[[CellDocument], T]) -> _Outcome:
+        """Run ``mutate`` on the notebook and keep its changes, atomically.
+
+        ``mutate`` (a pure function of the edit core, e.g. several changes of a batch) runs on
+        the live shared document when a room is open — its changes then become one transaction
+        — else on the file's text, saved once. When it raises, nothing is kept.
+        """
+        api_path, key = await self.resolve(path)
+        async with self._lock(key):
+            for attempt in range(1, SAVE_ATTEMPTS + 1):
+                live = await self._live_document(api_path)
+                if live is not None:
+                    return _Outcome(await in_transaction(live, path, mutate), "document", None)
+                if attempt == SAVE_ATTEMPTS:
+                    async with self.guard.holding(key):
+                        final = await self._change_file(api_path, key, path, mutate, final=True)
+                    assert final is not None
+                    return final
+                outcome = await self._change_file(api_path, key, path, mutate, final=False)
+                if outcome is not None:
+                    return outcome
+        raise AssertionError("unreachable: the last attempt always returns")
+
+    async def _change_file(
+        self, api_path: str, key: str, path: str, mutate: Callable[[CellDocument], T], final: bool
+    ) -> _Outcome | None:
+        """Load, change and save the file.
+
+        None when the change must start again: a room opened, or someone saved the file since
+        the load (never on the ``final`` attempt, which holds the file's save lock throughout).
+        """
+        loaded = await self._load(api_path, key, path)
+        document = loaded.document
+        value, before = await asyncio.to_thread(_mutate_file, document, mutate, self.trust)
+        if not document.changed:
+            return _Outcome(value, "file", _timestamp(loaded.last_modified))
+        if not final and await self._live_document(api_path) is not None:
+            return None  # a room opened meanwhile: change its document instead
+        text = await asyncio.to_thread(document.dumps)
+        async with self.guard.holding(key):
+            if not final and not await self._unchanged(api_path, loaded.last_modified):
+                return None  # saved by someone else since the load: start from their version
+            if self.trust.is_trusted(before):
+                self.trust.sign(await asyncio.to_thread(self.trust.signature, document.data))
+            model = {"type": "file", "format": "text", "content": text}
+            saved = await self.guard.save_replacing(model, api_path)
+        return _Outcome(value, "file", _timestamp(saved.get("last_modified")))
+
+    async def _unchanged(self, api_path: str, last_modified: Any) -> bool:
+        try:
+            model = await ensure_async(self.contents_manager.get(api_path, content=False))
+        except HTTPError:
+            return True  # gone or unreadable: the save says so
+        return bool(model.get("last_modified") == last_modified)
 
 
-def _parse(text: str, path: str) -> NotebookDocument:
-    try:
-        return NotebookDocument.parse(text)
-    except NotJSONError:
-        raise InvalidDocumentError(f"Invalid JSON in notebook: {path}") from None
-    except NoCellsError:
-        raise InvalidDocumentError(
-            f"Invalid notebook structure (missing cells array): {path}"
-        ) from None
+def _mutate_file(
+    document: NotebookDocument, mutate: Callable[[CellDocument], T], trust: NotebookTrust
+) -> tuple[T, str | None]:
+    """Apply ``mutate`` to the file's document; also return its signature from before."""
+    before = trust.signature(document.data)
+    return mutate(document), before
 
 
-def _apply(document: NotebookDocument, request: NotebookRequest) -> tuple[Any, str | None]:
-    result = apply_change(document, request)
-    return result, document.dumps() if result.changed else None
+def _recent(modified: Any) -> bool:
+    """Whether a file's ``last_modified`` is recent enough for a write to be under way."""
+    if not isinstance(modified, datetime):
+        return True
+    return time.time() - modified.timestamp() < WRITING_WINDOW
 
 
 def _timestamp(value: Any) -> str | None:

@@ -1,7 +1,8 @@
 """The artifact store: full execution output kept as files inside the server's contents root.
 
-An artifact is ``<folder>/<id>.<tool>.log`` under the contents root, so a person can open it from
-the JupyterLab file browser; callers refer to it as ``artifact://<id>``. Ids are
+An artifact is ``<folder>/<id>.<tool>.<extension>`` under the contents root — ``.log`` for output
+text, ``.png``/``.jpg``/``.gif``/``.webp``/``.svg`` for images — so a person can open it from the
+JupyterLab file browser; callers refer to it as ``artifact://<id>``. Ids are
 ``<UTC yyyymmddThhmmss>-<12 hex>``: sortable by creation time, random enough to be unique across
 sessions and server restarts, and created with ``O_EXCL`` so an existing file is never
 overwritten. The store knows neither kernels nor HTTP.
@@ -28,9 +29,12 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "ARTIFACT_ID_PATTERN",
+    "MEDIA_TYPES",
     "ArtifactInfo",
     "ArtifactStore",
     "ArtifactWriter",
+    "artifact_media_type",
+    "is_text_artifact",
     "iter_byte_range",
     "iter_line_range",
 ]
@@ -39,7 +43,20 @@ __all__ = [
 ARTIFACT_ID_PATTERN = re.compile(r"\A[0-9]{8}T[0-9]{6}-[0-9a-f]{12}\Z")
 
 _TOOL_PATTERN = re.compile(r"\A[a-z][a-z0-9_-]{0,31}\Z")
-_FILE_PATTERN = re.compile(r"\A([0-9]{8}T[0-9]{6}-[0-9a-f]{12})\.([a-z][a-z0-9_-]{0,31})\.log\Z")
+
+#: The media type of each artifact file extension (the extension says what the file holds).
+MEDIA_TYPES = {
+    "log": "text/plain; charset=utf-8",
+    "png": "image/png",
+    "jpg": "image/jpeg",
+    "gif": "image/gif",
+    "webp": "image/webp",
+    "svg": "image/svg+xml",
+}
+_FILE_PATTERN = re.compile(
+    r"\A([0-9]{8}T[0-9]{6}-[0-9a-f]{12})\.([a-z][a-z0-9_-]{0,31})"
+    rf"\.({'|'.join(MEDIA_TYPES)})\Z"
+)
 
 _O_BINARY: int = getattr(os, "O_BINARY", 0)
 
@@ -68,16 +85,40 @@ class ArtifactInfo:
     os_path: str
     size: int
     mtime: float
+    extension: str = "log"
+
+    @property
+    def media_type(self) -> str:
+        """What the file holds, as a ``Content-Type``."""
+        return MEDIA_TYPES[self.extension]
+
+
+def artifact_media_type(os_path: str) -> str:
+    """What an artifact file holds, as a ``Content-Type``, from its extension."""
+    return MEDIA_TYPES.get(os_path.rsplit(".", 1)[-1], "application/octet-stream")
+
+
+def is_text_artifact(os_path: str) -> bool:
+    """Whether an artifact file holds output text (rather than an image)."""
+    return os_path.endswith(".log")
 
 
 class ArtifactWriter:
     """An artifact being written: append bytes, then close (also as a context manager)."""
 
-    def __init__(self, store: ArtifactStore, artifact_id: str, tool: str, file: BinaryIO) -> None:
+    def __init__(
+        self,
+        store: ArtifactStore,
+        artifact_id: str,
+        tool: str,
+        file: BinaryIO,
+        extension: str = "log",
+    ) -> None:
         self.id = artifact_id
         self.tool = tool
-        self.api_path = f"{store.folder}/{artifact_id}.{tool}.log"
-        self.os_path = os.path.join(store.os_folder, f"{artifact_id}.{tool}.log")
+        self.extension = extension
+        self.api_path = f"{store.folder}/{artifact_id}.{tool}.{extension}"
+        self.os_path = os.path.join(store.os_folder, f"{artifact_id}.{tool}.{extension}")
         self._store = store
         self._file = file
 
@@ -170,14 +211,20 @@ class ArtifactStore:
         os.makedirs(self.os_folder, exist_ok=True)
         return self.os_folder
 
-    def create(self, tool: str) -> ArtifactWriter:
-        """Create a new, empty artifact for ``tool`` (e.g. ``"python"``) and return its writer."""
+    def create(self, tool: str, extension: str = "log") -> ArtifactWriter:
+        """Create a new, empty artifact for ``tool`` (e.g. ``"python"``) and return its writer.
+
+        ``extension`` says what it will hold: ``log`` (output text) or an image type of
+        ``MEDIA_TYPES``.
+        """
         if not _TOOL_PATTERN.match(tool):
             raise ValueError(f"Invalid tool name for an artifact: {tool!r}")
+        if extension not in MEDIA_TYPES:
+            raise ValueError(f"Invalid artifact extension: {extension!r}")
         directory = self.directory
         while True:
             artifact_id = new_artifact_id()
-            path = os.path.join(directory, f"{artifact_id}.{tool}.log")
+            path = os.path.join(directory, f"{artifact_id}.{tool}.{extension}")
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o666)
             except FileExistsError:
@@ -185,7 +232,21 @@ class ArtifactStore:
             break
         with self._lock:
             self._writing.add(artifact_id)
-        return ArtifactWriter(self, artifact_id, tool, os.fdopen(fd, "wb"))
+        return ArtifactWriter(self, artifact_id, tool, os.fdopen(fd, "wb"), extension)
+
+    def save(self, tool: str, extension: str, data: bytes) -> ArtifactWriter:
+        """Write ``data`` whole as a new artifact and return its (closed) writer.
+
+        Raises ``OSError`` when it cannot be written; nothing partial is left behind.
+        """
+        writer = self.create(tool, extension)
+        try:
+            writer.write(data)
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        return writer
 
     def _release(self, artifact_id: str) -> None:
         with self._lock:
@@ -237,7 +298,9 @@ class ArtifactStore:
                 st = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
-            found.append(ArtifactInfo(match[1], match[2], entry.path, st.st_size, st.st_mtime))
+            found.append(
+                ArtifactInfo(match[1], match[2], entry.path, st.st_size, st.st_mtime, match[3])
+            )
         found.sort(key=lambda a: (a.mtime, a.id))
         return found
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .sanitize import sanitize
+from .sizes import format_size
 
 __all__ = [
     "OutputSink",
@@ -100,17 +101,6 @@ class SinkResult:
             body["artifactId"] = self.artifact_id
             body["artifactPath"] = self.artifact_path
         return body
-
-
-def format_size(n: int) -> str:
-    """Format a byte count for people: ``512B``, ``50.0KB``, ``1.5MB``, ``2.0GB``."""
-    if n < 1024:
-        return f"{n}B"
-    if n < 1024**2:
-        return f"{n / 1024:.1f}KB"
-    if n < 1024**3:
-        return f"{n / 1024**2:.1f}MB"
-    return f"{n / 1024**3:.1f}GB"
 
 
 def truncation_notice(result: SinkResult, limit_bytes: int) -> str | None:
@@ -294,6 +284,13 @@ class OutputSink:
         """
         self.flush_chunks()
         self.close()
+        return self._result(notice)
+
+    def snapshot(self) -> SinkResult:
+        """What ``dump()`` would return now, without closing the sink (for a partial result)."""
+        return self._result(None)
+
+    def _result(self, notice: str | None) -> SinkResult:
         text = sanitize(self._buf.decode("utf-8", "replace"))
         output_lines = text.count("\n") + 1 if text else 0
         output_bytes = len(text.encode("utf-8"))

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, BinaryIO
 
 from ..errors import InvalidRequestError
-from ..outputs.artifacts import ArtifactStore, iter_line_range
+from ..outputs.artifacts import (
+    ArtifactStore,
+    artifact_media_type,
+    is_text_artifact,
+    iter_line_range,
+)
+from ..outputs.imageinfo import image_format, image_size, svg_size
+from ..outputs.sizes import format_size
 from .caller import Caller
 
 __all__ = ["ArtifactTool"]
@@ -15,6 +23,8 @@ RESOURCE = "contents"
 
 #: Most bytes one ``call`` returns; a longer page stops at a line boundary with a notice.
 MAX_PAGE_BYTES = 256 * 1024
+#: Largest image ``read_image`` returns whole (base64 in a JSON answer grows by a third).
+MAX_IMAGE_BYTES = 8 * 1024 * 1024
 
 
 def _positive(body: dict[str, Any], name: str, default: int | None) -> int | None:
@@ -39,6 +49,15 @@ class ArtifactTool:
         await caller.require("read", RESOURCE)
         return self.store.open(artifact_id)
 
+    async def read_image(
+        self, artifact_id: str, caller: Caller, max_bytes: int = MAX_IMAGE_BYTES
+    ) -> tuple[str, bytes] | None:
+        """An image artifact whole, ``(media type, bytes)``; None for text or past ``max_bytes``."""
+        with await self.open(artifact_id.removeprefix("artifact://"), caller) as file:
+            if is_text_artifact(file.name) or os.fstat(file.fileno()).st_size > max_bytes:
+                return None
+            return artifact_media_type(file.name), file.read()
+
     async def call(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Return lines ``offset .. offset+limit-1`` (1-based) of an artifact: ``{text, details}``.
 
@@ -56,6 +75,8 @@ class ArtifactTool:
         limit = _positive(body, "limit", None)
         assert offset is not None
         with await self.open(artifact_id, caller) as file:
+            if not is_text_artifact(file.name):
+                return _describe_image(artifact_id, file)
             data = bytearray()
             for block in iter_line_range(file, offset, limit):
                 data += block
@@ -73,3 +94,30 @@ class ArtifactTool:
             details["nextOffset"] = next_offset
             text += f"\n[Page cut at {MAX_PAGE_BYTES} bytes. Continue with offset={next_offset}]"
         return {"text": text, "details": details}
+
+
+#: Bytes of an image file read to find its pixel size (a JPEG's frame header may come late).
+IMAGE_HEADER_BYTES = 256 * 1024
+
+
+def _describe_image(artifact_id: str, file: BinaryIO) -> dict[str, Any]:
+    """An image artifact has no lines: say what it is and where to fetch it."""
+    mime_type = artifact_media_type(file.name)
+    fmt = image_format(mime_type)
+    size = os.fstat(file.fileno()).st_size
+    head = file.read(IMAGE_HEADER_BYTES)
+    pixels = (image_size(head) if fmt.raster else svg_size(head)) if fmt else None
+    name = fmt.name if fmt else mime_type
+    what = f"{pixels[0]}x{pixels[1]} {name}" if pixels else name
+    text = (
+        f"artifact://{artifact_id} is an image ({what}, {format_size(size)}); "
+        f"fetch it with GET /api/xcsh/artifacts/{artifact_id}"
+    )
+    details = {
+        "artifactId": artifact_id,
+        "mimeType": mime_type,
+        "width": pixels[0] if pixels else None,
+        "height": pixels[1] if pixels else None,
+        "bytes": size,
+    }
+    return {"text": text, "details": details}

@@ -10,8 +10,11 @@ from ..activity import ActivityEvents, PythonCallEvents, new_call_id
 from ..errors import NotFoundError
 from ..execution import CallControl, ExecutionObserver, ExecutionService, parse_python_request
 from ..execution.observer import ObserverGroup
+from ..execution.request import PythonRequest
+from ..execution.stdin import StdinPolicy
 from ..settings import XcshSettings
 from .caller import Caller
+from .runs import BackgroundRun, RunRegistry, session_waiting
 
 __all__ = ["CallRegistry", "PythonTool"]
 
@@ -26,9 +29,9 @@ class CallRegistry:
         self._calls: dict[str, CallControl] = {}
 
     @contextmanager
-    def running(self, control: CallControl) -> Iterator[str]:
-        """Register ``control`` under a fresh call id for the duration of the block."""
-        call_id = new_call_id()
+    def running(self, control: CallControl, call_id: str | None = None) -> Iterator[str]:
+        """Register ``control`` under ``call_id`` (default a fresh one) during the block."""
+        call_id = call_id or new_call_id()
         self._calls[call_id] = control
         try:
             yield call_id
@@ -52,6 +55,7 @@ class PythonTool:
         activity: ActivityEvents,
         settings: XcshSettings,
         calls: CallRegistry,
+        runs: RunRegistry,
         *,
         contents_manager: Any,
     ) -> None:
@@ -59,6 +63,7 @@ class PythonTool:
         self.activity = activity
         self.settings = settings
         self.calls = calls
+        self.runs = runs
         self.contents_manager = contents_manager  # its hidden-file policy, read per call
 
     async def call(
@@ -71,8 +76,10 @@ class PythonTool:
         """Validate ``body``, check the caller may execute code, run it, return the result.
 
         Errors in the code, timeouts and cancels are results (``isError``), not exceptions;
-        a bad request or a refused caller raises a domain error before anything runs.
-        ``control`` lets the transport cancel the call (a client gone away).
+        a bad request or a refused caller raises a domain error before anything runs, and a
+        call on a session whose kernel waits for an answer a ``ConflictError``. ``control``
+        lets the transport cancel the call (a client gone away). With ``stdin: "ask"`` the
+        call returns at its first prompt and goes on in the background (``RunRegistry``).
         """
         request = parse_python_request(
             body,
@@ -81,8 +88,47 @@ class PythonTool:
             allow_hidden=self.contents_manager.allow_hidden,
         )
         await caller.require(ACTION, RESOURCE)
+        if request.mode == "session" and self.runs.waiting_on(request.session, request.cwd):
+            raise session_waiting(request.session)
+        if request.stdin.asks:
+            return await self._start_run(request, observer, control)
         control = control or CallControl()
-        with self.calls.running(control) as call_id:
+        stdin = StdinPolicy(request.stdin, self.settings.input_timeout)
+        return await self._run(request, observer, control, stdin, new_call_id())
+
+    async def _run(
+        self,
+        request: PythonRequest,
+        observer: ExecutionObserver | None,
+        control: CallControl,
+        stdin: StdinPolicy,
+        call_id: str,
+    ) -> dict[str, Any]:
+        with self.calls.running(control, call_id):
             events = PythonCallEvents(self.activity, call_id, self.execution.stream_interval)
             progress = events if observer is None else ObserverGroup(observer, events)
-            return await self.execution.run(request, progress, control, call_id=call_id)
+            return await self.execution.run(
+                request, progress, control, call_id=call_id, stdin=stdin
+            )
+
+    async def _start_run(
+        self,
+        request: PythonRequest,
+        observer: ExecutionObserver | None,
+        control: CallControl | None,
+    ) -> dict[str, Any]:
+        """Run the call in the background; return at its end or its first prompt."""
+        run_id = new_call_id()
+        stdin = StdinPolicy(request.stdin, self.settings.input_timeout, run_id)
+        session = request.session if request.mode == "session" else None
+        run = BackgroundRun(run_id, stdin, CallControl(), session=session, cwd=request.cwd)
+        if session is not None:
+            # Calls queued behind this one would only wait out their deadline: 409 at once.
+            def refuse_queued() -> None:
+                if stdin.waiting is not None:
+                    self.execution.reject_queued(session, request.cwd, session_waiting(session))
+
+            stdin.listen(refuse_queued)
+        run.start(self._run(request, run.relay, run.control, stdin, run_id))
+        self.runs.add(run)
+        return await run.next_stop(observer, control)

@@ -3,162 +3,102 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
+/**
+ * The typed client of the jupyter-xcsh REST API: one function per endpoint.
+ *
+ * Every request and response type is taken from `jupyter_xcsh/rest-api.yml`, the one source of
+ * truth of the wire format: `npm run build:api` generates `restapi.generated.ts` from it before
+ * each build, so a field added there is typed here at once, and a field removed or renamed there
+ * breaks the build of the code that uses it. The browser test `ui-tests/test_client_contract.py`
+ * checks what these functions return, against a real server, with the same file.
+ */
+
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import { requestAPI } from './request';
+import type { components, paths } from './restapi.generated';
 import type { IXcshClient } from './tokens';
+
+/**
+ * The schemas of `rest-api.yml`, by name.
+ */
+export type Schemas = components['schemas'];
+
+/**
+ * The JSON body an endpoint answers with for one status.
+ */
+type JsonResponse<
+  P extends keyof paths,
+  M extends 'get' | 'post',
+  S extends number
+> = paths[P][M] extends {
+  responses: { [status in S]: { content: { 'application/json': infer T } } };
+}
+  ? T
+  : never;
 
 /* ---------------------------------------------------------------------------
  * Notebook tool: POST api/xcsh/notebook
  * ------------------------------------------------------------------------ */
 
 /**
+ * The body of a notebook tool call.
+ */
+export type INotebookRequest = Schemas['NotebookRequest'];
+
+/**
  * An action of the notebook tool.
  */
-export type NotebookAction = 'edit' | 'insert' | 'delete' | 'move' | 'read';
+export type NotebookAction = INotebookRequest['action'];
 
 /**
  * An nbformat cell type.
  */
-export type CellType = 'code' | 'markdown' | 'raw';
+export type CellType = NonNullable<INotebookRequest['cell_type']>;
 
 /**
  * A cell source as nbformat stores it: one string or a list of lines.
  */
-export type CellSource = string | string[];
+export type CellSource = Schemas['CellSource'];
 
 /**
- * The body of a notebook tool call.
+ * A whole nbformat cell, as a revert writes it back.
  */
-export interface INotebookRequest {
-  /**
-   * What to do with the notebook.
-   */
-  action: NotebookAction;
+export type INotebookCell = Schemas['NotebookCell'];
 
-  /**
-   * The notebook, relative to the contents root or absolute inside it.
-   */
-  notebook_path: string;
-
-  /**
-   * 0-based cell index. edit/delete/move need it or `cell_id`; insert needs
-   * it; read starts there (default 0).
-   */
-  cell_index?: number;
-
-  /**
-   * nbformat 4.5 cell id, instead of `cell_index` (edit, delete, move, read).
-   */
-  cell_id?: string;
-
-  /**
-   * The new cell source; required for edit and insert (`""` allowed).
-   */
-  content?: string;
-
-  /**
-   * insert: the new cell's type (default `code`); edit: converts the cell
-   * when it differs.
-   */
-  cell_type?: CellType;
-
-  /**
-   * move only: the cell's final position (0..N-1).
-   */
-  to_index?: number;
-
-  /**
-   * read only: the first cell index not shown (default the cell count).
-   */
-  end_index?: number;
-
-  /**
-   * read only: the size budget of the view (default and cap from config).
-   */
-  max_chars?: number;
-}
+/**
+ * Where a notebook tool call read or wrote: the live shared document of an
+ * open collaboration room, or the file.
+ */
+export type NotebookVia = Schemas['Via'];
 
 /**
  * The result of an edit, insert, delete or move.
  */
-export interface INotebookEditResult {
-  /**
-   * The summary, e.g. `Replaced cell 2 (code). Notebook now has 5 cells.`
-   */
-  text: string;
-
-  /**
-   * What changed.
-   */
-  details: {
-    action: Exclude<NotebookAction, 'read'>;
-    cellIndex: number;
-    cellType: string;
-    totalCells: number;
-    /**
-     * The cell's source after the change; for delete, the removed source
-     * exactly as it was stored.
-     */
-    cellSource: CellSource;
-    cellId: string | null;
-    /**
-     * edit only, when the cell was converted to another type.
-     */
-    previousCellType?: string;
-    /**
-     * move only: where the cell was.
-     */
-    fromIndex?: number;
-    /**
-     * The notebook's `last_modified` after the save.
-     */
-    lastModified?: string | null;
-  };
-}
-
-/**
- * One cell listed by a read.
- */
-export interface INotebookReadCell {
-  index: number;
-  cellId: string | null;
-  cellType: string;
-  executionCount?: number | null;
-}
+export type INotebookEditResult = Schemas['NotebookEditResult'];
 
 /**
  * The result of a read: a text view of a range of cells.
  */
-export interface INotebookReadResult {
-  /**
-   * The view of the cells, meant for an agent to read.
-   */
-  text: string;
+export type INotebookReadResult = Schemas['NotebookReadResult'];
 
-  /**
-   * What the view covers.
-   */
-  details: {
-    action: 'read';
-    totalCells: number;
-    startIndex: number;
-    /**
-     * The first cell index not shown; continue there when truncated.
-     */
-    endIndex: number;
-    truncated: boolean;
-    nbformat: string;
-    lastModified?: string | null;
-    cells: INotebookReadCell[];
-  };
-}
+/**
+ * One cell listed by a read (its `sourceHash` guards a later change).
+ */
+export type INotebookReadCell = INotebookReadResult['details']['cells'][number];
+
+/**
+ * The body of a 409 answer: the notebook or the addressed cell is not in the
+ * state the request expected, a whole cell's id is taken, or its live document
+ * stayed busy; nothing was changed.
+ */
+export type INotebookConflict = Schemas['NotebookConflict'];
 
 /**
  * The result of a notebook tool call.
  */
-export type NotebookResult = INotebookEditResult | INotebookReadResult;
+export type NotebookResult = JsonResponse<'/api/xcsh/notebook', 'post', 200>;
 
 /**
  * Edit, insert, delete, move or read cells of a notebook.
@@ -167,8 +107,11 @@ export type NotebookResult = INotebookEditResult | INotebookReadResult;
  * @param settings - The server settings.
  * @returns The change made, or the view read.
  *
- * @throws {ServerConnection.ResponseError} On 400 (bad request, index out of
- *   range), 403/404 (path refused or not found) and 422 (invalid notebook).
+ * @throws {XcshResponseError} On 400 (bad request, index out of range),
+ *   403/404 (path refused or not found), 409 (the cell or notebook changed
+ *   since it was read, a whole cell's id is taken, or the live document stayed
+ *   busy: the body is an `INotebookConflict`, `reason` says which) and 422
+ *   (invalid notebook).
  */
 export async function notebook(
   request: INotebookRequest,
@@ -187,29 +130,31 @@ export async function notebook(
  * ------------------------------------------------------------------------ */
 
 /**
- * Which part of an artifact to read.
+ * Which lines of an artifact to read.
  */
 export interface IArtifactRange {
   /**
-   * Where to start reading.
+   * The first line to read, 1-based.
    */
   offset?: number;
 
   /**
-   * How much to read at most.
+   * How many lines to read at most.
    */
   limit?: number;
 }
 
 /**
- * Read the text of an artifact (the full output of an execution).
+ * Read the text of an artifact (the full output of an execution, or a cell
+ * kept for a revert).
  *
  * @param artifactId - The id, as in `artifact://<id>`.
  * @param settings - The server settings.
- * @param range - The part to read; the whole artifact by default.
+ * @param range - The lines to read; the whole artifact by default.
  * @returns The artifact's text.
  *
- * @throws {ServerConnection.ResponseError} 404 for an unknown id.
+ * @throws {XcshResponseError} 400 for an id of the wrong form, 404 for an
+ *   unknown one.
  */
 export async function getArtifact(
   artifactId: string,
@@ -237,163 +182,62 @@ export async function getArtifact(
  * ------------------------------------------------------------------------ */
 
 /**
+ * The body of a python tool call.
+ */
+export type IPythonRequest = Schemas['PythonRequest'];
+
+/**
  * One cell of code to run.
  */
-export interface IPythonCell {
-  /**
-   * The code.
-   */
-  code: string;
-
-  /**
-   * A short title, shown in the combined text as `[k/n] <title>`.
-   */
-  title?: string;
-}
+export type IPythonCell = IPythonRequest['cells'][number];
 
 /**
  * How kernels are kept between calls.
  */
-export type PythonMode = 'session' | 'per-call';
+export type PythonMode = NonNullable<IPythonRequest['mode']>;
 
 /**
- * The body of a python tool call.
+ * How a python call answers the kernel's prompts for input: `notice`
+ * (default, the cell fails), `eof`, the answers in order, or `ask` (the call
+ * returns with `awaitingInput` at the first prompt; see {@link answerInput}).
  */
-export interface IPythonRequest {
-  /**
-   * The cells to run in order; the call stops at the first failing cell.
-   */
-  cells: IPythonCell[];
-
-  /**
-   * One deadline for the whole call, in seconds (default 30, clamped to
-   * 1..600).
-   */
-  timeout?: number;
-
-  /**
-   * The working directory, relative to the contents root (default the root).
-   */
-  cwd?: string;
-
-  /**
-   * Restart the session's kernel before the first cell.
-   */
-  reset?: boolean;
-
-  /**
-   * The caller's session name (default `default`).
-   */
-  session?: string;
-
-  /**
-   * `session` keeps the kernel between calls; `per-call` starts and shuts
-   * down a kernel for this call only. Default from the server's config.
-   */
-  mode?: PythonMode;
-
-  /**
-   * The kernel spec to start (default the server's default kernel).
-   */
-  kernel_name?: string;
-}
-
-/**
- * The state of one cell in a python tool call.
- */
-export type PythonCellStatus = 'pending' | 'running' | 'complete' | 'error';
-
-/**
- * A status event emitted by the kernel-side `status(op, **data)` helper.
- */
-export interface IStatusEvent {
-  /**
-   * The operation the code reported.
-   */
-  op: string;
-
-  /**
-   * The keyword data passed along with it.
-   */
-  [key: string]: unknown;
-}
+export type StdinMode = NonNullable<IPythonRequest['stdin']>;
 
 /**
  * The outcome of one cell of a python tool call.
  */
-export interface IPythonCellResult {
-  index: number;
-  title: string;
-  status: PythonCellStatus;
-  output: string;
-  exitCode: number | null;
-  durationMs: number | null;
-  statusEvents: IStatusEvent[];
-}
+export type IPythonCellResult = Schemas['PythonCell'];
+
+/**
+ * The state of one cell in a python tool call.
+ */
+export type PythonCellStatus = IPythonCellResult['status'];
+
+/**
+ * A status event emitted by the kernel-side `status(op, **data)` helper.
+ */
+export type IStatusEvent = Schemas['PythonStatusEvent'];
 
 /**
  * An image displayed by the code.
  */
-export interface IPythonImage {
-  /**
-   * The MIME type, e.g. `image/png`.
-   */
-  mimeType: string;
-
-  /**
-   * The image, base64-encoded.
-   */
-  data: string;
-}
-
-/**
- * The kernel session a python tool call ran in.
- */
-export interface IPythonSessionRef {
-  name: string;
-  kernelId: string;
-  restartCount: number;
-}
+export type IPythonImage = Schemas['PythonImage'];
 
 /**
  * The result of a python tool call. Errors, timeouts and cancellations are
  * results (`isError: true`), not HTTP errors.
  */
-export interface IPythonResult {
-  /**
-   * The combined text output, sanitized and possibly truncated to its tail.
-   */
-  text: string;
-  isError: boolean;
-  cancelled: boolean;
-  timedOut: boolean;
-  stdinRequested: boolean;
-  cells: IPythonCellResult[];
-  images: IPythonImage[];
-  jsonOutputs: unknown[];
-  statusEvents: IStatusEvent[];
+export type IPythonResult = Schemas['PythonResult'];
 
-  /**
-   * Whether the visible output was cut to its tail; the full output is then
-   * in the artifact.
-   */
-  truncated: boolean;
-  totalLines: number;
-  totalBytes: number;
-  outputLines: number;
-  outputBytes: number;
+/**
+ * The kernel session a python tool call ran in.
+ */
+export type IPythonSessionRef = IPythonResult['session'];
 
-  /**
-   * Set when the output spilled to an artifact (`artifact://<id>`).
-   */
-  artifactId?: string;
-
-  /**
-   * The artifact's path in the contents root, when the output spilled.
-   */
-  artifactPath?: string;
-  session: IPythonSessionRef;
-}
+/**
+ * A prompt the kernel waits on (stdin `ask`).
+ */
+export type IAwaitingInput = NonNullable<IPythonResult['awaitingInput']>;
 
 /**
  * Run cells of code in a kernel of the server's own kernel manager.
@@ -403,8 +247,8 @@ export interface IPythonResult {
  * @returns The result, also when the code failed, timed out or was
  *   cancelled.
  *
- * @throws {ServerConnection.ResponseError} On an invalid request, e.g. 400
- *   for a missing working directory.
+ * @throws {XcshResponseError} On an invalid request, e.g. 400 for a missing
+ *   working directory.
  */
 export async function runPython(
   request: IPythonRequest,
@@ -418,6 +262,95 @@ export async function runPython(
   return (await response.json()) as IPythonResult;
 }
 
+/**
+ * Whether an interrupt found a call to cancel.
+ */
+export type IInterruptResult = JsonResponse<
+  '/api/xcsh/calls/{callId}/interrupt',
+  'post',
+  200
+>;
+
+/**
+ * Cancel one running python call; other calls of its session go on. The
+ * call's result then says `cancelled`.
+ *
+ * @param callId - The `callId` of the call's result or of its lab events.
+ * @param settings - The server settings.
+ *
+ * @throws {XcshResponseError} 404 when no such call is running.
+ */
+export async function interruptCall(
+  callId: string,
+  settings: ServerConnection.ISettings
+): Promise<IInterruptResult> {
+  const response = await requestAPI(
+    `calls/${encodeURIComponent(callId)}/interrupt`,
+    { method: 'POST' },
+    settings
+  );
+  return (await response.json()) as IInterruptResult;
+}
+
+/* ---------------------------------------------------------------------------
+ * Runs waiting for input: api/xcsh/runs/<runId>
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Answer the prompt a python call waits on (stdin `ask`).
+ *
+ * @param runId - The `awaitingInput.runId` of the call's result.
+ * @param value - The answer (a password prompt's is never echoed or stored).
+ * @param settings - The server settings.
+ * @returns What the call returns next: its result, or, at its next prompt,
+ *   the output so far with `awaitingInput`.
+ *
+ * @throws {XcshResponseError} 404 for an unknown run, 409 when the run no
+ *   longer waits for input.
+ */
+export async function answerInput(
+  runId: string,
+  value: string,
+  settings: ServerConnection.ISettings
+): Promise<IPythonResult> {
+  const response = await requestAPI(
+    `runs/${encodeURIComponent(runId)}/input`,
+    jsonInit('POST', { value }),
+    settings
+  );
+  return (await response.json()) as JsonResponse<
+    '/api/xcsh/runs/{runId}/input',
+    'post',
+    200
+  >;
+}
+
+/**
+ * Follow a python call waiting for input without answering it.
+ *
+ * @param runId - The `awaitingInput.runId` of the call's result.
+ * @param settings - The server settings.
+ * @returns At once while it waits (with `awaitingInput`) or once ended (its
+ *   result); else when it gets to its next prompt or its end.
+ *
+ * @throws {XcshResponseError} 404 for an unknown run.
+ */
+export async function followRun(
+  runId: string,
+  settings: ServerConnection.ISettings
+): Promise<IPythonResult> {
+  const response = await requestAPI(
+    `runs/${encodeURIComponent(runId)}`,
+    { method: 'GET' },
+    settings
+  );
+  return (await response.json()) as JsonResponse<
+    '/api/xcsh/runs/{runId}',
+    'get',
+    200
+  >;
+}
+
 /* ---------------------------------------------------------------------------
  * Sessions: api/xcsh/sessions
  * ------------------------------------------------------------------------ */
@@ -425,30 +358,24 @@ export async function runPython(
 /**
  * A kernel session of the python tool.
  */
-export interface ISessionModel {
-  name: string;
-  cwd: string;
-  kernelId: string | null;
-  busy: boolean;
-  queueLength: number;
-  /**
-   * When the session last ran a call (ISO 8601).
-   */
-  lastUsed: string;
-  restartCount: number;
-}
+export type ISessionModel = Schemas['PythonSession'];
 
 /**
  * List the python tool's kernel sessions.
  *
  * @param settings - The server settings.
- * @returns The sessions.
+ * @returns The sessions, most recently used first.
  */
 export async function listSessions(
   settings: ServerConnection.ISettings
 ): Promise<ISessionModel[]> {
   const response = await requestAPI('sessions', { method: 'GET' }, settings);
-  return (await response.json()) as ISessionModel[];
+  const body = (await response.json()) as JsonResponse<
+    '/api/xcsh/sessions',
+    'get',
+    200
+  >;
+  return body.sessions;
 }
 
 /**
@@ -457,7 +384,7 @@ export async function listSessions(
  * @param name - The session name.
  * @param settings - The server settings.
  *
- * @throws {ServerConnection.ResponseError} 404 for an unknown session.
+ * @throws {XcshResponseError} 404 for an unknown session.
  */
 export async function shutdownSession(
   name: string,
@@ -477,17 +404,18 @@ export async function shutdownSession(
  * @param name - The session name.
  * @param settings - The server settings.
  *
- * @throws {ServerConnection.ResponseError} 404 for an unknown session.
+ * @throws {XcshResponseError} 404 for an unknown session.
  */
 export async function interruptSession(
   name: string,
   settings: ServerConnection.ISettings
-): Promise<void> {
-  await requestAPI(
+): Promise<IInterruptResult> {
+  const response = await requestAPI(
     `sessions/${encodeURIComponent(name)}/interrupt`,
     { method: 'POST' },
     settings
   );
+  return (await response.json()) as IInterruptResult;
 }
 
 /* ---------------------------------------------------------------------------
@@ -522,6 +450,10 @@ export class XcshClient implements IXcshClient {
     return runPython(request, this.serverSettings);
   }
 
+  interruptCall(callId: string): Promise<IInterruptResult> {
+    return interruptCall(callId, this.serverSettings);
+  }
+
   listSessions(): Promise<ISessionModel[]> {
     return listSessions(this.serverSettings);
   }
@@ -530,8 +462,16 @@ export class XcshClient implements IXcshClient {
     return shutdownSession(name, this.serverSettings);
   }
 
-  interruptSession(name: string): Promise<void> {
+  interruptSession(name: string): Promise<IInterruptResult> {
     return interruptSession(name, this.serverSettings);
+  }
+
+  answerInput(runId: string, value: string): Promise<IPythonResult> {
+    return answerInput(runId, value, this.serverSettings);
+  }
+
+  followRun(runId: string): Promise<IPythonResult> {
+    return followRun(runId, this.serverSettings);
   }
 }
 

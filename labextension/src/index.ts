@@ -12,7 +12,9 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import { XcshClient } from './client';
 import { LiveSync } from './livesync';
+import { marksPlugin } from './marks/plugin';
 import { activityPlugin } from './panel/plugin';
+import { statusPlugin } from './status/plugin';
 import { IXcshClient } from './tokens';
 
 export * from './client';
@@ -32,7 +34,6 @@ const clientPlugin: JupyterFrontEndPlugin<IXcshClient> = {
     const client = new XcshClient({
       serverSettings: app.serviceManager.serverSettings
     });
-    console.log('JupyterLab extension jupyter-xcsh is activated!');
     return client;
   }
 };
@@ -55,4 +56,10 @@ const liveSyncPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [clientPlugin, liveSyncPlugin, activityPlugin];
+export default [
+  clientPlugin,
+  liveSyncPlugin,
+  marksPlugin,
+  activityPlugin,
+  statusPlugin
+];

@@ -19,6 +19,8 @@
  * - a notebook with no unsaved changes is instead loaded from the saved file, exactly (and
  *   stays clean) — unless the person starts typing while the file is fetched, in which case
  *   their keystrokes win and the cell operation is applied as above;
+ * - a revert writes a whole cell (outputs, metadata, attachments), which the event does not
+ *   carry: the cell is then taken from the saved file;
  * - when the operation cannot be placed (the person deleted that cell), nothing is
  *   acknowledged: their next save meets JupyterLab's own conflict dialog, so neither side is
  *   overwritten silently;
@@ -52,7 +54,14 @@ export interface ICellChangeEvent {
   cellType: 'code' | 'markdown' | 'raw';
   source: string;
   lastModified: string | null;
+  /** The call wrote a whole cell (a revert): follow it from the saved file. */
+  restored: boolean;
 }
+
+/**
+ * A whole nbformat cell, as a notebook stores it.
+ */
+export type WholeCell = Record<string, unknown>;
 
 /**
  * What to do with an open notebook for one event.
@@ -86,7 +95,8 @@ export function parseCellChange(raw: unknown): ICellChangeEvent | null {
       ? (event.cellType as ICellChangeEvent['cellType'])
       : 'code',
     source: event.source ?? '',
-    lastModified: event.lastModified
+    lastModified: event.lastModified,
+    restored: event.restored
   };
 }
 
@@ -129,10 +139,14 @@ function newCell(change: ICellChangeEvent, metadata: Record<string, unknown>) {
 
 /**
  * Apply an agent's cell change to a notebook's shared model; `false` when it cannot be placed.
+ *
+ * @param whole - For a change that wrote a whole cell (a revert): that cell as saved, put in
+ *   place of the edited cell or inserted as it is.
  */
 export function applyChange(
   notebook: ISharedNotebook,
-  change: ICellChangeEvent
+  change: ICellChangeEvent,
+  whole: WholeCell | null = null
 ): boolean {
   switch (change.action) {
     case 'insert': {
@@ -143,7 +157,7 @@ export function applyChange(
         return true; // already there (the event was seen twice)
       }
       const at = Math.min(change.cellIndex, notebook.cells.length);
-      notebook.insertCell(at, newCell(change, {}));
+      notebook.insertCell(at, (whole ?? newCell(change, {})) as any);
       return true;
     }
     case 'edit': {
@@ -152,6 +166,13 @@ export function applyChange(
         return false;
       }
       const cell = notebook.cells[at];
+      if (whole !== null) {
+        notebook.transact(() => {
+          notebook.deleteCell(at);
+          notebook.insertCell(at, whole as any);
+        });
+        return true;
+      }
       if (cell.cell_type === change.cellType) {
         cell.setSource(change.source);
         return true;
@@ -269,14 +290,19 @@ export class LiveSync {
     ) {
       return;
     }
+    // The event's source may be cut, and a revert's outputs are not in it: take the saved cell.
+    let whole: WholeCell | null = null;
     if (
-      change.source.length >= MAX_EVENT_SOURCE &&
-      change.action !== 'delete'
+      (change.source.length >= MAX_EVENT_SOURCE || change.restored) &&
+      (change.action === 'edit' || change.action === 'insert')
     ) {
-      change = {
-        ...change,
-        source: await this._savedSource(context.path, change)
-      };
+      whole = await this._savedCell(context.path, change);
+      if (whole !== null) {
+        change = { ...change, source: sourceText(whole.source) };
+      }
+      if (!change.restored) {
+        whole = null; // only the source was cut: apply the change itself
+      }
     }
     // Know the file's new state *before* touching the model, so that applying the edit and
     // acknowledging the agent's save are one synchronous step: a save by the person cannot
@@ -293,7 +319,7 @@ export class LiveSync {
     if (!model.dirty && (await this._reload(panel))) {
       return;
     }
-    if (applyChange(model.sharedModel, change)) {
+    if (applyChange(model.sharedModel, change, whole)) {
       acknowledgeSave(context, saved);
       return;
     }
@@ -326,23 +352,33 @@ export class LiveSync {
   }
 
   /**
-   * The full source of the changed cell, from the saved file (the event's copy was cut).
+   * The changed cell as saved (the event's copy of its source was cut, or it was written whole).
    */
-  private async _savedSource(
+  private async _savedCell(
     path: string,
     change: ICellChangeEvent
-  ): Promise<string> {
+  ): Promise<WholeCell | null> {
     const model = await this.app.serviceManager.contents.get(path, {
       content: true,
       type: 'notebook'
     });
-    const cells = (model.content?.cells ?? []) as Array<Record<string, any>>;
-    const cell =
+    const cells = (model.content?.cells ?? []) as WholeCell[];
+    return (
       cells.find(c => change.cellId !== null && c.id === change.cellId) ??
-      cells[change.cellIndex];
-    const source = cell?.source ?? change.source;
-    return Array.isArray(source) ? source.join('') : String(source);
+      cells[change.cellIndex] ??
+      null
+    );
   }
 
   private _chains = new WeakMap<NotebookPanel, Promise<void>>();
+}
+
+/**
+ * A cell source as one string (nbformat also stores it as a list of lines).
+ */
+function sourceText(source: unknown): string {
+  if (Array.isArray(source)) {
+    return source.join('');
+  }
+  return typeof source === 'string' ? source : '';
 }

@@ -35,8 +35,8 @@ export function xcshUrl(
  * @returns The response, whose status is 2xx; the caller reads its body.
  *
  * @throws {ServerConnection.NetworkError} When the server cannot be reached.
- * @throws {ServerConnection.ResponseError} When the server answers with a
- *   non-2xx status; its `message` is the server's `message` field.
+ * @throws {XcshResponseError} When the server answers with a non-2xx status;
+ *   its `message`, `reason` and `details` are the error body's.
  */
 export async function requestAPI(
   endPoint: string,
@@ -46,7 +46,56 @@ export async function requestAPI(
   const url = xcshUrl(settings, endPoint);
   const response = await ServerConnection.makeRequest(url, init, settings);
   if (!response.ok) {
-    throw await ServerConnection.ResponseError.create(response);
+    throw await XcshResponseError.create(response);
   }
   return response;
+}
+
+/**
+ * A non-2xx answer of the jupyter-xcsh API, with its error body
+ * (`{"message", "reason"?, "details"?}`, see `Error` in `rest-api.yml`).
+ */
+export class XcshResponseError extends ServerConnection.ResponseError {
+  /**
+   * Create the error of a response.
+   *
+   * @param response - The response; its body is the error's.
+   * @param message - The server's message.
+   * @param reason - The short machine-readable reason, e.g. `stale_cell`.
+   * @param details - Structured details, e.g. the cell as it is now.
+   */
+  constructor(
+    response: Response,
+    message: string,
+    readonly reason: string | null = null,
+    readonly details: unknown = null
+  ) {
+    super(response, message);
+  }
+
+  /**
+   * Read the error body of a response (any body: a proxy may answer HTML).
+   */
+  static async create(response: Response): Promise<XcshResponseError> {
+    let body: unknown = null;
+    try {
+      body = JSON.parse(await response.text());
+    } catch {
+      // Not JSON: the status says what went wrong.
+    }
+    const fields = (
+      typeof body === 'object' && body !== null ? body : {}
+    ) as Record<string, unknown>;
+    const message =
+      typeof fields.message === 'string' && fields.message !== ''
+        ? fields.message
+        : `Invalid response: ${response.status} ${response.statusText}`;
+    const reason = typeof fields.reason === 'string' ? fields.reason : null;
+    return new XcshResponseError(
+      response,
+      message,
+      reason,
+      fields.details ?? null
+    );
+  }
 }

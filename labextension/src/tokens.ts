@@ -5,15 +5,18 @@
 
 import type { ServerConnection } from '@jupyterlab/services';
 import { Token } from '@lumino/coreutils';
+import type { ISignal } from '@lumino/signaling';
 
 import type {
   IArtifactRange,
+  IInterruptResult,
   INotebookRequest,
   IPythonRequest,
   IPythonResult,
   ISessionModel,
   NotebookResult
 } from './client';
+import type { ActivityModel } from './panel/model';
 
 /**
  * The jupyter-xcsh REST API, bound to one server.
@@ -40,6 +43,11 @@ export interface IXcshClient {
   runPython(request: IPythonRequest): Promise<IPythonResult>;
 
   /**
+   * Cancel one running python call (by the `callId` of its events).
+   */
+  interruptCall(callId: string): Promise<IInterruptResult>;
+
+  /**
    * List the python tool's kernel sessions.
    */
   listSessions(): Promise<ISessionModel[]>;
@@ -52,7 +60,17 @@ export interface IXcshClient {
   /**
    * Cancel the call running in a python tool session.
    */
-  interruptSession(name: string): Promise<void>;
+  interruptSession(name: string): Promise<IInterruptResult>;
+
+  /**
+   * Answer the prompt a python call waits on (stdin `ask`).
+   */
+  answerInput(runId: string, value: string): Promise<IPythonResult>;
+
+  /**
+   * Follow a python call waiting for input, without answering.
+   */
+  followRun(runId: string): Promise<IPythonResult>;
 }
 
 /**
@@ -61,4 +79,86 @@ export interface IXcshClient {
 export const IXcshClient = new Token<IXcshClient>(
   'jupyter-xcsh:IXcshClient',
   'The typed client of the jupyter-xcsh REST API.'
+);
+
+/**
+ * A mark on a cell that an agent changed (or ran), shown in open notebooks.
+ */
+export interface ICellMark {
+  /** The notebook's path, relative to the contents root. */
+  readonly path: string;
+  /** The cell's id; `null` in notebooks without ids (then `cellIndex`). */
+  readonly cellId: string | null;
+  /** The cell's index right after the call. */
+  readonly cellIndex: number;
+  /** What the agent did: `edit`, `insert`, `move`, `restore`, `run`, ... */
+  readonly action: string;
+  /** The call that did it. */
+  readonly callId: string;
+  /** When (ms since the epoch). */
+  readonly time: number;
+  /**
+   * The source the call left in the cell; the mark goes once the cell holds
+   * anything else (a person edited it). `null` takes the cell's source when
+   * the mark is first shown (a run, which leaves the source as it is).
+   */
+  readonly source: string | null;
+}
+
+/**
+ * The marks of agent-changed cells, for every notebook.
+ */
+export interface ICellMarks {
+  /**
+   * Emitted with a notebook's path when its marks change.
+   */
+  readonly changed: ISignal<ICellMarks, string>;
+
+  /**
+   * Mark a cell (a newer mark of the same cell replaces the older one).
+   */
+  add(mark: ICellMark): void;
+
+  /**
+   * Remove every mark of a call (e.g. a call that was reverted).
+   */
+  removeCall(callId: string): void;
+
+  /**
+   * Remove the marks of a call and never mark for it again (e.g. a revert,
+   * which is a person's change, not an agent's).
+   */
+  ignoreCall(callId: string): void;
+}
+
+/**
+ * The token of the cell marks, for plugins that mark cells (runs in place).
+ */
+export const ICellMarks = new Token<ICellMarks>(
+  'jupyter-xcsh:ICellMarks',
+  'The marks of cells that agents changed, shown in open notebooks.'
+);
+
+/**
+ * The agent activity the lab shows: the calls, and the panel listing them.
+ */
+export interface IAgentActivity {
+  /**
+   * The calls of agents, newest first.
+   */
+  readonly model: ActivityModel;
+
+  /**
+   * Show the activity panel.
+   */
+  show(): void;
+}
+
+/**
+ * The token of the agent activity, for plugins that show it elsewhere (the
+ * status bar).
+ */
+export const IAgentActivity = new Token<IAgentActivity>(
+  'jupyter-xcsh:IAgentActivity',
+  'The calls of agents and the panel listing them.'
 );

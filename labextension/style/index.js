@@ -1,2 +1,4 @@
 import './base.css';
 import './activity.css';
+import './marks.css';
+import './status.css';

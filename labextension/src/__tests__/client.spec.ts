@@ -6,16 +6,21 @@
 import { ServerConnection } from '@jupyterlab/services';
 
 import {
+  answerInput,
+  followRun,
   getArtifact,
   INotebookEditResult,
+  interruptCall,
   interruptSession,
   IPythonResult,
+  ISessionModel,
   listSessions,
   notebook,
   runPython,
   shutdownSession,
   XcshClient
 } from '../client';
+import { XcshResponseError } from '../request';
 
 const BASE_URL = 'http://localhost:8888/lab/';
 
@@ -64,6 +69,7 @@ function sentUrl(fetch: jest.Mock): string {
 describe('notebook', () => {
   it('posts the request as JSON and returns the edit result', async () => {
     const result: INotebookEditResult = {
+      callId: '0123456789abcdef0123456789abcdef',
       text: 'Replaced cell 2 (code). Notebook now has 5 cells.',
       details: {
         action: 'edit',
@@ -71,7 +77,10 @@ describe('notebook', () => {
         cellType: 'code',
         totalCells: 5,
         cellSource: ['x = 1\n', 'y = 2'],
-        cellId: 'abc'
+        cellId: 'abc',
+        sourceHash: '0123456789abcdef',
+        revision: 'fedcba9876543210',
+        via: 'file'
       }
     };
     const fetch = mockFetch(jsonResponse(result));
@@ -113,7 +122,50 @@ describe('notebook', () => {
     await expect(call).rejects.toBeInstanceOf(ServerConnection.ResponseError);
     await expect(call).rejects.toMatchObject({
       message: 'Notebook not found: nope.ipynb',
+      reason: null,
       response: { status: 404 }
+    });
+  });
+
+  it('keeps the reason and details of a refusal', async () => {
+    const details = { cellIndex: 1, sourceHash: '0123456789abcdef' };
+    const fetch = mockFetch(
+      jsonResponse(
+        { message: 'Cell 1 changed', reason: 'stale_cell', details },
+        409
+      )
+    );
+
+    const call = notebook(
+      { action: 'delete', notebook_path: 'a.ipynb', cell_index: 1 },
+      settingsWith(fetch)
+    );
+
+    await expect(call).rejects.toBeInstanceOf(XcshResponseError);
+    await expect(call).rejects.toMatchObject({
+      message: 'Cell 1 changed',
+      reason: 'stale_cell',
+      details,
+      response: { status: 409 }
+    });
+  });
+
+  it('says what status came back when the body is not JSON', async () => {
+    const fetch = mockFetch(
+      new Response('<html>Bad gateway</html>', {
+        status: 502,
+        statusText: 'Bad Gateway'
+      })
+    );
+
+    const call = notebook(
+      { action: 'read', notebook_path: 'a.ipynb' },
+      settingsWith(fetch)
+    );
+
+    await expect(call).rejects.toMatchObject({
+      message: 'Invalid response: 502 Bad Gateway',
+      reason: null
     });
   });
 
@@ -182,7 +234,8 @@ describe('runPython', () => {
       totalBytes: 2,
       outputLines: 1,
       outputBytes: 2,
-      session: { name: 'default', kernelId: 'k1', restartCount: 0 }
+      session: { name: 'default', cwd: '', kernelId: 'k1', restartCount: 0 },
+      callId: '0123456789abcdef0123456789abcdef'
     };
     const fetch = mockFetch(jsonResponse(result));
 
@@ -202,20 +255,58 @@ describe('runPython', () => {
   });
 });
 
+describe('runs waiting for input', () => {
+  const RUN = '0123456789abcdef0123456789abcdef';
+
+  it('answers a prompt with POST and returns what the call returns next', async () => {
+    const result = { text: 'name? bob\nhello bob', isError: false };
+    const fetch = mockFetch(jsonResponse(result));
+
+    const answer = await answerInput(RUN, 'bob', settingsWith(fetch));
+
+    expect(answer).toEqual(result);
+    const request = sentRequest(fetch);
+    expect(request.method).toBe('POST');
+    expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/runs/${RUN}/input`);
+    expect(await request.json()).toEqual({ value: 'bob' });
+  });
+
+  it('follows a run with GET', async () => {
+    const fetch = mockFetch(jsonResponse({ text: 'name? ' }));
+
+    await followRun(RUN, settingsWith(fetch));
+
+    expect(sentRequest(fetch).method).toBe('GET');
+    expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/runs/${RUN}`);
+  });
+
+  it('turns a run no longer waiting into a ResponseError', async () => {
+    const body = { message: `Run ${RUN} is not waiting for input` };
+    const fetch = mockFetch(jsonResponse(body, 409));
+
+    await expect(answerInput(RUN, 'x', settingsWith(fetch))).rejects.toThrow(
+      body.message
+    );
+  });
+});
+
 describe('sessions', () => {
-  it('lists the sessions', async () => {
-    const sessions = [
+  it('lists the sessions the server wraps in an object', async () => {
+    const sessions: ISessionModel[] = [
       {
         name: 'default',
         cwd: '',
         kernelId: 'k1',
+        kernelName: 'python3',
         busy: false,
         queueLength: 0,
-        lastUsed: '2024-01-01T00:00:00Z',
-        restartCount: 0
+        lastUsed: 1704067200.5,
+        restartCount: 0,
+        generation: 1,
+        dead: false
       }
     ];
-    const fetch = mockFetch(jsonResponse(sessions));
+    const fetch = mockFetch(jsonResponse({ sessions }));
 
     expect(await listSessions(settingsWith(fetch))).toEqual(sessions);
     expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/sessions`);
@@ -232,9 +323,11 @@ describe('sessions', () => {
   });
 
   it('interrupts a session with POST', async () => {
-    const fetch = mockFetch(new Response(null, { status: 204 }));
+    const fetch = mockFetch(jsonResponse({ interrupted: true }));
 
-    await interruptSession('default', settingsWith(fetch));
+    expect(await interruptSession('default', settingsWith(fetch))).toEqual({
+      interrupted: true
+    });
 
     const request = sentRequest(fetch);
     expect(request.method).toBe('POST');
@@ -242,14 +335,26 @@ describe('sessions', () => {
       `${BASE_URL}api/xcsh/sessions/default/interrupt`
     );
   });
+
+  it('interrupts one call with POST', async () => {
+    const fetch = mockFetch(jsonResponse({ interrupted: false }));
+
+    expect(await interruptCall('abc123', settingsWith(fetch))).toEqual({
+      interrupted: false
+    });
+
+    const request = sentRequest(fetch);
+    expect(request.method).toBe('POST');
+    expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/calls/abc123/interrupt`);
+  });
 });
 
 describe('XcshClient', () => {
   it('calls the endpoints of its own server', async () => {
-    const fetch = mockFetch(jsonResponse([]));
+    const fetch = mockFetch(jsonResponse({ sessions: [] }));
     const client = new XcshClient({ serverSettings: settingsWith(fetch) });
 
-    await client.listSessions();
+    expect(await client.listSessions()).toEqual([]);
 
     expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/sessions`);
   });

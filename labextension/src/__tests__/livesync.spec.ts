@@ -61,7 +61,8 @@ describe('parseCellChange', () => {
       cellId: 'new1',
       cellType: 'markdown',
       source: '# hi',
-      lastModified: '2026-01-01T00:00:00Z'
+      lastModified: '2026-01-01T00:00:00Z',
+      restored: false
     });
   });
 
@@ -107,6 +108,43 @@ describe('applyChange', () => {
     expect(nb.cells.map(c => c.getId())).toEqual(['a', 'new1', 'b', 'c']);
     expect(nb.cells[1].getSource()).toBe('# hi');
     expect(nb.cells[1].cell_type).toBe('markdown');
+  });
+
+  it('puts a whole restored cell back with its outputs and metadata', () => {
+    const nb = notebook();
+    const whole = {
+      cell_type: 'code',
+      id: 'back',
+      source: 'print(7)',
+      metadata: { tags: ['keep'] },
+      execution_count: 7,
+      outputs: [{ output_type: 'stream', name: 'stdout', text: '7\n' }]
+    };
+    applyChange(
+      nb,
+      change({ cellId: 'back', cellType: 'code', restored: true }),
+      whole
+    );
+    expect(nb.cells[1].toJSON()).toEqual(whole);
+  });
+
+  it('replaces an edited cell with the whole cell a revert wrote', () => {
+    const nb = notebook();
+    const whole = {
+      cell_type: 'code',
+      id: 'b',
+      source: 'back = 1',
+      metadata: { tag: 2 },
+      execution_count: 4,
+      outputs: []
+    };
+    applyChange(
+      nb,
+      change({ action: 'edit', cellId: 'b', restored: true }),
+      whole
+    );
+    expect(nb.cells.length).toBe(3);
+    expect(nb.cells[1].toJSON()).toEqual(whole);
   });
 
   it('does not insert the same cell twice', () => {

@@ -32,8 +32,21 @@ function pythonEmission(fields: Record<string, unknown>) {
 
 describe('parseEmission', () => {
   it('reads a notebook call with every field', () => {
+    const previousCell = {
+      cell_type: 'code',
+      id: 'c2',
+      metadata: {},
+      outputs: [],
+      execution_count: null,
+      source: 'x = 0'
+    };
     const event = parseEmission(
-      notebookEmission({ __timestamp__: '2024-05-01T10:00:00.000Z' })
+      notebookEmission({
+        __timestamp__: '2024-05-01T10:00:00.000Z',
+        sourceHash: '0123456789abcdef',
+        revision: 'fedcba9876543210',
+        previousCell
+      })
     );
     expect(event).toEqual({
       kind: 'notebook',
@@ -49,8 +62,32 @@ describe('parseEmission', () => {
       source: 'x = 1',
       totalCells: 5,
       lastModified: null,
-      error: null
+      error: null,
+      sourceHash: '0123456789abcdef',
+      revision: 'fedcba9876543210',
+      previousCell,
+      previousCellArtifactId: null,
+      restored: false
     });
+  });
+
+  it('keeps what a revert needs only when it has the right form', () => {
+    const event = parseEmission(
+      notebookEmission({
+        previousCell: { source: 'no cell_type' },
+        previousCellArtifactId: '20250101T120000-0123456789ab',
+        restored: 'yes'
+      })
+    );
+    expect(event).toMatchObject({
+      previousCell: null,
+      previousCellArtifactId: '20250101T120000-0123456789ab',
+      restored: false
+    });
+    const huge = { cell_type: 'code', source: 'x'.repeat(200 * 1024) };
+    expect(
+      parseEmission(notebookEmission({ previousCell: huge }))
+    ).toMatchObject({ previousCell: null });
   });
 
   it('ignores emissions of other schemas and non-objects', () => {
@@ -168,6 +205,71 @@ describe('parseEmission', () => {
     expect(
       parseEmission(pythonEmission({ event: 'chunk', cellIndex: 0, text: 3 }))
     ).toBeNull();
+  });
+
+  it('keeps the size of an image and where it is kept whole', () => {
+    const event = parseEmission(
+      pythonEmission({
+        event: 'display',
+        cellIndex: 0,
+        display: {
+          kind: 'image',
+          mimeType: 'image/png',
+          bytes: 3000000,
+          width: 4000,
+          height: 3000,
+          artifactId: '20260101T000000-0123456789ab',
+          artifactPath: 'xcsh-artifacts/20260101T000000-0123456789ab.python.png'
+        }
+      })
+    );
+    expect(event).toMatchObject({
+      display: {
+        data: null,
+        width: 4000,
+        height: 3000,
+        artifactPath: 'xcsh-artifacts/20260101T000000-0123456789ab.python.png'
+      }
+    });
+  });
+
+  it('parses prompts waiting for an answer, and their end', () => {
+    const runId = 'ab'.repeat(16);
+    const waiting = parseEmission(
+      pythonEmission({
+        event: 'input',
+        cellIndex: 1,
+        input: {
+          runId,
+          prompt: 'name? \x1b[1m',
+          password: false,
+          state: 'waiting'
+        }
+      })
+    );
+    expect(waiting).toMatchObject({
+      event: 'input',
+      cellIndex: 1,
+      input: { runId, prompt: 'name? ', password: false, state: 'waiting' }
+    });
+    const answered = parseEmission(
+      pythonEmission({ event: 'input', input: { state: 'answered' } })
+    );
+    expect(answered).toMatchObject({
+      cellIndex: null,
+      input: { state: 'answered', runId: null }
+    });
+    // A waiting prompt with nowhere to answer, or an unknown state, is dropped.
+    for (const input of [
+      { state: 'waiting', prompt: 'x' },
+      { state: 'waiting', runId: '../../x' },
+      { state: 'asleep' },
+      'waiting'
+    ]) {
+      expect(
+        parseEmission(pythonEmission({ event: 'input', input }))
+      ).toBeNull();
+    }
   });
 
   it('shows only raster images with base64 data', () => {

@@ -291,6 +291,52 @@ describe('ActivityModel', () => {
     expect(model.get('x')?.kind).toBe('notebook');
   });
 
+  it('counts the calls running now', () => {
+    const model = new ActivityModel();
+    expect(model.runningCount).toBe(0);
+    model.handleEmission(started('a'));
+    model.handleEmission(started('b'));
+    model.handleEmission(notebook('n'));
+    expect(model.runningCount).toBe(2);
+    model.handleEmission(
+      python('a', { event: 'finished', result: { isError: false, cells: [] } })
+    );
+    expect(model.runningCount).toBe(1);
+  });
+
+  it('keeps the revert status of a notebook call', () => {
+    const model = new ActivityModel();
+    const changes: ActivityChange[] = [];
+    model.handleEmission(notebook('n'));
+    model.changed.connect((_, change) => changes.push(change));
+    expect(model.get('n')).toMatchObject({
+      revert: { state: 'idle' },
+      revertOf: null
+    });
+
+    model.setRevert('n', { state: 'pending' });
+    model.setRevert('n', { state: 'done', by: 'r' });
+
+    expect(model.get('n')).toMatchObject({
+      revert: { state: 'done', by: 'r' }
+    });
+    expect(changes).toEqual([
+      { type: 'updated', id: 'n' },
+      { type: 'updated', id: 'n' }
+    ]);
+  });
+
+  it('links a revert call to the call it reverted, before or after its event', () => {
+    const model = new ActivityModel();
+    model.handleEmission(notebook('early'));
+    model.linkRevert('early', 'x');
+    model.linkRevert('late', 'y');
+    model.handleEmission(notebook('late'));
+
+    expect(model.get('early')).toMatchObject({ revertOf: 'x' });
+    expect(model.get('late')).toMatchObject({ revertOf: 'y' });
+  });
+
   it('tracks an interrupt request until the result arrives', () => {
     const model = new ActivityModel();
     model.handleEmission(started('p', 1));
@@ -349,5 +395,50 @@ describe('ActivityModel', () => {
       expect(() => model.handleEmission(emission)).not.toThrow();
     }
     expect(model.calls.length).toBeGreaterThan(0);
+  });
+
+  it('tracks the prompt a call waits on until it is answered or the call ends', () => {
+    const model = new ActivityModel();
+    const runId = 'cd'.repeat(16);
+    model.handleEmission(started('p', 1));
+    model.handleEmission(
+      python('p', {
+        event: 'input',
+        cellIndex: 0,
+        input: { runId, prompt: 'name? ', password: true, state: 'waiting' }
+      })
+    );
+    const call = pythonCall(model, 'p');
+    expect(call.input).toEqual({
+      runId,
+      prompt: 'name? ',
+      password: true,
+      state: 'waiting'
+    });
+
+    model.setAnswering('p', true, null);
+    expect(call.answering).toBe(true);
+    model.handleEmission(
+      python('p', { event: 'input', input: { state: 'answered' } })
+    );
+    expect(call.input?.state).toBe('answered');
+    expect(call.answering).toBe(false);
+
+    model.handleEmission(
+      python('p', {
+        event: 'input',
+        cellIndex: 0,
+        input: { runId, prompt: 'again? ', password: false, state: 'waiting' }
+      })
+    );
+    model.handleEmission(
+      python('p', {
+        event: 'finished',
+        result: { isError: true, cancelled: true }
+      })
+    );
+    expect(call.input?.state).toBe('ended');
+    model.setAnswering('p', false, 'Run is not waiting for input');
+    expect(call.answerError).toBe('Run is not waiting for input');
   });
 });

@@ -29,7 +29,9 @@ function fakeContext() {
   const actions = {
     openNotebook: jest.fn(),
     openArtifact: jest.fn(),
-    interrupt: jest.fn()
+    interrupt: jest.fn(),
+    answer: jest.fn(),
+    revert: jest.fn()
   };
   const ctx: IRenderContext = {
     isOpen: (key, byDefault = false) => open.get(key) ?? byDefault,
@@ -186,6 +188,71 @@ describe('renderNotebookCall', () => {
     expect(toggle.getAttribute('aria-label')).toBe('Expand');
   });
 
+  it('offers a revert for a finished change, and not for a read or an error', () => {
+    const { ctx, actions } = fakeContext();
+    const changed = call();
+    const element = renderNotebookCall(changed, ctx);
+    const button = element.querySelector<HTMLButtonElement>('.jp-xcsh-Revert');
+
+    expect(text(button)).toBe('Revert');
+    button!.click();
+    expect(actions.revert).toHaveBeenCalledWith(changed);
+    for (const fields of [
+      { action: 'read' },
+      { status: 'error', error: 'nope' },
+      { action: 'move', fromIndex: 3 }
+    ]) {
+      expect(
+        renderNotebookCall(call(fields), ctx).querySelector('.jp-xcsh-Revert')
+      ).toBeNull();
+    }
+  });
+
+  it('shows a revert on its way, done, or refused with the reason', () => {
+    const { ctx } = fakeContext();
+    const reverting = call();
+    reverting.revert = { state: 'pending' };
+    const pending = renderNotebookCall(reverting, ctx).querySelector(
+      '.jp-xcsh-Revert'
+    ) as HTMLButtonElement;
+    expect(pending.disabled).toBe(true);
+    expect(text(pending)).toBe('Reverting…');
+
+    const done = call();
+    done.revert = { state: 'done', by: 'r1' };
+    const doneElement = renderNotebookCall(done, ctx);
+    expect(doneElement.querySelector('.jp-xcsh-Revert')).toBeNull();
+    expect(text(doneElement.querySelector('.jp-xcsh-Reverted'))).toBe(
+      'Reverted'
+    );
+
+    const refused = call();
+    refused.revert = {
+      state: 'refused',
+      message: 'Not reverted: the cell was changed after this call.',
+      detail: 'Cell 3 changed since it was read <b>'
+    };
+    const refusedElement = renderNotebookCall(refused, ctx);
+    const alert = refusedElement.querySelector('.jp-xcsh-RevertRefused');
+    expect(alert?.getAttribute('role')).toBe('alert');
+    expect(text(alert)).toBe(
+      'Not reverted: the cell was changed after this call.' +
+        'Cell 3 changed since it was read <b>'
+    );
+    expect(alert?.querySelector('b')).toBeNull();
+    // A refused revert can be tried again once the cell is as the call left it.
+    expect(refusedElement.querySelector('.jp-xcsh-Revert')).not.toBeNull();
+  });
+
+  it('says a call was a revert made from the panel', () => {
+    const { ctx } = fakeContext();
+    const revert = call();
+    revert.revertOf = 'n0';
+    expect(
+      text(renderNotebookCall(revert, ctx).querySelector('.jp-xcsh-RevertOf'))
+    ).toBe('Revert from the panel');
+  });
+
   it('renders sources as text, never as markup', () => {
     const { ctx } = fakeContext();
     const element = renderNotebookCall(
@@ -286,8 +353,9 @@ describe('renderPythonCall', () => {
     expect(full).not.toContain('more');
   });
 
-  it('renders images inline and describes images left out', () => {
-    const { ctx } = fakeContext();
+  it('renders images as thumbnails that open the whole image', () => {
+    const { ctx, actions } = fakeContext();
+    const path = 'xcsh-artifacts/20260101T000000-0123456789ab.python.png';
     const c = call(
       startedEmission([{ code: 'x' }]),
       py({
@@ -303,16 +371,91 @@ describe('renderPythonCall', () => {
       py({
         event: 'display',
         cellIndex: 0,
-        display: { kind: 'image', mimeType: 'image/png', bytes: 3000000 }
+        display: {
+          kind: 'image',
+          mimeType: 'image/png',
+          bytes: 3000000,
+          width: 4000,
+          height: 3000,
+          artifactPath: path
+        }
       })
     );
     const element = renderPythonCall(c, ctx);
-    expect(element.querySelector('img')!.getAttribute('src')).toBe(
-      'data:image/png;base64,iVBORw0KGgo='
-    );
-    expect(text(element.querySelector('.jp-xcsh-Displays'))).toContain(
-      'Image not shown (image/png, 2.9 MiB)'
-    );
+    const img = element.querySelector('img.jp-xcsh-Thumbnail')!;
+    expect(img.getAttribute('src')).toBe('data:image/png;base64,iVBORw0KGgo=');
+    const links = element.querySelectorAll<HTMLElement>('.jp-xcsh-ImageLink');
+    expect(text(links[0])).toBe('PNG, 8 B');
+    expect(links[0].tagName).toBe('FIGURE'); // nothing kept to open
+    expect(text(links[1])).toBe('Image not shown here4000x3000 PNG, 2.9 MiB');
+    links[1].click();
+    expect(actions.openArtifact).toHaveBeenCalledWith(path);
+  });
+
+  describe('a prompt waiting for an answer', () => {
+    const runId = 'ef'.repeat(16);
+    const waiting = (password = false) =>
+      py({
+        event: 'input',
+        cellIndex: 0,
+        input: { runId, prompt: 'name? ', password, state: 'waiting' }
+      });
+
+    it('shows the prompt with a box whose answer goes to the call', () => {
+      const { ctx, actions } = fakeContext();
+      const c = call(startedEmission([{ code: "input('name? ')" }]), waiting());
+      const element = renderPythonCall(c, ctx);
+      const form = element.querySelector('form.jp-xcsh-InputPrompt')!;
+      expect(text(form)).toContain('The code waits for input: name? ');
+      const field = form.querySelector<HTMLInputElement>('input')!;
+      expect(field.type).toBe('text');
+      field.value = 'bob';
+      form.dispatchEvent(new Event('submit', { cancelable: true }));
+      expect(actions.answer).toHaveBeenCalledWith(c, 'bob');
+    });
+
+    it('asks for a password in a password field', () => {
+      const { ctx } = fakeContext();
+      const c = call(startedEmission([{ code: 'getpass()' }]), waiting(true));
+      const field = renderPythonCall(c, ctx).querySelector('input')!;
+      expect(field.type).toBe('password');
+    });
+
+    it('keeps what a person typed across re-renders, and goes once answered', () => {
+      const { ctx } = fakeContext();
+      const model = modelWith(
+        startedEmission([{ code: 'input()' }]),
+        waiting()
+      );
+      const c = model.calls[0] as IPythonCall;
+      const field = renderPythonCall(c, ctx).querySelector('input')!;
+      field.value = 'half typed';
+      field.dispatchEvent(new Event('input'));
+      expect(renderPythonCall(c, ctx).querySelector('input')!.value).toBe(
+        'half typed'
+      );
+      model.handleEmission(
+        py({ event: 'input', input: { state: 'answered' } })
+      );
+      expect(renderPythonCall(c, ctx).querySelector('form')).toBeNull();
+    });
+
+    it('disables the box while the answer is sent and shows a failure', () => {
+      const { ctx } = fakeContext();
+      const model = modelWith(
+        startedEmission([{ code: 'input()' }]),
+        waiting()
+      );
+      const c = model.calls[0] as IPythonCall;
+      model.setAnswering(c.id, true, null);
+      expect(renderPythonCall(c, ctx).querySelector('input')!.disabled).toBe(
+        true
+      );
+      model.setAnswering(c.id, false, 'Run is not waiting for input');
+      expect(text(renderPythonCall(c, ctx).querySelector('[role=alert]'))).toBe(
+        'Could not answer: Run is not waiting for input'
+      );
+    });
   });
 
   it('shows an interrupt button only while the call runs', () => {
@@ -410,7 +553,9 @@ describe('ActivityPanel', () => {
   const actions = {
     openNotebook: jest.fn(() => Promise.resolve()),
     openArtifact: jest.fn(() => Promise.resolve()),
-    interrupt: jest.fn(() => Promise.reject(new Error('server gone')))
+    interrupt: jest.fn(() => Promise.reject(new Error('server gone'))),
+    answer: jest.fn(() => Promise.resolve()),
+    revert: jest.fn(() => Promise.resolve())
   };
 
   let consoleError: jest.SpyInstance;

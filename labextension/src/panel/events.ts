@@ -41,6 +41,11 @@ export namespace Limits {
   export const MAX_CELLS = 1000;
   /** Longest base64 image kept (the server omits images past 1 MiB). */
   export const IMAGE_CHARS = 2 * 1024 * 1024;
+  /**
+   * Largest cell-as-it-was kept, as JSON text (the server sends at most
+   * 64 KiB, and an artifact id beyond).
+   */
+  export const CELL_JSON_CHARS = 128 * 1024;
 }
 
 /**
@@ -62,6 +67,16 @@ export interface INotebookCallEvent {
   totalCells: number | null;
   lastModified: string | null;
   error: string | null;
+  /** The addressed cell's source hash after the call (SPEC §5). */
+  sourceHash: string | null;
+  /** The notebook's revision after the call. */
+  revision: string | null;
+  /** edit and delete: the whole cell as it was before the call. */
+  previousCell: Record<string, unknown> | null;
+  /** edit and delete: the artifact holding a cell too large for the event. */
+  previousCellArtifactId: string | null;
+  /** The call wrote a whole cell (a revert), outputs and metadata included. */
+  restored: boolean;
 }
 
 /**
@@ -88,6 +103,10 @@ export type PythonDisplay =
       /** base64, absent when the server left out a large image. */
       data: string | null;
       bytes: number | null;
+      width: number | null;
+      height: number | null;
+      /** Where the whole image is kept (a file of the contents root). */
+      artifactPath: string | null;
     }
   | { kind: 'json'; data: unknown }
   | { kind: 'status'; data: unknown };
@@ -166,6 +185,26 @@ export interface IPythonDisplayEvent extends IPythonEventBase {
 }
 
 /**
+ * A prompt for input, waiting for an answer (stdin `ask`) or no longer.
+ */
+export interface IPythonInputState {
+  state: 'waiting' | 'answered' | 'timeout' | 'ended';
+  /** Where to answer (`waiting` only). */
+  runId: string | null;
+  prompt: string;
+  password: boolean;
+}
+
+/**
+ * The kernel waits for an answer, or stopped waiting.
+ */
+export interface IPythonInputEvent extends IPythonEventBase {
+  event: 'input';
+  cellIndex: number | null;
+  input: IPythonInputState;
+}
+
+/**
  * A python call ended.
  */
 export interface IPythonFinishedEvent extends IPythonEventBase {
@@ -181,6 +220,7 @@ export type PythonEvent =
   | IPythonCellEvent
   | IPythonChunkEvent
   | IPythonDisplayEvent
+  | IPythonInputEvent
   | IPythonFinishedEvent;
 
 /**
@@ -239,8 +279,30 @@ function parseNotebookEvent(
     source: text(raw.source, Limits.SOURCE_CHARS),
     totalCells: index(raw.totalCells, Number.MAX_SAFE_INTEGER),
     lastModified: name(raw.lastModified),
-    error: nullable(text(raw.error, Limits.TEXT_CHARS), terminalText)
+    error: nullable(text(raw.error, Limits.TEXT_CHARS), terminalText),
+    sourceHash: name(raw.sourceHash),
+    revision: name(raw.revision),
+    previousCell: cellJson(raw.previousCell),
+    previousCellArtifactId: name(raw.previousCellArtifactId),
+    restored: raw.restored === true
   };
+}
+
+/**
+ * A whole nbformat cell (an object with a `cell_type`), or `null` for
+ * anything else or anything too large to keep.
+ */
+export function cellJson(value: unknown): Record<string, unknown> | null {
+  if (!isRecord(value) || typeof value.cell_type !== 'string') {
+    return null;
+  }
+  let size: number;
+  try {
+    size = JSON.stringify(value).length;
+  } catch {
+    return null;
+  }
+  return size <= Limits.CELL_JSON_CHARS ? value : null;
 }
 
 function parsePythonEvent(raw: Record<string, unknown>): PythonEvent | null {
@@ -280,6 +342,14 @@ function parsePythonEvent(raw: Record<string, unknown>): PythonEvent | null {
       }
       const cellIndex = index(raw.cellIndex, Limits.MAX_CELLS - 1);
       return { ...base, event: 'display', cellIndex, display };
+    }
+    case 'input': {
+      const input = inputState(raw.input);
+      if (input === null) {
+        return null;
+      }
+      const cellIndex = index(raw.cellIndex, Limits.MAX_CELLS - 1);
+      return { ...base, event: 'input', cellIndex, input };
     }
     case 'finished': {
       return { ...base, event: 'finished', result: callResult(raw.result) };
@@ -336,7 +406,15 @@ function pythonDisplay(raw: unknown): PythonDisplay | null {
       ) {
         data = raw.data.replace(/\s+/g, '');
       }
-      return { kind: 'image', mimeType, data, bytes: count(raw.bytes) };
+      return {
+        kind: 'image',
+        mimeType,
+        data,
+        bytes: count(raw.bytes),
+        width: count(raw.width),
+        height: count(raw.height),
+        artifactPath: name(raw.artifactPath)
+      };
     }
     case 'json':
       return { kind: 'json', data: raw.data };
@@ -345,6 +423,28 @@ function pythonDisplay(raw: unknown): PythonDisplay | null {
     default:
       return null;
   }
+}
+
+const INPUT_STATES = new Set(['waiting', 'answered', 'timeout', 'ended']);
+
+function inputState(raw: unknown): IPythonInputState | null {
+  if (!isRecord(raw) || !INPUT_STATES.has(raw.state as string)) {
+    return null;
+  }
+  const runId = name(raw.runId);
+  const state = raw.state as IPythonInputState['state'];
+  if (
+    state === 'waiting' &&
+    (runId === null || !/^[0-9a-f]{32}$/.test(runId))
+  ) {
+    return null; // nowhere to answer
+  }
+  return {
+    state,
+    runId,
+    prompt: terminalText(text(raw.prompt, Limits.TEXT_CHARS) ?? ''),
+    password: raw.password === true
+  };
 }
 
 function callResult(raw: unknown): IPythonCallResult {

@@ -8,6 +8,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 import {
   CellStatus,
   INotebookCallEvent,
+  IPythonInputState,
   IPythonCallResult,
   IPythonCellSpec,
   parseEmission,
@@ -15,6 +16,19 @@ import {
   PythonEvent,
   XcshEvent
 } from './events';
+
+/**
+ * Where the revert of a notebook change stands.
+ */
+export type RevertStatus =
+  | { state: 'idle' }
+  | { state: 'pending' }
+  /** Reverted by the call `by` (null until its id is known). */
+  | { state: 'done'; by: string | null }
+  /** Refused because the notebook changed since: nothing was changed. */
+  | { state: 'refused'; message: string; detail: string | null }
+  /** Failed for another reason (the server, the network). */
+  | { state: 'failed'; message: string };
 
 /**
  * A notebook tool call, as the panel shows it.
@@ -27,6 +41,10 @@ export interface INotebookCall {
   /** Bumped on every change, so views can tell what to re-render. */
   version: number;
   event: INotebookCallEvent;
+  /** The revert of this call, when someone asked for it. */
+  revert: RevertStatus;
+  /** The call this one reverted, when it was a revert made from the panel. */
+  revertOf: string | null;
 }
 
 /**
@@ -75,6 +93,12 @@ export interface IPythonCall {
   interrupting: boolean;
   /** Why the last interrupt request failed. */
   interruptError: string | null;
+  /** The prompt the kernel waits on (stdin `ask`), or how the last one ended. */
+  input: IPythonInputState | null;
+  /** An answer is on its way. */
+  answering: boolean;
+  /** Why the last answer failed. */
+  answerError: string | null;
 }
 
 /**
@@ -120,6 +144,13 @@ export class ActivityModel {
    */
   get calls(): readonly ActivityCall[] {
     return this._calls;
+  }
+
+  /**
+   * How many calls are running now.
+   */
+  get runningCount(): number {
+    return this._calls.filter(isRunning).length;
   }
 
   /**
@@ -187,6 +218,57 @@ export class ActivityModel {
     this._touch(call);
   }
 
+  /**
+   * Record that an answer to a call's prompt was sent or failed.
+   *
+   * @param id - The python call.
+   * @param pending - Whether the answer is on its way.
+   * @param error - Why it failed, if it did.
+   */
+  setAnswering(id: string, pending: boolean, error: string | null): void {
+    const call = this.get(id);
+    if (call?.kind !== 'python') {
+      return;
+    }
+    call.answering = pending;
+    call.answerError = error;
+    this._touch(call);
+  }
+
+  /**
+   * Record how the revert of a notebook call stands.
+   *
+   * @param id - The notebook call reverted.
+   * @param status - Its new revert status.
+   */
+  setRevert(id: string, status: RevertStatus): void {
+    const call = this.get(id);
+    if (call?.kind !== 'notebook') {
+      return;
+    }
+    call.revert = status;
+    this._touch(call);
+  }
+
+  /**
+   * Record that the call `revertId` reverted the call `originalId` (its event
+   * may have arrived already, or may come later).
+   */
+  linkRevert(revertId: string, originalId: string): void {
+    this._revertOf.set(revertId, originalId);
+    if (this._revertOf.size > this.maxCalls) {
+      const oldest = this._revertOf.keys().next().value;
+      if (oldest !== undefined) {
+        this._revertOf.delete(oldest);
+      }
+    }
+    const call = this.get(revertId);
+    if (call?.kind === 'notebook' && call.revertOf !== originalId) {
+      call.revertOf = originalId;
+      this._touch(call);
+    }
+  }
+
   private _applyNotebook(event: INotebookCallEvent): boolean {
     const existing = this.get(event.callId);
     if (existing !== undefined) {
@@ -202,7 +284,9 @@ export class ActivityModel {
       id: event.callId,
       time: event.time,
       version: 0,
-      event
+      event,
+      revert: { state: 'idle' },
+      revertOf: this._revertOf.get(event.callId) ?? null
     });
     return true;
   }
@@ -253,6 +337,8 @@ export class ActivityModel {
 
   private _calls: ActivityCall[] = [];
   private _changed = new Signal<this, ActivityChange>(this);
+  /** Revert call id → the call it reverted (bounded like the list). */
+  private _revertOf = new Map<string, string>();
 }
 
 /**
@@ -305,7 +391,10 @@ function newPythonCall(id: string, time: number): IPythonCall {
     displays: [],
     result: null,
     interrupting: false,
-    interruptError: null
+    interruptError: null,
+    input: null,
+    answering: false,
+    answerError: null
   };
 }
 
@@ -413,6 +502,16 @@ function applyPythonEvent(call: IPythonCall, event: PythonEvent): boolean {
       }
       return true;
     }
+    case 'input': {
+      if (finished) {
+        return false;
+      }
+      call.input = event.input;
+      if (event.input.state !== 'waiting') {
+        call.answering = false;
+      }
+      return true;
+    }
     case 'finished': {
       if (finished) {
         return false;
@@ -420,6 +519,10 @@ function applyPythonEvent(call: IPythonCall, event: PythonEvent): boolean {
       const result = event.result;
       call.result = result;
       call.interrupting = false;
+      call.answering = false;
+      if (call.input?.state === 'waiting') {
+        call.input = { ...call.input, state: 'ended' };
+      }
       call.status = result.timedOut
         ? 'timedOut'
         : result.cancelled

@@ -10,13 +10,16 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
-import { NotebookPanel } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Event } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
 import type { Widget } from '@lumino/widgets';
 
-import { IXcshClient } from '../tokens';
+import { IAgentActivity, ICellMarks, IXcshClient } from '../tokens';
+import { UnreadBadge } from './badge';
 import { ActivityModel, IPythonCall } from './model';
+import type { IOpenCell } from './revert';
+import { Reverter } from './reverter';
 import { ActivityPanel } from './widget';
 
 /**
@@ -44,29 +47,47 @@ export const activityIcon = new LabIcon({
 });
 
 /**
- * Shows agents' tool calls live in a sidebar panel, from the server's events.
+ * Shows agents' tool calls live in a sidebar panel, from the server's events;
+ * finished notebook changes can be reverted from it.
  */
-export const activityPlugin: JupyterFrontEndPlugin<void> = {
+export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
   id: 'jupyter-xcsh:activity',
   description:
     'A sidebar panel listing the notebook and python tool calls of agents as they happen.',
   autoStart: true,
+  provides: IAgentActivity,
   requires: [IXcshClient],
-  optional: [ILayoutRestorer, IEditorLanguageRegistry, ICommandPalette],
+  optional: [
+    ILayoutRestorer,
+    IEditorLanguageRegistry,
+    ICommandPalette,
+    INotebookTracker,
+    ICellMarks
+  ],
   activate: (
     app: JupyterFrontEnd,
     client: IXcshClient,
     restorer: ILayoutRestorer | null,
     languages: IEditorLanguageRegistry | null,
-    palette: ICommandPalette | null
-  ): void => {
+    palette: ICommandPalette | null,
+    notebooks: INotebookTracker | null,
+    marks: ICellMarks | null
+  ): IAgentActivity => {
     const model = new ActivityModel();
+    const reverter = new Reverter({
+      client,
+      model,
+      marks,
+      openCells: path => openCells(notebooks, path)
+    });
     const panel = new ActivityPanel({
       model,
       actions: {
         openNotebook: (path, cellIndex) => openNotebook(app, path, cellIndex),
         openArtifact: path => app.commands.execute('docmanager:open', { path }),
-        interrupt: call => interrupt(model, client, call)
+        interrupt: call => interrupt(model, client, call),
+        answer: (call, value) => answer(model, client, call, value),
+        revert: call => reverter.revert(call)
       },
       highlighter: languages
         ? (code, language, element) =>
@@ -78,6 +99,8 @@ export const activityPlugin: JupyterFrontEndPlugin<void> = {
     panel.title.caption = 'Agent activity';
     app.shell.add(panel, 'right', { rank: 650 });
     restorer?.add(panel, PANEL_ID);
+    const badge = new UnreadBadge(panel, model);
+    panel.disposed.connect(() => badge.dispose());
 
     // The server's event bus, through the lab's own events websocket.
     const onEmission = (_: Event.IManager, emission: Event.Emission) => {
@@ -94,8 +117,35 @@ export const activityPlugin: JupyterFrontEndPlugin<void> = {
       execute: () => app.shell.activateById(panel.id)
     });
     palette?.addItem({ command: CommandIDs.show, category: 'Agent' });
+    return {
+      model,
+      show: () => void app.commands.execute(CommandIDs.show)
+    };
   }
 };
+
+/**
+ * The cells of the notebook at `path` as open in the lab (the first view of
+ * it), or `null` when it is not open.
+ */
+function openCells(
+  notebooks: INotebookTracker | null,
+  path: string
+): IOpenCell[] | null {
+  const panel = notebooks?.find(
+    widget => widget.context.path === path && widget.context.isReady
+  );
+  const model = panel?.content.model;
+  if (!model) {
+    return null;
+  }
+  const cells: IOpenCell[] = [];
+  for (let i = 0; i < model.cells.length; i++) {
+    const cell = model.cells.get(i);
+    cells.push({ id: cell.id, source: cell.sharedModel.getSource() });
+  }
+  return cells;
+}
 
 /**
  * Open a notebook and bring one of its cells into view.
@@ -124,21 +174,46 @@ async function openNotebook(
 }
 
 /**
- * Ask the server to cancel the call running in a python call's session.
+ * Ask the server to cancel a running python call (only that call: others
+ * queued on its session go on).
  */
 async function interrupt(
   model: ActivityModel,
   client: IXcshClient,
   call: IPythonCall
 ): Promise<void> {
-  if (call.session === null || call.interrupting) {
+  if (call.interrupting) {
     return;
   }
   model.setInterrupting(call.id, true, null);
   try {
-    await client.interruptSession(call.session);
+    await client.interruptCall(call.id);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     model.setInterrupting(call.id, false, message);
+  }
+}
+
+/**
+ * Send a person's answer to the prompt a python call waits on. The call's
+ * events show what follows; a failure is shown next to the answer box.
+ */
+async function answer(
+  model: ActivityModel,
+  client: IXcshClient,
+  call: IPythonCall,
+  value: string
+): Promise<void> {
+  const runId = call.input?.runId ?? null;
+  if (runId === null || call.answering) {
+    return;
+  }
+  model.setAnswering(call.id, true, null);
+  try {
+    await client.answerInput(runId, value);
+    model.setAnswering(call.id, false, null);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    model.setAnswering(call.id, false, message);
   }
 }

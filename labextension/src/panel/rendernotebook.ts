@@ -4,7 +4,7 @@
  */
 
 import { Collapsed } from './collapse';
-import { h } from './dom';
+import { Child, h } from './dom';
 import type { INotebookCall } from './model';
 import {
   BlockLanguage,
@@ -12,6 +12,7 @@ import {
   IRenderContext,
   textBlock
 } from './renderparts';
+import { canRevert } from './revert';
 
 /**
  * The status line of a notebook call:
@@ -71,11 +72,20 @@ export function renderNotebookCall(
     status: e.status,
     statusLabel: e.status === 'ok' ? 'Succeeded' : 'Failed',
     title,
-    details: [],
+    details: [
+      call.revertOf !== null
+        ? h('span', { class: 'jp-xcsh-RevertOf' }, 'Revert from the panel')
+        : null,
+      revertControl(call, ctx)
+    ],
     time: call.time
   });
 
-  const body = h('div', { class: 'jp-xcsh-CallBody', hidden: !open });
+  const body = h(
+    'div',
+    { class: 'jp-xcsh-CallBody', hidden: !open },
+    revertOutcome(call)
+  );
   if (e.status === 'error') {
     body.appendChild(
       textBlock(ctx, `${call.id}/error`, e.error ?? 'The call failed.', {
@@ -111,6 +121,62 @@ export function renderNotebookCall(
     },
     header,
     body
+  );
+}
+
+/**
+ * The revert button of a change, or what became of its revert.
+ */
+function revertControl(call: INotebookCall, ctx: IRenderContext): Child {
+  if (!canRevert(call.event)) {
+    return null;
+  }
+  const state = call.revert.state;
+  if (state === 'done') {
+    return h(
+      'span',
+      { class: 'jp-xcsh-Reverted', 'data-state': 'done' },
+      'Reverted'
+    );
+  }
+  const pending = state === 'pending';
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: 'jp-xcsh-Revert',
+      disabled: pending,
+      'data-xcsh-key': `${call.id}/revert`,
+      title: 'Put the notebook back as it was before this call'
+    },
+    pending ? 'Reverting…' : 'Revert'
+  );
+  button.addEventListener('click', event => {
+    event.stopPropagation();
+    ctx.revert(call);
+  });
+  return button;
+}
+
+/**
+ * Why a revert was refused or failed, shown above the cell source.
+ */
+function revertOutcome(call: INotebookCall): Child {
+  const revert = call.revert;
+  if (revert.state !== 'refused' && revert.state !== 'failed') {
+    return null;
+  }
+  return h(
+    'div',
+    {
+      class: 'jp-xcsh-RevertRefused',
+      role: 'alert',
+      'data-state': revert.state
+    },
+    h('div', { class: 'jp-xcsh-RevertMessage' }, revert.message),
+    revert.state === 'refused' && revert.detail !== null
+      ? h('div', { class: 'jp-xcsh-Note' }, revert.detail)
+      : null
   );
 }
 

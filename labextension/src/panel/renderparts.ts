@@ -5,7 +5,7 @@
 
 import { clipHead, clipTail, Expanded, splitLines } from './collapse';
 import { Child, h } from './dom';
-import type { IPythonCall } from './model';
+import type { INotebookCall, IPythonCall } from './model';
 
 /**
  * The language a text block is highlighted as; `null` for plain text.
@@ -49,6 +49,16 @@ export interface IRenderContext {
    * Cancel a running python call.
    */
   interrupt(call: IPythonCall): void;
+
+  /**
+   * Answer the prompt a python call waits on.
+   */
+  answer(call: IPythonCall, value: string): void;
+
+  /**
+   * Put back the cell(s) a notebook call changed.
+   */
+  revert(call: INotebookCall): void;
 }
 
 /**

@@ -13,6 +13,8 @@ import {
 import { compactJson, h } from './dom';
 import type { PythonDisplay } from './events';
 import type { IPythonCall, IPythonCellState, PythonCallStatus } from './model';
+import { renderImage } from './renderimage';
+import { renderInputPrompt } from './renderinput';
 import { renderJsonTree } from './renderjson';
 import {
   callHeader,
@@ -75,6 +77,10 @@ export function renderPythonCall(
   const body = h('div', { class: 'jp-xcsh-CallBody', hidden: !open });
   for (const cell of call.cells) {
     body.appendChild(renderCell(call, cell, total, ctx));
+  }
+  const prompt = renderInputPrompt(call, ctx);
+  if (prompt !== null) {
+    body.appendChild(prompt);
   }
   if (call.displays.length > 0) {
     body.appendChild(renderDisplays(call, 'call', call.displays, ctx));
@@ -282,40 +288,10 @@ function renderDisplays(
     { class: 'jp-xcsh-Displays' },
     displays.map((display, i) =>
       display.kind === 'image'
-        ? renderImage(display)
+        ? renderImage(display, ctx)
         : renderJsonDisplay(`${key}/display/${i}`, display.data, ctx)
     )
   );
-}
-
-/**
- * Image elements by display, so a re-render moves the decoded image instead
- * of decoding it again (no flicker while a call streams).
- */
-const imageCache = new WeakMap<PythonDisplay, HTMLElement>();
-
-function renderImage(
-  display: Extract<PythonDisplay, { kind: 'image' }>
-): HTMLElement {
-  const cached = imageCache.get(display);
-  if (cached) {
-    return cached;
-  }
-  const size = display.bytes !== null ? `, ${formatBytes(display.bytes)}` : '';
-  const element =
-    display.data !== null
-      ? h('img', {
-          class: 'jp-xcsh-Image',
-          src: `data:${display.mimeType};base64,${display.data}`,
-          alt: `Image displayed by the code (${display.mimeType}${size})`
-        })
-      : h(
-          'div',
-          { class: 'jp-xcsh-Note' },
-          `Image not shown (${display.mimeType}${size})`
-        );
-  imageCache.set(display, element);
-  return element;
 }
 
 function renderJsonDisplay(

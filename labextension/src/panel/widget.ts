@@ -4,6 +4,7 @@
  */
 
 import { Message } from '@lumino/messaging';
+import { ISignal, Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import { h } from './dom';
@@ -11,6 +12,7 @@ import {
   ActivityCall,
   ActivityChange,
   ActivityModel,
+  INotebookCall,
   IPythonCall
 } from './model';
 import { renderNotebookCall } from './rendernotebook';
@@ -91,7 +93,10 @@ export class ActivityPanel extends Widget {
       openNotebook: (path, cellIndex) =>
         this._run(() => this._actions.openNotebook(path, cellIndex)),
       openArtifact: path => this._run(() => this._actions.openArtifact(path)),
-      interrupt: call => this._run(() => this._actions.interrupt(call))
+      interrupt: call => this._run(() => this._actions.interrupt(call)),
+      answer: (call, value) =>
+        this._run(() => this._actions.answer(call, value)),
+      revert: call => this._run(() => this._actions.revert(call))
     };
 
     this.model.changed.connect(this._onModelChanged, this);
@@ -102,6 +107,13 @@ export class ActivityPanel extends Widget {
    * The calls the panel shows.
    */
   readonly model: ActivityModel;
+
+  /**
+   * Emitted each time the panel is shown.
+   */
+  get shown(): ISignal<this, void> {
+    return this._shown;
+  }
 
   /**
    * Which calls are listed.
@@ -127,6 +139,7 @@ export class ActivityPanel extends Widget {
     if (this._stale) {
       this._sync();
     }
+    this._shown.emit();
   }
 
   protected onAfterAttach(msg: Message): void {
@@ -327,6 +340,7 @@ export class ActivityPanel extends Widget {
     }
   }
 
+  private _shown = new Signal<this, void>(this);
   private _actions: ActivityPanel.IActions;
   private _highlighter: ActivityPanel.Highlighter | null;
   private _context: IRenderContext;
@@ -388,6 +402,16 @@ export namespace ActivityPanel {
      * Cancel a running python call.
      */
     interrupt(call: IPythonCall): Promise<unknown>;
+
+    /**
+     * Answer the prompt a python call waits on.
+     */
+    answer(call: IPythonCall, value: string): Promise<unknown>;
+
+    /**
+     * Put back the cell(s) a notebook call changed.
+     */
+    revert(call: INotebookCall): Promise<unknown>;
   }
 
   /**

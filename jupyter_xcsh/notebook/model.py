@@ -1,0 +1,53 @@
+"""What the edit core needs of a notebook, whichever holds it: the file or the live document.
+
+``NotebookDocument`` (the file's JSON text) and ``SharedNotebook`` (a collaboration room's shared
+document) both implement :class:`CellDocument`, so one pure core applies every action to either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from .revision import CellKey, notebook_revision
+
+
+class CellDocument(Protocol):
+    """A notebook whose cells can be read and changed one at a time, in memory."""
+
+    @property
+    def cells(self) -> Sequence[Any]:
+        """The cells as nbformat JSON objects (read-only: change them with the methods)."""
+
+    @property
+    def nbformat(self) -> tuple[int, int]:
+        """``(nbformat, nbformat_minor)``; ``(0, 0)`` when unknown."""
+
+    @property
+    def uses_cell_ids(self) -> bool:
+        """Whether cells carry ids (nbformat 4.5 and later)."""
+
+    def cell_keys(self) -> Sequence[CellKey]:
+        """Each cell's id, type and source (cheap: no outputs are converted)."""
+
+    def replace(self, index: int, cell: dict[str, Any]) -> None:
+        """Replace the cell at ``index``."""
+
+    def insert(self, index: int, cell: dict[str, Any]) -> None:
+        """Insert ``cell`` so that it ends up at ``index``."""
+
+    def delete(self, index: int) -> Any:
+        """Remove the cell at ``index`` and return it."""
+
+    def move(self, index: int, to_index: int) -> None:
+        """Move the cell at ``index`` to ``to_index``."""
+
+
+def index_of_id(document: CellDocument, cell_id: str) -> int | None:
+    """The index of the cell with id ``cell_id``, or ``None`` when no cell has it."""
+    return next((i for i, key in enumerate(document.cell_keys()) if key.cell_id == cell_id), None)
+
+
+def revision_of(document: CellDocument) -> str:
+    """The notebook's current revision (SPEC §5)."""
+    return notebook_revision(document.cell_keys())

@@ -1,0 +1,166 @@
+"""A notebook tool request: the body's fields checked and typed (SPEC §1, §5). Pure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidRequestError
+
+ACTIONS = ("edit", "insert", "delete", "move", "read")
+CHANGE_ACTIONS = ("edit", "insert", "delete", "move")
+CELL_TYPES = ("code", "markdown", "raw")
+
+_FIELDS = {
+    "action": str,
+    "notebook_path": str,
+    "cell_index": int,
+    "cell_id": str,
+    "content": str,
+    "cell_type": str,
+    "to_index": int,
+    "end_index": int,
+    "max_chars": int,
+    "expected_source_hash": str,
+    "expected_revision": str,
+    "old_content": str,
+    "cell": dict,
+}
+_STALE_CHECKS = {"expected_source_hash", "expected_revision"}
+#: A ``sourceHash`` or ``revision`` as responses carry them.
+_HASH = re.compile(r"[0-9a-f]{16}")
+# Which optional fields each action accepts; anything else is a caller's mistake worth a 400.
+# An insert addresses no existing cell, so only the notebook's revision (or a whole cell's own
+# id, see ``guarded``) can guard it.
+_ACCEPTED = {
+    "edit": {
+        "cell_index",
+        "cell_id",
+        "content",
+        "cell_type",
+        "old_content",
+        "cell",
+        *_STALE_CHECKS,
+    },
+    "insert": {"cell_index", "content", "cell_type", "cell", "expected_revision"},
+    "delete": {"cell_index", "cell_id", *_STALE_CHECKS},
+    "move": {"cell_index", "cell_id", "to_index", *_STALE_CHECKS},
+    "read": {"cell_index", "cell_id", "end_index", "max_chars"},
+}
+
+
+@dataclass(frozen=True)
+class NotebookRequest:
+    """A validated notebook tool request."""
+
+    action: str
+    notebook_path: str
+    cell_index: int | None = None
+    cell_id: str | None = None
+    content: str | None = None
+    cell_type: str | None = None
+    to_index: int | None = None
+    end_index: int | None = None
+    max_chars: int | None = None
+    expected_source_hash: str | None = None
+    expected_revision: str | None = None
+    old_content: str | None = None
+    #: A whole cell to write instead of ``content``/``cell_type`` (a revert puts one back).
+    cell: dict[str, Any] | None = None
+
+    @property
+    def changes(self) -> bool:
+        """Whether the request modifies the notebook (a write) rather than reading it."""
+        return self.action in CHANGE_ACTIONS
+
+    @property
+    def guarded(self) -> bool:
+        """Whether the request says which state it expects.
+
+        A source hash or a revision; or, for an insert of a whole cell with an id (a revert of a
+        delete), that no cell has that id (a 409 when one has).
+        """
+        if self.expected_source_hash is not None or self.expected_revision is not None:
+            return True
+        return self.action == "insert" and isinstance((self.cell or {}).get("id"), str)
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    return {int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(value), "null" if value is None else type(value).__name__
+    )
+
+
+def as_integer(value: Any) -> Any:
+    """Return a JSON number with no fraction (``1.0``) as the ``int`` it is; anything else as is.
+
+    JSON has one number type: ``1.0`` and ``1`` are the same number, and JSON Schema counts both
+    as an integer. ``1.5``, ``"1"`` and ``true`` stay what they are (and are refused).
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def parse_request(body: dict[str, Any]) -> NotebookRequest:
+    """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
+    unknown = next((name for name in body if name not in _FIELDS), None)
+    if unknown is not None:
+        raise InvalidRequestError(f"Unknown field: {unknown}")
+    # A JSON null means "not given": agents often send every field, unused ones as null.
+    body = {name: value for name, value in body.items() if value is not None}
+    body = {name: as_integer(v) if _FIELDS.get(name) is int else v for name, v in body.items()}
+    action = body.get("action")
+    if action is None:
+        raise InvalidRequestError("action is required")
+    if not isinstance(action, str) or action not in ACTIONS:
+        raise InvalidRequestError(f"Invalid action: {action}")
+    for name, value in body.items():
+        expected = _FIELDS[name]
+        if name not in ("action", "notebook_path") and name not in _ACCEPTED[action]:
+            raise InvalidRequestError(f"Field {name} is not accepted by the {action} action")
+        # bool is an int subclass in Python; 1.5, "2" and true are all not integers here.
+        if not isinstance(value, expected) or isinstance(value, bool):
+            if expected is dict:  # a whole cell: its repr could be megabytes
+                raise InvalidRequestError(f"{name} must be an object, got {_type_name(value)}")
+            article = "an" if expected is int else "a"
+            kind = "integer" if expected is int else "string"
+            raise InvalidRequestError(
+                f"{name} must be {article} {kind}, got {_type_name(value)}: {value!r}"
+            )
+    path = body.get("notebook_path")
+    if path is None or path == "":
+        raise InvalidRequestError("notebook_path is required")
+    for name in ("cell_index", "to_index", "end_index"):
+        if name in body and body[name] < 0:
+            raise InvalidRequestError(f"{name} must not be negative, got {body[name]}")
+    if "max_chars" in body and body["max_chars"] < 1:
+        raise InvalidRequestError(f"max_chars must be positive, got {body['max_chars']}")
+    for name in sorted(_STALE_CHECKS & body.keys()):
+        if not _HASH.fullmatch(body[name]):
+            kind = "a sourceHash" if name == "expected_source_hash" else "a revision"
+            raise InvalidRequestError(
+                f"{name} must be 16 lowercase hex digits ({kind} from an earlier response), "
+                f"got {body[name]!r}"
+            )
+    if body.get("old_content") == "":
+        raise InvalidRequestError("old_content must not be empty")
+    cell_type = body.get("cell_type")
+    if cell_type is not None and cell_type not in CELL_TYPES:
+        raise InvalidRequestError(
+            f"Invalid cell_type: {cell_type} (expected one of code, markdown, raw)"
+        )
+    if "cell" in body and body.keys() & {"content", "cell_type", "old_content"}:
+        raise InvalidRequestError("cell cannot be combined with content, cell_type or old_content")
+    if action in ("edit", "insert") and "content" not in body and "cell" not in body:
+        raise InvalidRequestError(f"Content is required for {action} action")
+    if action in ("edit", "delete", "move") and "cell_index" not in body and "cell_id" not in body:
+        raise InvalidRequestError(f"cell_index or cell_id is required for {action} action")
+    if action == "insert" and "cell_index" not in body:
+        raise InvalidRequestError("cell_index is required for insert action")
+    if action == "move" and "to_index" not in body:
+        raise InvalidRequestError("to_index is required for move action")
+    return NotebookRequest(**body)

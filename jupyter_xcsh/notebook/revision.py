@@ -1,0 +1,68 @@
+"""Source hashes and notebook revisions: what stale-edit protection compares (SPEC §5). Pure.
+
+Both are computed from what a person edits — cell ids, types and sources — never from outputs,
+execution counts or metadata, so running cells, an autosave or a metadata change never makes an
+agent's read stale. The file and the live shared document give the same values for the same
+notebook, because both reduce a cell to its id, its type and its source as one string.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+#: Hex digits kept of each sha256 digest.
+DIGITS = 16
+
+
+class CellKey(NamedTuple):
+    """What identifies a cell's editable state: its id (None without one), type and source."""
+
+    cell_id: str | None
+    cell_type: str
+    source: str
+
+
+def source_text(source: Any) -> str:
+    """A cell source as one string: nbformat's list of lines joined, a string as it is."""
+    if isinstance(source, list):
+        return "".join(line for line in source if isinstance(line, str))
+    return source if isinstance(source, str) else ""
+
+
+def cell_key(cell: Any) -> CellKey:
+    """The key of a cell as stored in a notebook file (a damaged cell: type ``unknown``)."""
+    if not isinstance(cell, dict):
+        return CellKey(None, "unknown", "")
+    cell_id = cell.get("id")
+    cell_type = cell.get("cell_type")
+    return CellKey(
+        cell_id if isinstance(cell_id, str) else None,
+        cell_type if isinstance(cell_type, str) else "unknown",
+        source_text(cell.get("source")),
+    )
+
+
+def _digest(data: str) -> str:
+    # surrogatepass: JSON may carry a lone surrogate; it must hash, not fail.
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:DIGITS]
+
+
+def source_hash(source: Any) -> str:
+    """The first 16 hex digits of the sha256 of a cell's joined source (UTF-8)."""
+    return _digest(source_text(source))
+
+
+def notebook_revision(keys: Iterable[CellKey]) -> str:
+    """The first 16 hex digits of the sha256 of ``[[id or index, cell_type, sourceHash], ...]``.
+
+    The list is serialised as compact JSON (``separators=(",", ":")``, non-ASCII kept), so a
+    client can compute the same value.
+    """
+    entries = [
+        [key.cell_id if key.cell_id is not None else index, key.cell_type, _digest(key.source)]
+        for index, key in enumerate(keys)
+    ]
+    return _digest(json.dumps(entries, ensure_ascii=False, separators=(",", ":")))

@@ -1,0 +1,183 @@
+"""One writer at a time per file: the server's saves and the tool's, through one contents manager.
+
+Why: jupyter_server's file contents managers write a file *in place* (after copying a backup),
+and the async one writes in a worker thread. Two saves of one file — a JupyterLab PUT and a
+notebook tool change — can then interleave and leave a whole document followed by a stale tail,
+which neither the lab nor the tool can read again. jupyter_server has no lock to share, so
+:class:`SaveGuard` puts one per file around the contents manager's ``save`` (the instance's, so
+every caller — the contents API, jupyter-collaboration's rooms, other extensions — goes through
+it) and the tool holds the same lock while it loads and saves.
+
+The tool's own saves are also made atomic: on a file-backed contents manager (one with
+``atomic_writing``, jupyter_server's ``FileManagerMixin``) the new text goes to a hidden
+temporary file in the same folder, is flushed to disk and renamed over the notebook, so a reader
+sees the old or the new notebook, never a part. The save still goes through ``save`` — pre/post
+save hooks, contents events and checkpoints behave as for any save — and a manager that keeps no
+files (no ``atomic_writing``) is used unchanged. ``use_atomic_writing = False`` (for file systems
+where renames misbehave) is honoured: the tool then writes in place as the server does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import os
+import stat
+import tempfile
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from contextvars import ContextVar
+from typing import IO, Any
+
+from jupyter_core.utils import ensure_async
+
+#: The file keys whose lock the current task holds (so a save inside them does not wait on itself).
+_HELD: ContextVar[frozenset[str]] = ContextVar("xcsh_held_save_locks", default=frozenset())
+#: The real path the current task is saving atomically, if any.
+_REPLACING: ContextVar[str | None] = ContextVar("xcsh_replacing_path", default=None)
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the system tells (Linux)."""
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+#: The process umask, read once: the mode of a file created where none was.
+_NEW_FILE_MODE = 0o666 & ~_umask()
+
+
+@contextlib.contextmanager
+def replacing_file(
+    path: str, text: bool = True, encoding: str = "utf-8", **kwargs: Any
+) -> Iterator[IO[Any]]:
+    """Write ``path`` through a temporary file renamed over it: all of the new file or none.
+
+    The file keeps its permission bits (and owner, when allowed); a symlink is written through
+    to its target, as jupyter_server's ``atomic_writing`` does.
+    """
+    kwargs.pop("log", None)
+    target = os.path.realpath(path)
+    fd, temporary = tempfile.mkstemp(
+        prefix=".~xcsh-", suffix=".tmp", dir=os.path.dirname(target) or "."
+    )
+    try:
+        try:
+            current = os.stat(target)
+        except FileNotFoundError:
+            os.fchmod(fd, _NEW_FILE_MODE)
+        else:
+            os.fchmod(fd, stat.S_IMODE(current.st_mode))
+            with contextlib.suppress(OSError):  # only root may give a file to another owner
+                os.fchown(fd, current.st_uid, current.st_gid)
+        mode = "w" if text else "wb"
+        if text:
+            kwargs.setdefault("newline", "\n")  # Unix newlines, as jupyter_server writes
+            stream: IO[Any] = open(fd, mode, encoding=encoding, **kwargs)  # noqa: SIM115
+        else:
+            stream = open(fd, mode, **kwargs)  # noqa: SIM115
+        with stream:
+            yield stream
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+class SaveGuard:
+    """Serialise the saves of each file through one contents manager; make the tool's atomic."""
+
+    def __init__(self, contents_manager: Any) -> None:
+        self.contents_manager = contents_manager
+        # One lock per file, dropped once nobody holds or awaits it.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._install()
+
+    # -- keys and locks ------------------------------------------------------------------------
+
+    def os_path(self, api_path: str) -> str | None:
+        """The real file of an API path on a file-backed manager; None otherwise or if invalid."""
+        get_os_path = getattr(self.contents_manager, "_get_os_path", None)
+        if get_os_path is None:
+            return None
+        try:
+            return os.path.realpath(get_os_path(api_path.strip("/")))
+        except Exception:  # a path the manager refuses: its save will say why
+            return None
+
+    def key(self, api_path: str) -> str:
+        """The lock key of a path: its real file (two names of one file share it), else the path."""
+        return self.os_path(api_path) or api_path.strip("/")
+
+    @contextlib.asynccontextmanager
+    async def holding(self, key: str) -> AsyncIterator[None]:
+        """Hold the lock of file ``key``: no save of that file runs meanwhile (re-entrant)."""
+        held = _HELD.get()
+        if key in held:
+            yield
+            return
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        async with lock:
+            token = _HELD.set(held | {key})
+            try:
+                yield
+            finally:
+                _HELD.reset(token)
+
+    async def save_replacing(self, model: dict[str, Any], api_path: str) -> dict[str, Any]:
+        """Save through the contents manager under the file's lock, atomically where on disk."""
+        target = self.os_path(api_path)
+        async with self.holding(target or api_path.strip("/")):
+            token = _REPLACING.set(target)
+            try:
+                saved = await ensure_async(self.contents_manager.save(model, api_path))
+            finally:
+                _REPLACING.reset(token)
+        return dict(saved)
+
+    # -- hooking the contents manager ----------------------------------------------------------
+
+    def _install(self) -> None:
+        cm = self.contents_manager
+        save = cm.save
+        # A synchronous manager blocks the event loop for the whole save, so its saves cannot
+        # interleave with the tool's; only an async save can be suspended half-way.
+        if inspect.iscoroutinefunction(save):
+
+            async def guarded_save(model: Any, path: str = "", *args: Any, **kwargs: Any) -> Any:
+                async with self.holding(self.key(path)):
+                    return await save(model, path, *args, **kwargs)
+
+            cm.save = guarded_save
+        writing = getattr(cm, "atomic_writing", None)
+        if writing is not None:
+            cm.atomic_writing = self._writing(writing)
+
+    def _writing(self, server_writing: Any) -> Any:
+        cm = self.contents_manager
+
+        @contextlib.contextmanager
+        def atomic_writing(os_path: str, *args: Any, **kwargs: Any) -> Iterator[IO[Any]]:
+            target = _REPLACING.get()
+            ours = target is not None and os.path.realpath(os_path) == target
+            if not ours or not getattr(cm, "use_atomic_writing", True):
+                with server_writing(os_path, *args, **kwargs) as stream:
+                    yield stream
+                return
+            permission_errors = getattr(cm, "perm_to_403", None)
+            guard = permission_errors(os_path) if permission_errors else contextlib.nullcontext()
+            with guard, replacing_file(os_path, *args, **kwargs) as stream:
+                yield stream
+
+        return atomic_writing

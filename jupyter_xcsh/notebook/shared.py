@@ -1,0 +1,268 @@
+"""A collaboration room's shared notebook, changed by the edit core in one transaction (SPEC §5).
+
+:class:`SharedNotebook` implements the core's ``CellDocument`` over a ``jupyter_ydoc``
+``YNotebook`` (the document a room serves to every open lab tab). Changes are first applied to a
+Python-side view and recorded; :meth:`SharedNotebook.commit` then replays them on the shared
+document inside one transaction. So a change that fails validation half-way touches nothing (a
+batch is all or nothing), and a person's concurrent typing is merged by the CRDT, not overwritten:
+
+- an edit changes only the differing middle of the cell's text (common prefix and suffix kept),
+  so cursors and typing elsewhere in the cell survive;
+- a change of type replaces the cell with one of the new type, keeping its id and metadata (the
+  lab's shared cell models cannot change type in place);
+- a move deletes the cell and inserts a copy — never a CRDT move, which the lab cannot decode;
+- new outputs and an execution count change only those fields.
+
+Only the documented ``YNotebook`` API (``ycells``, ``get_cell``, ``create_ycell``, ``ydoc`` and
+the ``meta`` map of its schema) is used, which jupyter_ydoc 3 and 4 share. No I/O happens here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .revision import CellKey, cell_key, source_text
+
+#: Cell fields the commit updates in place; a change of any other field replaces the cell.
+_IN_PLACE = frozenset({"source", "outputs", "execution_count"})
+
+
+def text_change(old: str, new: str) -> tuple[int, int, str] | None:
+    """The smallest single replacement turning ``old`` into ``new``, in characters.
+
+    Returns ``(start, end, text)`` — replace ``old[start:end]`` by ``text`` — keeping the common
+    prefix and suffix, or None when nothing changes.
+    """
+    if old == new:
+        return None
+    limit = min(len(old), len(new))
+    prefix = 0
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    return prefix, len(old) - suffix, new[prefix : len(new) - suffix]
+
+
+def apply_text_change(ytext: Any, old: str, new: str) -> None:
+    """Turn the shared text ``ytext`` (holding ``old``) into ``new`` with one minimal change."""
+    change = text_change(old, new)
+    if change is None:
+        return
+    start, end, text = change
+    # pycrdt addresses text by UTF-8 byte offsets.
+    start_byte = len(old[:start].encode("utf-8"))
+    end_byte = start_byte + len(old[start:end].encode("utf-8"))
+    if end_byte > start_byte:
+        del ytext[start_byte:end_byte]
+    if text:
+        ytext.insert(start_byte, text)
+
+
+@dataclass
+class _Cell:
+    """One cell of the view: an untouched shared cell (by its index there) or a new JSON cell."""
+
+    key: CellKey
+    shared_index: int | None = None
+    value: dict[str, Any] | None = None
+
+
+@dataclass
+class _Changes:
+    """The recorded operations, replayed in order on the shared cells by ``commit``."""
+
+    ops: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+class _CellView(Sequence[Any]):
+    """The view's cells as nbformat JSON, converted from the shared document on first access."""
+
+    def __init__(self, notebook: SharedNotebook) -> None:
+        self._notebook = notebook
+
+    def __len__(self) -> int:
+        return len(self._notebook._cells)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return self._notebook._value(self._notebook._cells[index])
+
+
+class SharedNotebook:
+    """The edit core's view of a live ``YNotebook``; ``commit`` applies the recorded changes."""
+
+    def __init__(self, ynotebook: Any) -> None:
+        self._doc = ynotebook
+        self._nbformat = _nbformat(ynotebook)
+        with_ids = self._nbformat >= (4, 5)
+        self._cells = [
+            _Cell(_shared_key(ycell, with_ids), shared_index=i)
+            for i, ycell in enumerate(ynotebook.ycells)
+        ]
+        self._changes = _Changes()
+
+    # -- the CellDocument protocol --------------------------------------------------------------
+
+    @property
+    def cells(self) -> Sequence[Any]:
+        """The cells as nbformat JSON (converted from the shared document when first read)."""
+        return _CellView(self)
+
+    @property
+    def nbformat(self) -> tuple[int, int]:
+        """The notebook's ``(nbformat, nbformat_minor)`` from the shared metadata."""
+        return self._nbformat
+
+    @property
+    def uses_cell_ids(self) -> bool:
+        """Whether cells carry ids in the saved file (nbformat 4.5 and later)."""
+        return self._nbformat >= (4, 5)
+
+    def cell_keys(self) -> list[CellKey]:
+        """Each cell's id, type and source as the view holds them."""
+        return [cell.key for cell in self._cells]
+
+    def replace(self, index: int, cell: dict[str, Any]) -> None:
+        """Replace the cell at ``index`` (recorded; applied by ``commit``)."""
+        self._changes.ops.append(("replace", index, cell))
+        self._cells[index] = _Cell(cell_key(cell), value=cell)
+
+    def insert(self, index: int, cell: dict[str, Any]) -> None:
+        """Insert ``cell`` at ``index`` (recorded; applied by ``commit``)."""
+        self._changes.ops.append(("insert", index, cell))
+        self._cells.insert(index, _Cell(cell_key(cell), value=cell))
+
+    def delete(self, index: int) -> Any:
+        """Remove the cell at ``index`` and return it (recorded; applied by ``commit``)."""
+        removed = self._value(self._cells[index])
+        self._changes.ops.append(("delete", index))
+        del self._cells[index]
+        return removed
+
+    def move(self, index: int, to_index: int) -> None:
+        """Move the cell at ``index`` to ``to_index`` (recorded; applied by ``commit``)."""
+        self._changes.ops.append(("move", index, to_index))
+        self._cells.insert(to_index, self._cells.pop(index))
+
+    # -- committing ----------------------------------------------------------------------------
+
+    @property
+    def changed(self) -> bool:
+        """Whether any change is waiting to be committed."""
+        return bool(self._changes.ops)
+
+    def commit(self) -> None:
+        """Replay the recorded changes on the shared document, in one transaction."""
+        ops, self._changes = self._changes.ops, _Changes()
+        if not ops:
+            return
+        doc = self._doc
+        with doc.ydoc.transaction():
+            for op in ops:
+                getattr(self, f"_commit_{op[0]}")(*op[1:])
+
+    def _commit_replace(self, index: int, cell: dict[str, Any]) -> None:
+        doc = self._doc
+        ycell = doc.ycells[index]
+        old = doc.get_cell(index)
+        changed = {
+            k for k in old.keys() | cell.keys() if k != "source" and old.get(k) != cell.get(k)
+        }
+        if not changed <= _IN_PLACE:
+            self._commit_delete(index)
+            self._commit_insert(index, _with_id(cell, ycell))
+            return
+        new_source = source_text(cell.get("source"))
+        ytext = ycell.get("source")
+        if isinstance(ytext, str) or ytext is None:
+            ycell["source"] = _text(new_source)
+        else:
+            apply_text_change(ytext, str(ytext), new_source)
+        if "outputs" in changed:
+            _set_outputs(ycell, cell.get("outputs") or [])
+        if "execution_count" in changed:
+            ycell["execution_count"] = cell.get("execution_count")
+
+    def _commit_insert(self, index: int, cell: dict[str, Any]) -> None:
+        self._doc.ycells.insert(index, self._doc.create_ycell(cell))
+
+    def _commit_delete(self, index: int) -> None:
+        del self._doc.ycells[index]
+
+    def _commit_move(self, index: int, to_index: int) -> None:
+        doc = self._doc
+        cell = _with_id(doc.get_cell(index), doc.ycells[index])
+        self._commit_delete(index)
+        self._commit_insert(to_index, cell)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _value(self, cell: _Cell) -> dict[str, Any]:
+        if cell.value is None:
+            assert cell.shared_index is not None
+            cell.value = self._doc.get_cell(cell.shared_index)
+        return cell.value
+
+
+def _nbformat(ynotebook: Any) -> tuple[int, int]:
+    from pycrdt import Map
+
+    meta = ynotebook.ydoc.get("meta", type=Map)
+    major, minor = meta.get("nbformat"), meta.get("nbformat_minor")
+    if isinstance(major, (int, float)) and isinstance(minor, (int, float)):
+        return int(major), int(minor)
+    return 0, 0
+
+
+def is_loaded(ynotebook: Any) -> bool:
+    """Whether a room has loaded its notebook (a room still loading has no ``nbformat`` yet)."""
+    return _nbformat(ynotebook) != (0, 0)
+
+
+def _shared_key(ycell: Any, with_ids: bool) -> CellKey:
+    cell_id = ycell.get("id") if with_ids else None
+    cell_type = ycell.get("cell_type")
+    source = ycell.get("source")
+    return CellKey(
+        cell_id if isinstance(cell_id, str) else None,
+        cell_type if isinstance(cell_type, str) else "unknown",
+        str(source) if source is not None else "",
+    )
+
+
+def _with_id(cell: dict[str, Any], ycell: Any) -> dict[str, Any]:
+    """``cell`` with the shared cell's id (kept even where the file format has no ids)."""
+    cell_id = ycell.get("id")
+    return {**cell, "id": cell_id} if isinstance(cell_id, str) else cell
+
+
+def _text(value: str) -> Any:
+    from pycrdt import Text
+
+    return Text(value)
+
+
+def _set_outputs(ycell: Any, outputs: list[dict[str, Any]]) -> None:
+    """Replace a shared cell's outputs inside its own output list (the one open tabs observe).
+
+    Stream text becomes shared text, as jupyter_ydoc makes it.
+    """
+    from pycrdt import Array, Map, Text
+
+    youtputs = []
+    for output in outputs:
+        output = dict(output)
+        if output.get("output_type") == "stream":
+            output["text"] = Text(source_text(output.get("text", "")))
+        youtputs.append(Map(output))
+    current = ycell.get("outputs")
+    if isinstance(current, Array):
+        current.clear()
+        current.extend(youtputs)
+    else:
+        ycell["outputs"] = Array(youtputs)

@@ -1,0 +1,113 @@
+"""Keep a trusted notebook trusted when the tool saves it (``jupyter trust`` semantics).
+
+A notebook is trusted when the contents manager's notary knows the signature of its content.
+Every edit changes that signature, and the tool saves notebook text as a file (to keep every
+untouched byte), which skips the signing a notebook save does. So the tool checks the
+signature before the change and, when the notebook was trusted, signs the changed notebook —
+what ``jupyter trust`` would do — and never signs a notebook that was not trusted.
+
+The signature is the notary's (``NotebookNotary.compute_signature``: an HMAC over every key and
+value, keys sorted) of the notebook as nbformat reads it — transient fields stripped — computed
+on the already parsed notebook: the HMAC digests the same bytes whether a source is a list of
+lines or their joined text, so reading the file again with nbformat is not needed, and feeding
+the digest one joined string instead of one piece at a time halves the cost on large notebooks.
+"""
+
+from __future__ import annotations
+
+from hmac import HMAC
+from typing import Any
+
+from nbformat import NotebookNode
+from nbformat.sign import NotebookNotary
+
+#: Notebook metadata nbformat drops when it reads a notebook (``strip_transient``).
+_TRANSIENT = ("orig_nbformat", "orig_nbformat_minor", "signature")
+
+
+def _as_read(data: dict[str, Any]) -> NotebookNode | None:
+    """The notebook as ``nbformat.reads`` sees it, sharing all but the changed containers."""
+    metadata = data.get("metadata")
+    cells = data.get("cells")
+    if not isinstance(metadata, dict) or not isinstance(cells, list):
+        return None
+    if not isinstance(data.get("nbformat"), int):
+        return None
+    stripped_cells = []
+    for cell in cells:
+        meta = cell.get("metadata") if isinstance(cell, dict) else None
+        if isinstance(meta, dict) and "trusted" in meta:
+            cell = {**cell, "metadata": {k: v for k, v in meta.items() if k != "trusted"}}
+        stripped_cells.append(cell)
+    return NotebookNode(  # type: ignore[no-untyped-call]
+        {
+            **data,
+            "metadata": {k: v for k, v in metadata.items() if k not in _TRANSIENT},
+            "cells": stripped_cells,
+        }
+    )
+
+
+def _pieces(value: Any, into: list[str]) -> None:
+    """Collect what ``nbformat.sign.yield_everything`` yields, as strings, in the same order."""
+    if isinstance(value, str):
+        into.append(value)
+    elif isinstance(value, dict):
+        for key in sorted(value):
+            into.append(key)
+            _pieces(value[key], into)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, str):
+                into.append(item)
+            else:
+                _pieces(item, into)
+    else:
+        into.append(str(value))
+
+
+def _hmac(notary: Any, notebook: NotebookNode) -> str:
+    """``NotebookNotary.compute_signature``, fed with one string."""
+    pieces: list[str] = []
+    with_signature = {k: v for k, v in notebook.items() if k != "metadata"}
+    with_signature["metadata"] = {k: v for k, v in notebook["metadata"].items() if k != "signature"}
+    _pieces(with_signature, pieces)
+    digest = HMAC(notary.secret, digestmod=notary.digestmod)
+    digest.update("".join(pieces).encode("utf8"))
+    return digest.hexdigest()
+
+
+class NotebookTrust:
+    """Check and renew notebook signatures with a contents manager's notary.
+
+    ``signature`` is CPU work (run it off the event loop); ``is_trusted`` and ``sign`` touch
+    the notary's database, which belongs to the event loop's thread.
+    """
+
+    def __init__(self, contents_manager: Any) -> None:
+        self.notary = getattr(contents_manager, "notary", None)
+
+    def signature(self, data: dict[str, Any]) -> str | None:
+        """The notary's signature of a parsed notebook; None when there is no notary or notebook."""
+        if self.notary is None:
+            return None
+        notebook = _as_read(data)
+        if notebook is None or notebook.nbformat < 3:
+            return None
+        try:
+            if type(self.notary).compute_signature is NotebookNotary.compute_signature:
+                return _hmac(self.notary, notebook)
+            return str(self.notary.compute_signature(notebook))  # a notary of its own kind
+        except Exception:  # not JSON-like data: such a notebook cannot have been signed
+            return None
+
+    def is_trusted(self, signature: str | None) -> bool:
+        """Whether the notary has signed a notebook with this signature."""
+        if self.notary is None or signature is None:
+            return False
+        return bool(self.notary.store.check_signature(signature, self.notary.algorithm))
+
+    def sign(self, signature: str | None) -> None:
+        """Record a signature as trusted, as ``jupyter trust`` does."""
+        if self.notary is not None and signature is not None:
+            self.notary.store.store_signature(signature, self.notary.algorithm)

@@ -1,0 +1,415 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+import type { INotebookCell, INotebookEditResult } from '../client';
+import { XcshResponseError } from '../request';
+import {
+  INotebookCallEvent,
+  NOTEBOOK_SCHEMA_ID,
+  parseEmission
+} from '../panel/events';
+import { ActivityModel, INotebookCall } from '../panel/model';
+import {
+  canRevert,
+  parseCellArtifact,
+  refusalMessage,
+  revertRequest,
+  revertUnavailable,
+  staleInOpenNotebook
+} from '../panel/revert';
+import { Reverter } from '../panel/reverter';
+import type { ICellMarks, IXcshClient } from '../tokens';
+
+const HASH = '0123456789abcdef';
+
+const OLD_CELL: INotebookCell = {
+  cell_type: 'code',
+  execution_count: 3,
+  id: 'c1',
+  metadata: { tags: ['keep'] },
+  outputs: [{ output_type: 'stream', name: 'stdout', text: '1\n' }],
+  source: ['x = 1\n', 'print(x)']
+};
+
+function event(fields: Record<string, unknown> = {}): INotebookCallEvent {
+  const parsed = parseEmission({
+    schema_id: NOTEBOOK_SCHEMA_ID,
+    callId: 'call-1',
+    action: 'edit',
+    path: 'dir/a.ipynb',
+    status: 'ok',
+    cellIndex: 1,
+    cellId: 'c1',
+    cellType: 'code',
+    source: 'x = 2',
+    sourceHash: HASH,
+    previousCell: OLD_CELL,
+    ...fields
+  });
+  if (parsed?.kind !== 'notebook') {
+    throw new Error('not a notebook event');
+  }
+  return parsed;
+}
+
+describe('canRevert', () => {
+  it.each([
+    ['an edit', {}, true],
+    ['an insert', { action: 'insert' }, true],
+    ['a delete', { action: 'delete' }, true],
+    ['a move', { action: 'move', fromIndex: 0 }, true],
+    ['a move that stayed', { action: 'move', fromIndex: 1 }, false],
+    ['a read', { action: 'read' }, false],
+    ['a failed call', { status: 'error', error: 'nope' }, false],
+    ['a call without a cell', { cellIndex: null }, false]
+  ])('knows whether %s can be reverted', (_, fields, expected) => {
+    expect(canRevert(event(fields))).toBe(expected);
+  });
+});
+
+describe('revertRequest', () => {
+  it('writes the whole cell back over an edit, if the cell is as the edit left it', () => {
+    expect(revertRequest(event(), OLD_CELL)).toEqual({
+      action: 'edit',
+      notebook_path: 'dir/a.ipynb',
+      cell_id: 'c1',
+      cell: OLD_CELL,
+      expected_source_hash: HASH
+    });
+  });
+
+  it('deletes an inserted cell, if it is as the insert left it', () => {
+    expect(revertRequest(event({ action: 'insert' }), null)).toEqual({
+      action: 'delete',
+      notebook_path: 'dir/a.ipynb',
+      cell_id: 'c1',
+      expected_source_hash: HASH
+    });
+  });
+
+  it('inserts a deleted cell whole at its index', () => {
+    expect(revertRequest(event({ action: 'delete' }), OLD_CELL)).toEqual({
+      action: 'insert',
+      notebook_path: 'dir/a.ipynb',
+      cell_index: 1,
+      cell: OLD_CELL
+    });
+  });
+
+  it('moves a moved cell back', () => {
+    expect(
+      revertRequest(event({ action: 'move', cellIndex: 3, fromIndex: 0 }), null)
+    ).toEqual({
+      action: 'move',
+      notebook_path: 'dir/a.ipynb',
+      cell_id: 'c1',
+      to_index: 0,
+      expected_source_hash: HASH
+    });
+  });
+
+  it('addresses a cell by index in a notebook without ids', () => {
+    expect(
+      revertRequest(
+        event({ action: 'move', cellId: null, cellIndex: 3, fromIndex: 0 }),
+        null
+      )
+    ).toMatchObject({ cell_index: 3, to_index: 0 });
+  });
+});
+
+describe('revertUnavailable', () => {
+  it('is null for a change with everything a revert needs', () => {
+    expect(revertUnavailable(event())).toBeNull();
+  });
+
+  it('says when the cell as it was is unknown', () => {
+    expect(revertUnavailable(event({ previousCell: null }))).toBe(
+      'The server did not keep the cell as it was before this call.'
+    );
+  });
+
+  it('accepts a cell kept in an artifact', () => {
+    expect(
+      revertUnavailable(
+        event({
+          previousCell: null,
+          previousCellArtifactId: '20250101T120000-0123456789ab'
+        })
+      )
+    ).toBeNull();
+  });
+
+  it('refuses to revert without the hash that protects later changes', () => {
+    expect(revertUnavailable(event({ sourceHash: null }))).toMatch(
+      /could overwrite a later change/
+    );
+    // Putting a deleted cell back overwrites nothing.
+    expect(
+      revertUnavailable(event({ action: 'delete', sourceHash: null }))
+    ).toBeNull();
+  });
+});
+
+describe('staleInOpenNotebook', () => {
+  const cells = [
+    { id: 'c0', source: 'a = 1' },
+    { id: 'c1', source: 'x = 2' }
+  ];
+
+  it('lets a revert through when the open cell is as the call left it', () => {
+    expect(staleInOpenNotebook(event(), cells)).toBeNull();
+  });
+
+  it('refuses when the person changed the cell (unsaved)', () => {
+    const typed = [cells[0], { id: 'c1', source: 'x = 2  # mine' }];
+    expect(staleInOpenNotebook(event(), typed)).toBe(
+      'the cell was changed in the open notebook after this call.'
+    );
+  });
+
+  it('refuses when the person deleted the cell', () => {
+    expect(staleInOpenNotebook(event(), [cells[0]])).toBe(
+      'the cell was deleted in the open notebook after this call.'
+    );
+  });
+
+  it('refuses to insert a deleted cell that is back already', () => {
+    expect(
+      staleInOpenNotebook(event({ action: 'delete' }), [
+        { id: 'c1', source: 'x = 1\nprint(x)' }
+      ])
+    ).toBe('the cell is in the open notebook again.');
+    expect(
+      staleInOpenNotebook(event({ action: 'delete' }), cells.slice(0, 1))
+    ).toBeNull();
+  });
+
+  it('compares a cut source by its beginning', () => {
+    const long = 'y'.repeat(70000);
+    const cut = event({ source: long.slice(0, 65536) });
+    expect(
+      staleInOpenNotebook(cut, [cells[0], { id: 'c1', source: long }])
+    ).toBeNull();
+    expect(
+      staleInOpenNotebook(cut, [cells[0], { id: 'c1', source: 'z' + long }])
+    ).not.toBeNull();
+  });
+});
+
+describe('parseCellArtifact', () => {
+  it('reads a kept cell', () => {
+    expect(parseCellArtifact(JSON.stringify(OLD_CELL))).toEqual(OLD_CELL);
+  });
+
+  it.each(['', 'not json', '[1]', '{"source": "x"}'])('refuses %p', text => {
+    expect(parseCellArtifact(text)).toBeNull();
+  });
+});
+
+describe('refusalMessage', () => {
+  it('says why in words for each reason', () => {
+    expect(refusalMessage('stale_cell')).toBe(
+      'Not reverted: the cell was changed after this call.'
+    );
+    expect(refusalMessage('stale_notebook')).toMatch(/notebook was changed/);
+    expect(refusalMessage('cell_exists')).toMatch(/in the notebook again/);
+    expect(refusalMessage(null)).toMatch(/^Not reverted/);
+  });
+});
+
+/**
+ * A client double whose `notebook` answers with `answer`.
+ */
+function fakeClient(answer: () => Promise<unknown>) {
+  return {
+    notebook: jest.fn(answer),
+    getArtifact: jest.fn(() => Promise.resolve(JSON.stringify(OLD_CELL)))
+  } as unknown as IXcshClient & {
+    notebook: jest.Mock;
+    getArtifact: jest.Mock;
+  };
+}
+
+function fakeMarks() {
+  return {
+    removeCall: jest.fn(),
+    ignoreCall: jest.fn()
+  } as unknown as ICellMarks & { removeCall: jest.Mock; ignoreCall: jest.Mock };
+}
+
+function modelWith(fields: Record<string, unknown> = {}) {
+  const model = new ActivityModel();
+  model.handleEmission({
+    schema_id: NOTEBOOK_SCHEMA_ID,
+    callId: 'call-1',
+    action: 'edit',
+    path: 'dir/a.ipynb',
+    status: 'ok',
+    cellIndex: 1,
+    cellId: 'c1',
+    cellType: 'code',
+    source: 'x = 2',
+    sourceHash: HASH,
+    previousCell: OLD_CELL,
+    ...fields
+  });
+  return model;
+}
+
+const call = (model: ActivityModel) => model.get('call-1') as INotebookCall;
+
+const reverted: INotebookEditResult = {
+  callId: 'revert-1',
+  text: 'Replaced cell 1 (code). Notebook now has 2 cells.',
+  details: {
+    action: 'edit',
+    cellIndex: 1,
+    cellType: 'code',
+    totalCells: 2,
+    cellSource: ['x = 1\n', 'print(x)'],
+    cellId: 'c1',
+    sourceHash: '1111111111111111',
+    revision: '2222222222222222',
+    via: 'file'
+  }
+};
+
+describe('Reverter', () => {
+  it('reverts through the notebook tool and records who reverted', async () => {
+    const model = modelWith();
+    const client = fakeClient(() => Promise.resolve(reverted));
+    const marks = fakeMarks();
+    const reverter = new Reverter({ client, model, marks });
+
+    await reverter.revert(call(model));
+
+    expect(client.notebook).toHaveBeenCalledWith(
+      revertRequest(call(model).event, OLD_CELL)
+    );
+    expect(call(model).revert).toEqual({ state: 'done', by: 'revert-1' });
+    // The revert is the person's: not marked; the reverted change's marks go.
+    expect(marks.ignoreCall).toHaveBeenCalledWith('revert-1');
+    expect(marks.removeCall).toHaveBeenCalledWith('call-1');
+  });
+
+  it('labels the revert call when its event arrives after the answer', async () => {
+    const model = modelWith();
+    const reverter = new Reverter({
+      client: fakeClient(() => Promise.resolve(reverted)),
+      model
+    });
+    await reverter.revert(call(model));
+
+    model.handleEmission({
+      schema_id: NOTEBOOK_SCHEMA_ID,
+      callId: 'revert-1',
+      action: 'edit',
+      path: 'dir/a.ipynb',
+      status: 'ok',
+      restored: true
+    });
+
+    expect((model.get('revert-1') as INotebookCall).revertOf).toBe('call-1');
+  });
+
+  it('says why the server refused (409) and changes nothing else', async () => {
+    const model = modelWith();
+    const response = new Response('', { status: 409 });
+    const client = fakeClient(() =>
+      Promise.reject(
+        new XcshResponseError(
+          response,
+          'Cell 1 changed since it was read (expected source hash a, found b) in dir/a.ipynb',
+          'stale_cell'
+        )
+      )
+    );
+    const marks = fakeMarks();
+
+    await new Reverter({ client, model, marks }).revert(call(model));
+
+    expect(call(model).revert).toEqual({
+      state: 'refused',
+      message: 'Not reverted: the cell was changed after this call.',
+      detail:
+        'Cell 1 changed since it was read (expected source hash a, found b) in dir/a.ipynb'
+    });
+    expect(marks.removeCall).not.toHaveBeenCalled();
+  });
+
+  it('refuses without asking the server when the open notebook has unsaved changes to the cell', async () => {
+    const model = modelWith();
+    const client = fakeClient(() => Promise.resolve(reverted));
+
+    await new Reverter({
+      client,
+      model,
+      openCells: path =>
+        path === 'dir/a.ipynb'
+          ? [
+              { id: 'c0', source: '' },
+              { id: 'c1', source: 'x = 2 # typed' }
+            ]
+          : null
+    }).revert(call(model));
+
+    expect(client.notebook).not.toHaveBeenCalled();
+    expect(call(model).revert).toMatchObject({
+      state: 'refused',
+      message:
+        'Not reverted: the cell was changed in the open notebook after this call.'
+    });
+  });
+
+  it('fetches a cell too large for the event from its artifact', async () => {
+    const model = modelWith({
+      action: 'delete',
+      previousCell: null,
+      previousCellArtifactId: '20250101T120000-0123456789ab'
+    });
+    const client = fakeClient(() => Promise.resolve(reverted));
+
+    await new Reverter({ client, model }).revert(call(model));
+
+    expect(client.getArtifact).toHaveBeenCalledWith(
+      '20250101T120000-0123456789ab'
+    );
+    expect(client.notebook).toHaveBeenCalledWith({
+      action: 'insert',
+      notebook_path: 'dir/a.ipynb',
+      cell_index: 1,
+      cell: OLD_CELL
+    });
+  });
+
+  it('reports any other failure as a failure', async () => {
+    const model = modelWith();
+    const client = fakeClient(() => Promise.reject(new Error('offline')));
+
+    await new Reverter({ client, model }).revert(call(model));
+
+    expect(call(model).revert).toEqual({
+      state: 'failed',
+      message: 'Revert failed: offline'
+    });
+  });
+
+  it('reverts a call only once', async () => {
+    const model = modelWith();
+    let answer: (value: unknown) => void = () => undefined;
+    const client = fakeClient(() => new Promise(resolve => (answer = resolve)));
+    const reverter = new Reverter({ client, model });
+
+    const first = reverter.revert(call(model));
+    expect(call(model).revert.state).toBe('pending');
+    await reverter.revert(call(model));
+    answer(reverted);
+    await first;
+    await reverter.revert(call(model));
+
+    expect(client.notebook).toHaveBeenCalledTimes(1);
+  });
+});

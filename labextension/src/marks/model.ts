@@ -1,0 +1,265 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+/**
+ * The marks of cells agents changed, kept per notebook (no DOM here).
+ *
+ * A mark names the source the agent left in its cell. It shows once the open notebook holds
+ * that source (the agent's change has arrived there), and goes as soon as the cell holds
+ * anything else: a person edited it. Views report what each marked cell holds through
+ * {@link CellMarks.observe}; anything that changes cells (notebook tool calls today, runs in
+ * place later) adds marks through {@link CellMarks.add}.
+ */
+
+import { ISignal, Signal } from '@lumino/signaling';
+
+import {
+  Limits,
+  parseEmission,
+  type INotebookCallEvent
+} from '../panel/events';
+import type { ICellMark, ICellMarks } from '../tokens';
+
+/**
+ * What a view should do with a mark, given what its cell holds now.
+ */
+export type MarkState =
+  /** The cell holds what the agent left: show the mark. */
+  | 'shown'
+  /** The agent's change has not reached the open notebook yet. */
+  | 'pending'
+  /** A person changed the cell since: the mark is gone. */
+  | 'edited';
+
+/**
+ * A mark and what its view has learnt about it.
+ */
+interface IEntry {
+  mark: ICellMark;
+  /** The source the mark stands for (the mark's, or the cell's when first seen). */
+  source: string | null;
+  /** Whether the cell was seen holding that source. */
+  confirmed: boolean;
+}
+
+/**
+ * The marks of agent-changed cells in every notebook, newest last.
+ */
+export class CellMarks implements ICellMarks {
+  /**
+   * Create an empty set of marks.
+   *
+   * @param options - The bounds of the set.
+   */
+  constructor(options: CellMarks.IOptions = {}) {
+    this.maxPerNotebook = options.maxPerNotebook ?? CellMarks.MAX_PER_NOTEBOOK;
+  }
+
+  /**
+   * The most marks kept per notebook; the oldest go first.
+   */
+  readonly maxPerNotebook: number;
+
+  get changed(): ISignal<this, string> {
+    return this._changed;
+  }
+
+  /**
+   * The marks of a notebook, oldest first.
+   */
+  marksOf(path: string): ICellMark[] {
+    return [...(this._byPath.get(path)?.values() ?? [])].map(e => e.mark);
+  }
+
+  add(mark: ICellMark): void {
+    if (this._ignored.has(mark.callId)) {
+      return;
+    }
+    let marks = this._byPath.get(mark.path);
+    if (marks === undefined) {
+      marks = new Map();
+      this._byPath.set(mark.path, marks);
+    }
+    const key = keyOf(mark);
+    marks.delete(key); // re-added last: the newest mark of the cell wins
+    marks.set(key, { mark, source: mark.source, confirmed: false });
+    while (marks.size > this.maxPerNotebook) {
+      const oldest = marks.keys().next().value;
+      if (oldest === undefined) {
+        break;
+      }
+      marks.delete(oldest);
+    }
+    this._changed.emit(mark.path);
+  }
+
+  /**
+   * Take one raw emission of the event bus: a finished notebook change marks
+   * the cell it left (a delete leaves none).
+   */
+  handleEmission(emission: unknown): void {
+    const event = parseEmission(emission);
+    if (event?.kind === 'notebook') {
+      const mark = markForNotebookCall(event);
+      if (mark !== null) {
+        this.add(mark);
+      }
+    }
+  }
+
+  /**
+   * Tell the marks what the cell of `mark` holds now.
+   *
+   * @param mark - A mark of {@link marksOf}.
+   * @param source - The cell's source in the open notebook.
+   * @returns What to show. An `edited` mark is removed by this call.
+   */
+  observe(mark: ICellMark, source: string): MarkState {
+    const marks = this._byPath.get(mark.path);
+    const key = keyOf(mark);
+    const entry = marks?.get(key);
+    if (marks === undefined || entry === undefined || entry.mark !== mark) {
+      return 'edited';
+    }
+    if (entry.source === null) {
+      entry.source = source; // a run: the source it ran is the source it left
+    }
+    if (sameSource(source, entry.source)) {
+      entry.confirmed = true;
+      return 'shown';
+    }
+    if (!entry.confirmed || mark.cellId === null) {
+      // Not arrived yet; or, by index, another cell may hold that index now.
+      return 'pending';
+    }
+    marks.delete(key);
+    this._changed.emit(mark.path);
+    return 'edited';
+  }
+
+  /**
+   * Remove one mark (the person dismissed it).
+   */
+  dismiss(mark: ICellMark): void {
+    const marks = this._byPath.get(mark.path);
+    const key = keyOf(mark);
+    if (marks?.get(key)?.mark === mark) {
+      marks.delete(key);
+      this._changed.emit(mark.path);
+    }
+  }
+
+  removeCall(callId: string): void {
+    for (const [path, marks] of this._byPath) {
+      let removed = false;
+      for (const [key, entry] of marks) {
+        if (entry.mark.callId === callId) {
+          marks.delete(key);
+          removed = true;
+        }
+      }
+      if (removed) {
+        this._changed.emit(path);
+      }
+    }
+  }
+
+  ignoreCall(callId: string): void {
+    this._ignored.add(callId);
+    if (this._ignored.size > CellMarks.MAX_IGNORED) {
+      const oldest = this._ignored.values().next().value;
+      if (oldest !== undefined) {
+        this._ignored.delete(oldest);
+      }
+    }
+    this.removeCall(callId);
+  }
+
+  private _byPath = new Map<string, Map<string, IEntry>>();
+  private _ignored = new Set<string>();
+  private _changed = new Signal<this, string>(this);
+}
+
+/**
+ * The namespace for {@link CellMarks} statics.
+ */
+export namespace CellMarks {
+  /**
+   * The options of a set of marks.
+   */
+  export interface IOptions {
+    /** The most marks kept per notebook (default {@link MAX_PER_NOTEBOOK}). */
+    maxPerNotebook?: number;
+  }
+
+  /** The default bound of marks per notebook. */
+  export const MAX_PER_NOTEBOOK = 500;
+
+  /** How many ignored call ids are remembered. */
+  export const MAX_IGNORED = 1000;
+}
+
+/**
+ * The mark a finished notebook tool call leaves, or `null` (a failed call, a
+ * read, a delete, a move that did not move).
+ */
+export function markForNotebookCall(
+  event: INotebookCallEvent
+): ICellMark | null {
+  if (event.status !== 'ok' || event.cellIndex === null) {
+    return null;
+  }
+  if (!['edit', 'insert', 'move'].includes(event.action)) {
+    return null;
+  }
+  if (event.action === 'move' && event.fromIndex === event.cellIndex) {
+    return null;
+  }
+  if (event.source === null) {
+    return null;
+  }
+  return {
+    path: event.path,
+    cellId: event.cellId,
+    cellIndex: event.cellIndex,
+    action: event.restored ? 'restore' : event.action,
+    callId: event.callId,
+    time: event.time,
+    source: event.source
+  };
+}
+
+/**
+ * What a mark says on hover: which action, when, and which call.
+ */
+export function markTitle(mark: ICellMark): string {
+  const verbs: Record<string, string> = {
+    edit: 'edited',
+    insert: 'inserted',
+    move: 'moved',
+    restore: 'restored',
+    run: 'ran'
+  };
+  const verb = verbs[mark.action] ?? mark.action;
+  const time = new Date(mark.time).toLocaleTimeString();
+  return (
+    `An agent ${verb} this cell at ${time} (call ${mark.callId.slice(0, 8)}). ` +
+    'Click to dismiss.'
+  );
+}
+
+function keyOf(mark: ICellMark): string {
+  return mark.cellId !== null ? `id:${mark.cellId}` : `#${mark.cellIndex}`;
+}
+
+/**
+ * Whether a cell holds the source a mark stands for; a source the server cut
+ * (it sends at most 64 KiB) is compared in part.
+ */
+function sameSource(source: string, left: string): boolean {
+  return left.length >= Limits.SOURCE_CHARS
+    ? source.startsWith(left)
+    : source === left;
+}

@@ -1,0 +1,189 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+import type { Cell } from '@jupyterlab/cells';
+import type { Notebook, NotebookPanel } from '@jupyterlab/notebook';
+import type { IDisposable } from '@lumino/disposable';
+import { PanelLayout, Widget } from '@lumino/widgets';
+
+import type { ICellMark } from '../tokens';
+import { type CellMarks, markTitle } from './model';
+
+/**
+ * The class of a cell an agent changed (it draws the gutter bar).
+ */
+export const MARKED_CELL_CLASS = 'jp-xcsh-mod-agentChanged';
+
+/**
+ * The mark in a cell's gutter: says on hover (and focus) what the agent did,
+ * and dismisses the mark when clicked.
+ */
+export class CellMarkWidget extends Widget {
+  /**
+   * Create the mark of one cell.
+   */
+  constructor(onDismiss: (mark: ICellMark) => void) {
+    super({ node: document.createElement('button') });
+    this.addClass('jp-xcsh-CellMark');
+    const button = this.node as HTMLButtonElement;
+    button.type = 'button';
+    button.addEventListener('click', event => {
+      event.stopPropagation();
+      if (this._mark !== null) {
+        onDismiss(this._mark);
+      }
+    });
+    // Clicking the mark must not select the cell or start a drag.
+    button.addEventListener('mousedown', event => event.stopPropagation());
+  }
+
+  /**
+   * The mark shown.
+   */
+  get mark(): ICellMark | null {
+    return this._mark;
+  }
+  set mark(mark: ICellMark | null) {
+    this._mark = mark;
+    // Shown on hover and keyboard focus by the stylesheet, read by screen readers.
+    this.node.setAttribute('aria-label', mark === null ? '' : markTitle(mark));
+    this.node.dataset.action = mark?.action ?? '';
+    this.node.dataset.callId = mark?.callId ?? '';
+  }
+
+  private _mark: ICellMark | null = null;
+}
+
+/**
+ * Shows the marks of one open notebook on its cells, through the notebook's
+ * own cell widgets: a class on the cell and a mark widget in its layout.
+ */
+export class NotebookMarks implements IDisposable {
+  /**
+   * Follow the marks of the notebook shown in `panel`.
+   */
+  constructor(
+    private readonly panel: NotebookPanel,
+    private readonly marks: CellMarks
+  ) {
+    marks.changed.connect(this._onMarksChanged, this);
+    panel.content.modelChanged.connect(this._onModelChanged, this);
+    panel.disposed.connect(() => this.dispose());
+    this._onModelChanged(panel.content);
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    this.marks.changed.disconnect(this._onMarksChanged, this);
+    this.panel.content.modelChanged.disconnect(this._onModelChanged, this);
+    this._model?.contentChanged.disconnect(this._schedule, this);
+    for (const cell of [...this._shown.keys()]) {
+      this._unmark(cell);
+    }
+  }
+
+  /**
+   * Apply the marks to the cells now.
+   */
+  refresh(): void {
+    if (this._disposed) {
+      return;
+    }
+    const notebook = this.panel.content;
+    const marks = this.marks.marksOf(this.panel.context.path);
+    const wanted = new Map<Cell, ICellMark>();
+    if (marks.length > 0) {
+      const byId = new Map<string, Cell>();
+      for (const cell of notebook.widgets) {
+        byId.set(cell.model.id, cell);
+      }
+      for (const mark of marks) {
+        const cell =
+          mark.cellId !== null
+            ? byId.get(mark.cellId)
+            : notebook.widgets[mark.cellIndex];
+        if (cell === undefined || cell.isDisposed) {
+          continue;
+        }
+        const source = cell.model.sharedModel.getSource();
+        const state = this.marks.observe(mark, source);
+        if (state === 'shown') {
+          wanted.set(cell, mark);
+        }
+      }
+    }
+    for (const cell of [...this._shown.keys()]) {
+      if (!wanted.has(cell)) {
+        this._unmark(cell);
+      }
+    }
+    for (const [cell, mark] of wanted) {
+      this._mark(cell, mark);
+    }
+  }
+
+  private _onMarksChanged(_: CellMarks, path: string): void {
+    if (path === this.panel.context.path) {
+      this._schedule();
+    }
+  }
+
+  private _onModelChanged(notebook: Notebook): void {
+    this._model?.contentChanged.disconnect(this._schedule, this);
+    this._model = notebook.model;
+    this._model?.contentChanged.connect(this._schedule, this);
+    this._schedule();
+  }
+
+  /**
+   * Refresh once the current signal has been handled everywhere: the
+   * notebook creates the widget of a new cell in its own handler of the same
+   * change.
+   */
+  private _schedule(): void {
+    if (this._scheduled) {
+      return;
+    }
+    this._scheduled = true;
+    void Promise.resolve().then(() => {
+      this._scheduled = false;
+      this.refresh();
+    });
+  }
+
+  private _mark(cell: Cell, mark: ICellMark): void {
+    let widget = this._shown.get(cell);
+    if (widget === undefined || widget.isDisposed) {
+      widget = new CellMarkWidget(shown => this.marks.dismiss(shown));
+      (cell.layout as PanelLayout).addWidget(widget);
+      cell.addClass(MARKED_CELL_CLASS);
+      this._shown.set(cell, widget);
+    }
+    if (widget.mark !== mark) {
+      widget.mark = mark;
+    }
+  }
+
+  private _unmark(cell: Cell): void {
+    const widget = this._shown.get(cell);
+    this._shown.delete(cell);
+    widget?.dispose();
+    if (!cell.isDisposed) {
+      cell.removeClass(MARKED_CELL_CLASS);
+    }
+  }
+
+  private _model: Notebook['model'] = null;
+  private _shown = new Map<Cell, CellMarkWidget>();
+  private _scheduled = false;
+  private _disposed = false;
+}

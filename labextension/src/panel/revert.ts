@@ -1,0 +1,227 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+/**
+ * How a finished notebook change is reverted (pure: no I/O).
+ *
+ * A revert is an ordinary notebook tool call built from the change's event alone: an edit is
+ * undone by writing the whole cell as it was, an insert by deleting the cell, a delete by
+ * inserting the whole cell as it was at its index, a move by moving the cell back. Every revert
+ * that touches a cell the call left carries `expected_source_hash` of the state the call left
+ * (SPEC §5), so the server refuses (409) when someone changed that cell since, and nothing is
+ * overwritten. A revert is itself a change with its own event, so it can be reverted in turn.
+ */
+
+import type { INotebookCell, INotebookRequest } from '../client';
+import type { INotebookCallEvent } from './events';
+import { Limits } from './events';
+
+/**
+ * The stale-edit preconditions of SPEC §5 a revert sends.
+ */
+export interface IPreconditions {
+  /** The addressed cell must still have this source hash. */
+  expected_source_hash?: string;
+}
+
+/**
+ * The notebook tool request of a revert.
+ */
+export type RevertRequest = INotebookRequest & IPreconditions;
+
+/**
+ * The actions whose finished calls can be reverted.
+ */
+const REVERTIBLE = new Set(['edit', 'insert', 'delete', 'move']);
+
+/**
+ * Whether the panel offers a revert for a call: a successful change that
+ * changed something.
+ */
+export function canRevert(event: INotebookCallEvent): boolean {
+  if (event.status !== 'ok' || !REVERTIBLE.has(event.action)) {
+    return false;
+  }
+  if (event.cellIndex === null) {
+    return false;
+  }
+  return !(event.action === 'move' && event.fromIndex === event.cellIndex);
+}
+
+/**
+ * Why a change the panel offers to revert cannot be reverted after all, or
+ * `null` when it can.
+ */
+export function revertUnavailable(event: INotebookCallEvent): string | null {
+  if (!canRevert(event)) {
+    return 'Only a finished change of a notebook can be reverted.';
+  }
+  if (event.action === 'move' && event.fromIndex === null) {
+    return 'The server did not say where the cell was before it moved.';
+  }
+  if (
+    (event.action === 'edit' || event.action === 'delete') &&
+    event.previousCell === null &&
+    event.previousCellArtifactId === null
+  ) {
+    return 'The server did not keep the cell as it was before this call.';
+  }
+  if (event.action !== 'delete' && event.sourceHash === null) {
+    return (
+      'The server did not report the source hash this call left, so a ' +
+      'revert could overwrite a later change.'
+    );
+  }
+  return null;
+}
+
+/**
+ * The notebook tool request that reverts a change.
+ *
+ * @param event - The change, for which {@link revertUnavailable} is null.
+ * @param previousCell - edit and delete: the cell as it was before the call
+ *   (the event's, or the one fetched from its artifact).
+ */
+export function revertRequest(
+  event: INotebookCallEvent,
+  previousCell: INotebookCell | null
+): RevertRequest {
+  const path = event.path;
+  const where =
+    event.cellId !== null
+      ? { cell_id: event.cellId }
+      : { cell_index: event.cellIndex ?? 0 };
+  const precondition: IPreconditions =
+    event.sourceHash !== null ? { expected_source_hash: event.sourceHash } : {};
+  switch (event.action) {
+    case 'edit':
+      return {
+        action: 'edit',
+        notebook_path: path,
+        ...where,
+        cell: required(previousCell),
+        ...precondition
+      };
+    case 'insert':
+      return {
+        action: 'delete',
+        notebook_path: path,
+        ...where,
+        ...precondition
+      };
+    case 'delete':
+      return {
+        action: 'insert',
+        notebook_path: path,
+        cell_index: event.cellIndex ?? 0,
+        cell: required(previousCell)
+      };
+    case 'move':
+      return {
+        action: 'move',
+        notebook_path: path,
+        ...where,
+        to_index: event.fromIndex ?? 0,
+        ...precondition
+      };
+  }
+  throw new Error(`A ${event.action} call cannot be reverted`);
+}
+
+function required(cell: INotebookCell | null): INotebookCell {
+  if (cell === null) {
+    throw new Error('The cell as it was before the call is unknown');
+  }
+  return cell;
+}
+
+/**
+ * Read the cell-as-it-was kept in an artifact; `null` when the text is not a
+ * cell.
+ */
+export function parseCellArtifact(text: string): INotebookCell | null {
+  try {
+    const value = JSON.parse(text) as unknown;
+    if (
+      typeof value === 'object' &&
+      value !== null &&
+      !Array.isArray(value) &&
+      typeof (value as Record<string, unknown>).cell_type === 'string'
+    ) {
+      return value as INotebookCell;
+    }
+  } catch {
+    // Not JSON: not a cell.
+  }
+  return null;
+}
+
+/**
+ * A cell of a notebook open in the lab, as the check before a revert sees it.
+ */
+export interface IOpenCell {
+  id: string;
+  source: string;
+}
+
+/**
+ * Why a revert would overwrite work in a notebook open in the lab (a clause
+ * that follows "Not reverted: "), or `null`.
+ *
+ * Without a collaborative document the server checks the saved file, which
+ * does not have the person's unsaved typing; this check looks at the open
+ * notebook itself, so that typing is never overwritten either.
+ *
+ * @param event - The change to revert.
+ * @param cells - The cells of the open notebook, in order.
+ */
+export function staleInOpenNotebook(
+  event: INotebookCallEvent,
+  cells: readonly IOpenCell[]
+): string | null {
+  if (event.action === 'delete') {
+    const id = event.previousCell?.id;
+    if (typeof id === 'string' && cells.some(cell => cell.id === id)) {
+      return 'the cell is in the open notebook again.';
+    }
+    return null;
+  }
+  const index =
+    event.cellId !== null
+      ? cells.findIndex(cell => cell.id === event.cellId)
+      : (event.cellIndex ?? -1);
+  const cell = index >= 0 ? cells[index] : undefined;
+  if (cell === undefined) {
+    return 'the cell was deleted in the open notebook after this call.';
+  }
+  // A cut source (the server sends at most 64 KiB) can only be compared in part.
+  const left = event.source;
+  if (left === null) {
+    return null;
+  }
+  const changed =
+    left.length >= Limits.SOURCE_CHARS
+      ? !cell.source.startsWith(left)
+      : cell.source !== left;
+  return changed
+    ? 'the cell was changed in the open notebook after this call.'
+    : null;
+}
+
+/**
+ * What the panel says when the server refused a revert (409), by reason.
+ */
+export function refusalMessage(reason: string | null): string {
+  switch (reason) {
+    case 'stale_cell':
+      return 'Not reverted: the cell was changed after this call.';
+    case 'stale_notebook':
+      return 'Not reverted: the notebook was changed after this call.';
+    case 'cell_exists':
+      return 'Not reverted: the cell is in the notebook again.';
+    default:
+      return 'Not reverted: the notebook is not as this call left it.';
+  }
+}

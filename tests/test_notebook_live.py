@@ -1,0 +1,265 @@
+"""The notebook tool with a collaboration room open (SPEC §5): a real room, a real Yjs client.
+
+Run in an environment with jupyter-collaboration (``-m collaboration``; ``scripts/check.sh``
+makes two: the newest release and the newest 4.x). A person joins the notebook's room over the
+websocket, as a JupyterLab tab does, and types while the agent changes other cells.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from traitlets.config import Config
+
+from .notebooks import jupyter_text, load
+from .rtc import rtc_config
+
+pytestmark = pytest.mark.collaboration
+
+P = "live.ipynb"
+
+
+def sha16(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def revision(nb) -> str:
+    entries = [[c.get("id", i), c.cell_type, sha16(c.source)] for i, c in enumerate(nb.cells)]
+    return sha16(json.dumps(entries, ensure_ascii=False, separators=(",", ":")))
+
+
+@pytest.fixture
+def jp_server_config(jp_server_config, jp_root_dir, tmp_path_factory):
+    import jupyter_server_ydoc  # noqa: F401  (fail, never skip, where it is missing)
+
+    return rtc_config(jp_server_config, jp_root_dir, tmp_path_factory.mktemp("rtc"))
+
+
+@pytest.fixture
+def notebook(jp_root_dir):
+    nb = new_notebook(
+        cells=[
+            new_code_cell("typed: ", id="c0"),
+            new_code_cell(
+                "a = 1",
+                id="c1",
+                execution_count=1,
+                outputs=[new_output("stream", name="stdout", text="one\n")],
+                metadata={"tags": ["keep"]},
+            ),
+            new_markdown_cell("## b", id="c2"),
+            new_code_cell("c = 3", id="c3"),
+            new_code_cell("d = 4", id="c4"),
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
+    path = jp_root_dir / P
+    path.write_text(jupyter_text(nb), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def room(jp_fetch, jp_http_port, jp_base_url, jp_auth_header, notebook):
+    """Join the notebook's room as a person would: ``async with room() as person``.
+
+    (``jp_fetch`` starts the server listening on its port.)
+    """
+    from .yroom import RoomClient
+
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
+    return lambda path=P: RoomClient(url, dict(jp_auth_header), path)
+
+
+async def _ok(notebook_tool, **body):
+    status, result = await notebook_tool({"notebook_path": P, **body})
+    assert status == 200, result
+    return result
+
+
+async def _wait(condition, what, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+def _saved(path):
+    try:
+        nb = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+    except Exception:  # the room is writing it: look again
+        return None
+    return nb
+
+
+async def test_agent_changes_and_a_persons_typing_all_land_in_the_room_and_the_file(
+    notebook_tool, notebook, room
+):
+    typed = "hello from a person, key by key"
+    async with room() as person:
+
+        async def type_keys():
+            for key in typed:
+                person.type(0, key)
+                await asyncio.sleep(0.02)
+
+        typing = asyncio.create_task(type_keys())
+        results = [
+            await _ok(notebook_tool, action="edit", cell_id="c1", content="a = 10"),
+            await _ok(notebook_tool, action="insert", cell_index=2, content="new = 5"),
+            await _ok(notebook_tool, action="move", cell_id="c4", to_index=1),
+            await _ok(notebook_tool, action="delete", cell_id="c3"),
+            await _ok(notebook_tool, action="edit", cell_id="c2", content="b", cell_type="raw"),
+        ]
+        await typing
+        assert [r["details"]["via"] for r in results] == ["document"] * 5
+        new_id = results[1]["details"]["cellId"]
+        expected = ["typed: " + typed, "d = 4", "a = 10", "new = 5", "b"]
+        await person.wait_for(lambda: person.sources() == expected, "the agent's changes")
+        assert person.ids() == ["c0", "c4", "c1", new_id, "c2"]
+        # The room saves the shared document: every keystroke and every change reach the file.
+        await _wait(
+            lambda: (
+                (nb := _saved(notebook)) is not None and [c.source for c in nb.cells] == expected
+            ),
+            "the room to save the file",
+        )
+    nb = load(notebook.read_text(encoding="utf-8"))
+    nbformat.validate(nb)
+    assert [c.cell_type for c in nb.cells] == ["code", "code", "code", "code", "raw"]
+    assert nb.cells[2].metadata == {"tags": ["keep"]} and nb.cells[2].execution_count == 1
+    assert nb.cells[2].outputs[0]["text"] == "one\n"
+
+
+class TestARoomThatNeverSaves:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.YDocExtension.document_save_delay = None
+        return config
+
+    async def test_read_returns_unsaved_text_the_file_does_not_have(
+        self, notebook_tool, notebook, room
+    ):
+        before = notebook.read_bytes()
+        async with room() as person:
+            person.type(3, "  # unsaved")
+            text = ""
+            deadline = time.monotonic() + 30
+            while "unsaved" not in text and time.monotonic() < deadline:
+                text = (await _ok(notebook_tool, action="read"))["text"]
+                await asyncio.sleep(0.05)
+            assert "c = 3  # unsaved" in text
+        assert notebook.read_bytes() == before
+
+
+async def test_file_and_live_document_give_the_same_hashes_and_revision(
+    notebook_tool, notebook, room
+):
+    from_file = await _ok(notebook_tool, action="read")
+    assert from_file["details"]["via"] == "file"
+    async with room():
+        from_room = await _ok(notebook_tool, action="read")
+        assert from_room["details"]["via"] == "document"
+        for key in ("revision", "sourceHash", "cells"):
+            assert from_room["details"][key] == from_file["details"][key]
+        changed = await _ok(notebook_tool, action="edit", cell_id="c3", content="c = 30")
+        assert changed["details"]["sourceHash"] == sha16("c = 30")
+        await _wait(
+            lambda: (nb := _saved(notebook)) is not None and nb.cells[3].source == "c = 30",
+            "the room to save",
+        )
+        assert changed["details"]["revision"] == revision(load(notebook.read_text()))
+
+
+async def test_a_person_changing_the_cell_after_the_agent_read_it_is_a_409(
+    notebook_tool, notebook, room
+):
+    async with room() as person:
+        read = await _ok(notebook_tool, action="read")
+        seen = read["details"]["cells"][1]["sourceHash"]
+        person.type(1, "  # mine")
+        # The keystroke reaches the server's document asynchronously: wait until it has.
+        deadline = time.monotonic() + 30
+        while (await _ok(notebook_tool, action="read"))["details"]["cells"][1][
+            "sourceHash"
+        ] == seen:
+            assert time.monotonic() < deadline, "the keystroke never reached the room"
+            await asyncio.sleep(0.05)
+        status, result = await notebook_tool(
+            {
+                "notebook_path": P,
+                "action": "edit",
+                "cell_id": "c1",
+                "content": "a = 'agent'",
+                "expected_source_hash": seen,
+            }
+        )
+        assert status == 409, result
+        assert result["reason"] == "stale_cell"
+        assert result["details"]["cellSource"] == "a = 1  # mine"
+        assert result["details"]["sourceHash"] == sha16("a = 1  # mine")
+        assert person.sources()[1] == "a = 1  # mine"
+
+
+async def test_without_a_room_the_file_is_changed(notebook_tool, notebook):
+    result = await _ok(notebook_tool, action="edit", cell_id="c3", content="c = 0")
+    assert result["details"]["via"] == "file"
+    assert load(notebook.read_text()).cells[3].source == "c = 0"
+
+
+async def test_outputs_of_a_run_in_place_go_into_the_room(notebook, room, jp_serverapp):
+    store = jp_serverapp.web_app.settings["xcsh"].notebook_store
+    outputs = [{"output_type": "stream", "name": "stdout", "text": "30\n"}]
+    async with room() as person:
+        via = await store.write_outputs(P, "c3", outputs, 7)
+        assert via == "document"
+
+        def ran():
+            cell = person.doc.get_cell(3)
+            return cell["execution_count"] == 7 and cell["outputs"] == outputs
+
+        await person.wait_for(ran, "the outputs")
+        assert person.sources()[3] == "c = 3"
+
+
+class TestRealTimeCollaborationDisabled:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.YDocExtension.disable_rtc = True
+        return config
+
+    async def test_the_file_is_used(self, notebook_tool, notebook, room):
+        async with room():
+            result = await _ok(notebook_tool, action="edit", cell_id="c3", content="c = 9")
+        assert result["details"]["via"] == "file"
+        assert load(notebook.read_text()).cells[3].source == "c = 9"
+
+
+class TestARoomOpeningWhileTheFileIsChanged:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.contents_manager_class = "tests.fakes.RoomOpensOnLoadContentsManager"
+        # A room made by get_document(create=True) ignores the store's configured db_path.
+        config.YDocExtension.ystore_class = "jupyter_server_ydoc.stores.TempFileYStore"
+        return config
+
+    async def test_the_change_goes_to_the_room_not_the_file(
+        self, notebook_tool, notebook, jp_serverapp
+    ):
+        before = notebook.read_bytes()
+        result = await _ok(notebook_tool, action="edit", cell_id="c3", content="c = 33")
+        assert result["details"]["via"] == "document"
+        ydoc = jp_serverapp.web_app.settings["jupyter_server_ydoc"]
+        document = await ydoc.get_document(
+            path=P, content_type="notebook", file_format="json", copy=False
+        )
+        assert str(document.ycells[3]["source"]) == "c = 33"
+        assert notebook.read_bytes() == before or b"c = 33" in notebook.read_bytes()

@@ -1,0 +1,235 @@
+"""Saves racing JupyterLab's own, half-written files, atomic writes and trust (issue 8)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+import threading
+import urllib.request
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from traitlets.config import Config
+
+from .notebooks import jupyter_text, load, sample_notebook
+
+
+def _race_notebook(cells: int = 40):
+    """A small notebook (~40 KB): a JupyterLab save spends most of its time serialising and
+    validating after truncating the file, which is the window the race needs."""
+    nb = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    for i in range(cells):
+        nb.cells.append(
+            new_code_cell(
+                f"value_{i} = {i}\nprint(value_{i})",
+                execution_count=i,
+                outputs=[new_output("stream", name="stdout", text=f"line {i}\n" * 100)],
+            )
+        )
+    return nb
+
+
+class LabSaver(threading.Thread):
+    """A JupyterLab tab saving a notebook again and again: GET the model, PUT it back."""
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        super().__init__(daemon=True)
+        self.url = url
+        self.headers = {**headers, "Content-Type": "application/json"}
+        self.stop = threading.Event()
+        self.saves = 0
+        self.failures: list[str] = []
+
+    def _call(self, method: str, url: str, body: bytes | None = None) -> bytes:
+        request = urllib.request.Request(url, data=body, method=method, headers=self.headers)
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.read()  # type: ignore[no-any-return]
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                model = json.loads(self._call("GET", self.url + "?type=notebook&content=1"))
+                body = {"type": "notebook", "format": "json", "content": model["content"]}
+                self._call("PUT", self.url, json.dumps(body).encode())
+                self.saves += 1
+            except Exception as e:  # every failure is a finding: the lab could not read or save
+                self.failures.append(repr(e))
+
+
+async def test_agent_changes_racing_lab_saves_never_leave_a_corrupt_notebook(
+    notebook_tool, jp_root_dir, jp_http_port, jp_base_url, jp_auth_header
+):
+    """20 agent changes against a thread saving the notebook through the contents API, 50 times.
+
+    Without a shared lock the two in-place writers interleave (a whole document followed by a
+    stale tail) and readers meet half-written files (422s, "Unreadable Notebook").
+    """
+    path = jp_root_dir / "race.ipynb"
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}api/contents/race.ipynb"
+    corrupt, agent_errors, lab_failures, lab_saves = 0, [], [], 0
+    for round_ in range(50):
+        path.write_text(jupyter_text(_race_notebook()), encoding="utf-8")
+        saver = LabSaver(url, jp_auth_header)
+        saver.start()
+        try:
+            for i in range(20):
+                if i % 2:
+                    body = {"action": "edit", "cell_index": i, "content": f"edited {round_}.{i}"}
+                else:
+                    body = {"action": "insert", "cell_index": 1, "content": f"new {round_}.{i}"}
+                status, result = await notebook_tool({"notebook_path": "race.ipynb", **body})
+                if status != 200:
+                    agent_errors.append((status, result.get("message")))
+        finally:
+            saver.stop.set()
+            await asyncio.to_thread(saver.join, 60)
+        lab_failures += saver.failures
+        lab_saves += saver.saves
+        try:
+            load(path.read_text(encoding="utf-8"))
+        except Exception:
+            corrupt += 1
+    assert (corrupt, agent_errors, lab_failures) == (0, [], [])
+    assert lab_saves > 0  # the race did happen
+
+
+class TestHalfWrittenFiles:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.contents_manager_class = "tests.fakes.HalfWrittenContentsManager"
+        config.HalfWrittenContentsManager.half_written_reads = 2
+        return config
+
+    async def test_a_read_meeting_a_half_written_file_reads_it_again(
+        self, notebook_tool, jp_root_dir
+    ):
+        (jp_root_dir / "a.ipynb").write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+        status, result = await notebook_tool({"action": "read", "notebook_path": "a.ipynb"})
+        assert status == 200, result
+        assert result["details"]["totalCells"] == 4
+        body = {"action": "insert", "notebook_path": "a.ipynb", "cell_index": 0, "content": "x"}
+        (jp_root_dir / "b.ipynb").write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+        status, result = await notebook_tool({**body, "notebook_path": "b.ipynb"})
+        assert status == 200, result
+        assert len(load((jp_root_dir / "b.ipynb").read_text()).cells) == 5
+
+    async def test_a_file_that_stays_invalid_is_still_a_422(self, notebook_tool, jp_root_dir):
+        (jp_root_dir / "bad.ipynb").write_text('{"cells": [', encoding="utf-8")
+        status, result = await notebook_tool({"action": "read", "notebook_path": "bad.ipynb"})
+        assert (status, result["message"]) == (422, "Invalid JSON in notebook: bad.ipynb")
+
+
+class TestALabSaveBetweenLoadAndSave:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.contents_manager_class = "tests.fakes.SaveAfterLoadContentsManager"
+        return config
+
+    async def test_the_change_is_applied_on_top_of_the_saved_version(
+        self, notebook_tool, jp_root_dir
+    ):
+        (jp_root_dir / "a.ipynb").write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+        body = {"action": "insert", "notebook_path": "a.ipynb", "cell_index": 0, "content": "agent"}
+        status, result = await notebook_tool(body)
+        assert status == 200, result
+        sources = [c.source for c in load((jp_root_dir / "a.ipynb").read_text()).cells]
+        assert sources[0] == "agent" and sources[-1] == "lab"
+
+
+async def test_a_save_replaces_the_file_whole_keeping_its_mode_and_links(
+    notebook_tool, jp_root_dir
+):
+    (jp_root_dir / "real").mkdir()
+    target = jp_root_dir / "real" / "a.ipynb"
+    target.write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+    target.chmod(0o640)
+    os.symlink(target, jp_root_dir / "link.ipynb")
+    inode = target.stat().st_ino
+    body = {"action": "edit", "notebook_path": "link.ipynb", "cell_index": 0, "content": "linked"}
+    status, result = await notebook_tool(body)
+    assert status == 200, result
+    assert (jp_root_dir / "link.ipynb").is_symlink()
+    assert load(target.read_text()).cells[0].source == "linked"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert target.stat().st_ino != inode  # a new file renamed over the old one, not rewritten
+    leftovers = [p.name for p in jp_root_dir.rglob("*") if p.name.startswith(".~")]
+    assert leftovers == []
+
+
+class TestInPlaceWritingWhenTheServerAsksForIt:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.FileContentsManager.use_atomic_writing = False
+        return config
+
+    async def test_the_file_is_rewritten_in_place(self, notebook_tool, jp_root_dir):
+        path = jp_root_dir / "a.ipynb"
+        path.write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+        inode = path.stat().st_ino
+        body = {"action": "edit", "notebook_path": "a.ipynb", "cell_index": 0, "content": "x"}
+        status, result = await notebook_tool(body)
+        assert status == 200, result
+        assert path.stat().st_ino == inode
+        assert load(path.read_text()).cells[0].source == "x"
+
+
+def _html_notebook():
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("# Report"),
+            new_code_cell(
+                "show()",
+                execution_count=1,
+                outputs=[
+                    new_output(
+                        "display_data",
+                        data={"text/html": "<b>bold</b><script>alert(1)</script>"},
+                    )
+                ],
+            ),
+        ]
+    )
+    return nb
+
+
+async def _trusted_cells(jp_fetch, name):
+    response = await jp_fetch("api", "contents", name, params={"type": "notebook"})
+    cells = json.loads(response.body)["content"]["cells"]
+    return [c["metadata"].get("trusted") for c in cells if c["cell_type"] == "code"]
+
+
+async def test_a_trusted_notebook_stays_trusted_after_an_agent_edit(
+    notebook_tool, jp_root_dir, jp_serverapp, jp_fetch
+):
+    nb = _html_notebook()
+    (jp_root_dir / "signed.ipynb").write_text(jupyter_text(nb), encoding="utf-8")
+    # `jupyter trust signed.ipynb`, with the server's own notary.
+    notary = jp_serverapp.contents_manager.notary
+    notary.sign(nbformat.reads((jp_root_dir / "signed.ipynb").read_text(), as_version=4))
+    assert await _trusted_cells(jp_fetch, "signed.ipynb") == [True]
+    for body in (
+        {"action": "edit", "cell_index": 0, "content": "# Report, edited"},
+        {"action": "insert", "cell_index": 2, "content": "more()"},
+        {"action": "move", "cell_index": 2, "to_index": 0},
+    ):
+        status, result = await notebook_tool({"notebook_path": "signed.ipynb", **body})
+        assert status == 200, result
+    assert await _trusted_cells(jp_fetch, "signed.ipynb") == [True, True]
+    saved = nbformat.reads((jp_root_dir / "signed.ipynb").read_text(), as_version=4)
+    assert notary.check_signature(saved)
+
+
+async def test_an_untrusted_notebook_is_never_signed_by_an_agent_edit(
+    notebook_tool, jp_root_dir, jp_serverapp, jp_fetch
+):
+    (jp_root_dir / "plain.ipynb").write_text(jupyter_text(_html_notebook()), encoding="utf-8")
+    body = {"action": "edit", "notebook_path": "plain.ipynb", "cell_index": 0, "content": "# x"}
+    status, result = await notebook_tool(body)
+    assert status == 200, result
+    assert await _trusted_cells(jp_fetch, "plain.ipynb") == [False]

@@ -1,0 +1,90 @@
+"""The store's building blocks for later features: several changes at once, outputs of a run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jupyter_xcsh.errors import InvalidRequestError, NotFoundError
+from jupyter_xcsh.notebook.cells import apply_changes, parse_request
+from jupyter_xcsh.notebook.document import NotebookDocument
+from jupyter_xcsh.notebook.revision import notebook_revision, source_hash
+
+from .notebooks import jupyter_text, load, raw_cells, sample_notebook
+
+P = "a.ipynb"
+
+
+@pytest.fixture
+def store(jp_serverapp):
+    return jp_serverapp.web_app.settings["xcsh"].notebook_store
+
+
+@pytest.fixture
+def notebook(jp_root_dir):
+    path = jp_root_dir / P
+    path.write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+    return path
+
+
+def _requests(*bodies):
+    return [parse_request({"notebook_path": P, **body}) for body in bodies]
+
+
+async def test_several_changes_are_saved_once_each_seeing_the_earlier_ones(
+    store, notebook, jp_serverapp
+):
+    saves = []
+    jp_serverapp.contents_manager.register_pre_save_hook(
+        lambda model, path, **kw: saves.append(path)
+    )
+    changes = _requests(
+        {"action": "insert", "cell_index": 0, "content": "first"},
+        {"action": "edit", "cell_index": 1, "content": "# was cell 0"},
+    )
+    outcome = await store.update(P, lambda document: apply_changes(document, changes))
+    assert [r.text for r in outcome.value] == [
+        "Inserted code cell at position 0. Notebook now has 5 cells.",
+        "Replaced cell 1 (markdown). Notebook now has 5 cells.",
+    ]
+    assert outcome.via == "file" and saves == [P]
+    assert [c.source for c in load(notebook.read_text()).cells][:2] == ["first", "# was cell 0"]
+
+
+async def test_a_failing_change_leaves_the_notebook_as_it_was(store, notebook):
+    before = notebook.read_bytes()
+    changes = _requests(
+        {"action": "delete", "cell_index": 0},
+        {"action": "delete", "cell_index": 9},
+    )
+    with pytest.raises(InvalidRequestError):
+        await store.update(P, lambda document: apply_changes(document, changes))
+    assert notebook.read_bytes() == before
+
+
+async def test_outputs_of_a_run_change_only_that_cells_outputs_and_count(store, notebook):
+    before = notebook.read_text()
+    nb = load(before)
+    outputs = [{"output_type": "stream", "name": "stdout", "text": "2\n"}]
+    assert await store.write_outputs(P, nb.cells[1].id, outputs, 12) == "file"
+    after = notebook.read_text()
+    cells_before, cells_after = raw_cells(before), raw_cells(after)
+    assert cells_after[1] == {**cells_before[1], "outputs": outputs, "execution_count": 12}
+    assert [json.dumps(c) for i, c in enumerate(cells_after) if i != 1] == [
+        json.dumps(c) for i, c in enumerate(cells_before) if i != 1
+    ]
+    assert source_hash(cells_after[1]["source"]) == source_hash(cells_before[1]["source"])
+    assert notebook_revision(NotebookDocument.parse(after).cell_keys()) == notebook_revision(
+        NotebookDocument.parse(before).cell_keys()
+    )
+
+
+async def test_outputs_go_to_code_cells_found_by_id_only(store, notebook):
+    nb = load(notebook.read_text())
+    with pytest.raises(NotFoundError) as missing:
+        await store.write_outputs(P, "nope", [], None)
+    assert missing.value.message == "Cell id not found: nope in a.ipynb"
+    with pytest.raises(InvalidRequestError) as not_code:
+        await store.write_outputs(P, nb.cells[0].id, [], None)
+    assert not_code.value.message == "Cell 0 is not a code cell in a.ipynb"

@@ -1,0 +1,131 @@
+"""A person in a notebook's collaboration room, for tests: a real Yjs client over the websocket.
+
+It does what a JupyterLab tab does to join a notebook's room — ``PUT
+/api/collaboration/session/<path>`` then the room's websocket, speaking the Yjs sync protocol
+through ``pycrdt.Provider`` — and can type into cells. Needs jupyter-collaboration (pycrdt,
+jupyter_ydoc) in the environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from jupyter_ydoc import YNotebook
+from pycrdt import Provider
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.websocket import WebSocketClientConnection, websocket_connect
+
+
+class _Channel:
+    """A tornado websocket as the ``pycrdt.Channel`` a provider synchronises through."""
+
+    def __init__(self, connection: WebSocketClientConnection, path: str) -> None:
+        self._connection = connection
+        self._path = path
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def __aiter__(self) -> _Channel:
+        return self
+
+    async def __anext__(self) -> bytes:
+        message = await self._connection.read_message()
+        if message is None:
+            raise StopAsyncIteration
+        return message if isinstance(message, bytes) else message.encode()
+
+    async def recv(self) -> bytes:
+        return await self.__anext__()
+
+    async def send(self, message: bytes) -> None:
+        await self._connection.write_message(message, binary=True)
+
+
+class RoomClient:
+    """One collaborator with a notebook open: ``async with RoomClient(...) as person: ...``."""
+
+    def __init__(
+        self, server_url: str, headers: dict[str, str], path: str, load_timeout: float = 60.0
+    ) -> None:
+        """``server_url``: ``http://127.0.0.1:<port>/<base_url>`` (ending with ``/``);
+        ``load_timeout``: seconds to wait for the room to send the notebook."""
+        self.server_url = server_url
+        self.load_timeout = load_timeout
+        self.headers = headers
+        self.path = path
+        self.doc = YNotebook()
+        self._connection: WebSocketClientConnection | None = None
+        self._provider: Any = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> RoomClient:
+        response = await AsyncHTTPClient().fetch(
+            f"{self.server_url}api/collaboration/session/{quote(self.path)}",
+            method="PUT",
+            request_timeout=self.load_timeout,
+            headers={**self.headers, "Content-Type": "application/json"},
+            body=json.dumps({"format": "json", "type": "notebook"}),
+        )
+        session = json.loads(response.body)
+        room = f"{session['format']}:{session['type']}:{session['fileId']}"
+        ws_url = self.server_url.replace("http", "ws", 1)
+        request = HTTPRequest(
+            f"{ws_url}api/collaboration/room/{room}?sessionId={session['sessionId']}",
+            headers=self.headers,
+            request_timeout=self.load_timeout,
+        )
+        # A large notebook comes as one message (tornado's default cap is 10 MiB).
+        self._connection = await websocket_connect(request, max_message_size=1 << 30)
+        self._provider = Provider(self.doc.ydoc, _Channel(self._connection, room))
+        started = asyncio.Event()
+
+        async def serve() -> None:
+            async with self._provider:
+                started.set()
+                await asyncio.Event().wait()  # until cancelled
+
+        self._task = asyncio.create_task(serve())
+        await started.wait()
+        await self.wait_for(
+            lambda: self.doc.cell_number > 0, "the room to send the notebook", self.load_timeout
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        if self._connection is not None:
+            self._connection.close()
+
+    def sources(self) -> list[str]:
+        """The cells' sources as this collaborator sees them."""
+        return [str(ycell["source"]) for ycell in self.doc.ycells]
+
+    def ids(self) -> list[str]:
+        """The cells' ids as this collaborator sees them."""
+        return [str(ycell["id"]) for ycell in self.doc.ycells]
+
+    def type(self, cell_index: int, text: str, at: int | None = None) -> None:
+        """Type ``text`` into a cell (at a UTF-8 byte offset; default the end), unsaved."""
+        ytext = self.doc.ycells[cell_index]["source"]
+        ytext.insert(len(ytext) if at is None else at, text)
+
+    async def wait_for(
+        self, condition: Callable[[], bool], what: str, timeout: float = 60.0
+    ) -> None:
+        """Wait until ``condition()`` holds (updates arrive asynchronously), or fail."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            await asyncio.sleep(0.05)
