@@ -6,7 +6,6 @@ import ast
 from typing import Any
 
 __all__ = [
-    "IOPUB_SEND_QUEUE",
     "NOTICE_EXPRESSION",
     "PRELUDE",
     "STREAM_BOUND",
@@ -82,27 +81,28 @@ del __xcsh_warm_tracebacks
 
 #: Characters a session kernel's stdout/stderr buffer before they are sent, whatever the time.
 STREAM_BOUND_CHARS = 1024 * 1024
-#: Messages a session kernel's IOPub socket queues for one subscriber before its sender waits.
-IOPUB_SEND_QUEUE = 8
 
 #: Bounds what a session kernel's output can make the server hold, at the source:
 #:
 #: - a message: ipykernel sends what a stream buffered every 0.2 s, and a tight print loop
 #:   buffers tens of megabytes in that time, one message the server must then hold whole. Once a
-#:   stream holds ``STREAM_BOUND_CHARS``, a write hands the buffer to the IOPub thread at once.
-#:   The hook is ``_schedule_flush`` (which every write of ipykernel's streams calls), in a
-#:   subclass the streams are switched to: IPython replaces and restores the streams' ``write``
-#:   around every cell, which would undo a patched ``write``;
-#: - the backlog: the IOPub socket waits (``XPUB_NODROP``) rather than queue more than
-#:   ``IOPUB_SEND_QUEUE`` messages for a subscriber, and a writer more than one bound ahead of
-#:   what was sent waits for it. The server reads the kernel with a small queue of its own
+#:   stream holds ``STREAM_BOUND_CHARS``, a write hands the buffer to the IOPub thread at once,
+#:   and a flush sends more than that (one huge write) as several messages of at most the bound.
+#:   The hooks are ``_schedule_flush`` (which every write of ipykernel's streams calls) and
+#:   ``_flush_buffers``, in a subclass the streams are switched to: IPython replaces and
+#:   restores the streams' ``write`` around every cell, which would undo a patched ``write``;
+#: - the backlog: the IOPub socket waits for a subscriber whose queue is full (``XPUB_NODROP``)
+#:   instead of dropping its messages, and a writer more than one bound ahead of what was sent
+#:   waits for it. The server reads the kernel with a small queue of its own
 #:   (``connection.IOPUB_HIGH_WATER_MARK``), so a kernel printing faster than the server handles
 #:   its output slows down to the server's pace instead of piling its output up in the server
-#:   (and the kernel never drops output because a queue is full).
+#:   (and never drops output because a queue is full). The socket's own queue keeps ZMQ's
+#:   default length: libzmq hangs the sender when ``SNDHWM`` is lowered on a connected XPUB
+#:   socket with ``XPUB_NODROP`` (measured with pyzmq 27 / libzmq 4.3).
 #:
 #: Only ipykernel's own streams are touched: another kernel is left as it is.
 STREAM_BOUND = f"""
-def __xcsh_bound_streams(limit, queue):
+def __xcsh_bound_streams(limit):
     import sys, threading
     try:
         import zmq
@@ -110,13 +110,14 @@ def __xcsh_bound_streams(limit, queue):
     except ImportError:
         return
     threads = set()
+    hooks = ("_flush", "_flush_buffers", "_schedule_flush", "_buffers")
     for stream in (sys.stdout, sys.stderr):
         cls = type(stream)
         thread = getattr(stream, "pub_thread", None)
         if (
             not isinstance(stream, OutStream)
             or getattr(cls, "_xcsh_bounded", False)
-            or not all(hasattr(stream, a) for a in ("_flush", "_schedule_flush", "_buffers"))
+            or not all(hasattr(stream, a) for a in hooks)
             or not hasattr(thread, "schedule")
         ):
             continue
@@ -142,21 +143,25 @@ def __xcsh_bound_streams(limit, queue):
                 # _flush queues its send on the thread: the event is set after that send.
                 thread.schedule(lambda e=self._xcsh_sent, t=thread: t.schedule(e.set))
 
+            def _flush_buffers(self):
+                # One write can hold more than the bound: send it as several messages.
+                for parent, data in super()._flush_buffers():
+                    for start in range(0, len(data), limit):
+                        yield parent, data[start : start + limit]
+
         stream.__class__ = BoundedStream
 
     def wait_for_subscribers(thread):
         socket = getattr(thread, "socket", None)
-        if socket is None:
-            return
-        try:
-            socket.setsockopt(zmq.XPUB_NODROP, 1)
-        except Exception:  # not an XPUB socket, an old libzmq: a smaller queue would drop
-            return
-        socket.setsockopt(zmq.SNDHWM, queue)
+        if socket is not None:
+            try:
+                socket.setsockopt(zmq.XPUB_NODROP, 1)
+            except Exception:  # not an XPUB socket, an old libzmq: it drops as before
+                pass
 
     for thread in threads:  # sockets belong to their thread: set options there
         thread.schedule(lambda t=thread: wait_for_subscribers(t))
-__xcsh_bound_streams({STREAM_BOUND_CHARS}, {IOPUB_SEND_QUEUE})
+__xcsh_bound_streams({STREAM_BOUND_CHARS})
 del __xcsh_bound_streams
 """
 
