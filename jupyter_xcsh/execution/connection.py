@@ -43,11 +43,12 @@ Route = tuple[str, dict[str, Any]]
 Handler = Callable[[str, dict[str, Any]], None]
 #: Messages handled in a row before a pump lets other tasks run.
 FAIRNESS_BATCH = 64
-#: Kernel messages the server's IOPub socket holds before it stops reading from the kernel.
-#: ZMQ's default (1000 messages) lets a kernel printing faster than the server handles its
-#: output fill the server's memory with a backlog of up to a thousand messages (a gigabyte at
-#: the 1 MiB a session kernel's stream message is bounded to); past this bound the backlog
-#: stays in the kernel, whose messages wait for the server rather than the other way round.
+#: Kernel messages the server's IOPub socket holds for a session kernel before it stops reading
+#: from it. ZMQ's default (1000 messages) lets a kernel printing faster than the server handles
+#: its output fill the server's memory with a backlog of up to a thousand messages (a gigabyte
+#: at the 1 MiB a session kernel's stream message is bounded to); past this bound the backlog
+#: stays in the kernel, whose IOPub waits for the server (the prelude's ``XPUB_NODROP``). Only
+#: for kernels running the prelude: another kernel's IOPub drops what does not fit its queue.
 IOPUB_HIGH_WATER_MARK = 8
 
 
@@ -102,8 +103,11 @@ class KernelConnection:
         *,
         log: logging.Logger,
         on_lost: Callable[[str], None] | None = None,
+        iopub_queue: int | None = None,
     ) -> None:
+        """``iopub_queue``: messages the IOPub socket queues (None: ZMQ's default)."""
         self.client = client
+        self._iopub_queue = iopub_queue
         self.log = log
         self._on_lost = on_lost
         self._routes: dict[str, Handler] = {}
@@ -125,8 +129,8 @@ class KernelConnection:
         """
         await ensure_async(self.client.start_channels())
         iopub = getattr(self.client.iopub_channel, "socket", None)
-        if isinstance(iopub, zmq.Socket):  # not a gateway's websocket
-            iopub.rcvhwm = IOPUB_HIGH_WATER_MARK
+        if self._iopub_queue is not None and isinstance(iopub, zmq.Socket):  # not a websocket
+            iopub.rcvhwm = self._iopub_queue  # libzmq applies it to the connected pipe too
         for name in ("shell", "iopub", "stdin", "control"):
             self._pumps.append(asyncio.create_task(self._pump(name)))
         while True:

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .connection import KernelConnection, KernelLostError
+from .connection import IOPUB_HIGH_WATER_MARK, KernelConnection, KernelLostError
 from .failures import KERNEL_GONE, TOO_MANY_RESTARTS, SessionDisposedError, TooManyRestartsError
 from .kernels import KernelLauncher
 from .prelude import NOTICE_EXPRESSION, read_notice
@@ -258,7 +258,12 @@ class KernelSession:
             client = self.launcher.client(kernel_id)
         except KeyError:
             raise KernelLostError(KERNEL_GONE.format(kernel_id)) from None
-        connection = KernelConnection(client, log=self.log, on_lost=self._on_connection_lost)
+        connection = KernelConnection(
+            client,
+            log=self.log,
+            on_lost=self._on_connection_lost,
+            iopub_queue=IOPUB_HIGH_WATER_MARK,  # the prelude makes the kernel wait for it
+        )
         try:
             await connection.open(deadline, lambda: self.launcher.is_alive(kernel_id))
             reply = await connection.run_silently(
