@@ -110,10 +110,35 @@ def has_nbmodel() -> bool:
     return importlib.util.find_spec("jupyter_server_nbmodel") is not None
 
 
-class Server:
-    """A Jupyter Server with the extension (and nbmodel when installed), and its clients."""
+#: A Jupyter Server under cProfile (main thread: the event loop): SIGRTMIN starts the profile
+#: afresh, SIGRTMIN+1 writes it to the file named first on the command line.
+PROFILED_SERVER = """
+import cProfile, signal, sys
+out = sys.argv[1]
+profiles = [cProfile.Profile()]
+def reset(*_):
+    profiles[-1].disable()
+    profiles.append(cProfile.Profile())
+    profiles[-1].enable()
+def dump(*_):
+    profiles[-1].disable()
+    profiles[-1].dump_stats(out)
+signal.signal(signal.SIGRTMIN, reset)
+signal.signal(signal.SIGRTMIN + 1, dump)  # the server has SIGUSR1/2
+sys.argv = [sys.argv[0], *sys.argv[2:]]
+from jupyter_server.serverapp import main
+profiles[-1].enable()
+sys.exit(main())
+"""
 
-    def __init__(self) -> None:
+
+class Server:
+    """A Jupyter Server with the extension (and nbmodel when installed), and its clients.
+
+    ``profile``: run it under cProfile, written to that file on SIGRTMIN+1 (``profile_call.py``).
+    """
+
+    def __init__(self, profile: str | None = None) -> None:
         self.port = free_port()
         self.token = secrets.token_hex(16)
         self.tmp = tempfile.TemporaryDirectory()
@@ -121,13 +146,13 @@ class Server:
         root = os.path.join(self.tmp.name, "root")
         os.makedirs(root)
         env = {**os.environ, "JUPYTER_RUNTIME_DIR": self.runtime}
+        python = ["-m", "jupyter_server"] if profile is None else ["-c", PROFILED_SERVER, profile]
         extensions = ["jupyter_xcsh"] + (["jupyter_server_nbmodel"] if has_nbmodel() else [])
         self.log = open(os.path.join(self.tmp.name, "server.log"), "wb")  # noqa: SIM115
         self.process = subprocess.Popen(
             [
                 sys.executable,
-                "-m",
-                "jupyter_server",
+                *python,
                 "--ServerApp.ip=127.0.0.1",
                 f"--ServerApp.port={self.port}",
                 "--ServerApp.port_retries=0",
