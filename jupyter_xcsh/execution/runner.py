@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from ..errors import InvalidRequestError, NotFoundError
+from ..memory import TRIM_AFTER_BYTES, release_freed_memory
 from ..outputs.artifacts import ArtifactStore
 from ..outputs.images import budget_images
 from .call import PythonCall, describe_error
@@ -195,6 +196,8 @@ class ExecutionService:
             unlisten()
             stdin.partial_result = None
         observer.call_finished(result)
+        if result.get("totalBytes", 0) > TRIM_AFTER_BYTES:
+            release_freed_memory()  # the call's message buffers, else kept at their peak
         return result
 
     async def _partial_result(
