@@ -41,6 +41,8 @@ Route = tuple[str, dict[str, Any]]
 #: channel is ``"lost"`` (with an empty message) when the kernel died or restarted, and
 #: ``"closed"`` when the connection itself was closed.
 Handler = Callable[[str, dict[str, Any]], None]
+#: Sees one message.
+Handler1 = Callable[[dict[str, Any]], None]
 #: Messages handled in a row before a pump lets other tasks run.
 FAIRNESS_BATCH = 64
 #: Kernel messages the server's IOPub socket holds for a session kernel before it stops reading
@@ -104,10 +106,18 @@ class KernelConnection:
         log: logging.Logger,
         on_lost: Callable[[str], None] | None = None,
         iopub_queue: int | None = None,
+        on_iopub: Handler1 | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
-        """``iopub_queue``: messages the IOPub socket queues (None: ZMQ's default)."""
+        """Wrap ``client`` (its channels start in ``open``).
+
+        ``iopub_queue``: messages the IOPub socket queues (None: ZMQ's default); ``on_iopub``
+        sees every IOPub message read; ``on_close`` runs once, when the connection closes.
+        """
         self.client = client
         self._iopub_queue = iopub_queue
+        self._on_iopub = on_iopub
+        self._on_close = on_close
         self.log = log
         self._on_lost = on_lost
         self._routes: dict[str, Handler] = {}
@@ -187,6 +197,12 @@ class KernelConnection:
         self._pumps.clear()
         with contextlib.suppress(Exception):
             self.client.stop_channels()
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            try:
+                on_close()
+            except Exception:
+                self.log.exception("xcsh: closing a kernel connection")
 
     # -- requests -------------------------------------------------------------------------
     def route(self, msg_id: str, handler: Handler) -> None:
@@ -369,6 +385,11 @@ class KernelConnection:
                 if name in ("iopub", "shell"):
                     self._mark_lost(f"{name} channel closed")
                 return
+            if name == "iopub" and self._on_iopub is not None:
+                try:
+                    self._on_iopub(msg)
+                except Exception:
+                    self.log.exception("xcsh: recording a kernel's activity failed")
             parent = (msg.get("parent_header") or {}).get("msg_id")
             handler = self._routes.get(parent) if parent else None
             handled += 1

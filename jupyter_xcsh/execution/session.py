@@ -24,6 +24,7 @@ from typing import Any
 
 from .connection import IOPUB_HIGH_WATER_MARK, KernelConnection, KernelLostError
 from .failures import KERNEL_GONE, TOO_MANY_RESTARTS, SessionDisposedError, TooManyRestartsError
+from .kernel_activity import resume_server_watch, take_over_watch
 from .kernels import KernelLauncher
 from .prelude import NOTICE_EXPRESSION, read_notice
 from .starts import KernelStart
@@ -258,11 +259,17 @@ class KernelSession:
             client = self.launcher.client(kernel_id)
         except KeyError:
             raise KernelLostError(KERNEL_GONE.format(kernel_id)) from None
+        # The connection reads every IOPub message anyway: it keeps the server's figures of
+        # the kernel's activity while it is open (see kernel_activity).
+        km = self.launcher.km
+        recorder = take_over_watch(km, kernel_id)
         connection = KernelConnection(
             client,
             log=self.log,
             on_lost=self._on_connection_lost,
             iopub_queue=IOPUB_HIGH_WATER_MARK,  # the prelude makes the kernel wait for it
+            on_iopub=recorder,
+            on_close=None if recorder is None else lambda: resume_server_watch(km, kernel_id),
         )
         try:
             await connection.open(deadline, lambda: self.launcher.is_alive(kernel_id))
