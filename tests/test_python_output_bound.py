@@ -12,6 +12,7 @@ import json
 import pytest
 import zmq
 
+from jupyter_xcsh import memory
 from jupyter_xcsh.execution.connection import IOPUB_HIGH_WATER_MARK
 from jupyter_xcsh.execution.prelude import STREAM_BOUND_CHARS
 
@@ -79,9 +80,7 @@ async def test_a_kernel_the_tool_did_not_start_keeps_ipykernel_defaults(
     jp_fetch, jp_serverapp, jp_root_dir
 ):
     await run(jp_fetch, "pass")  # a session kernel runs the prelude in the same server
-    response = await jp_fetch(
-        "api", "kernels", method="POST", body=json.dumps({"name": "python3"})
-    )
+    response = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))
     kernel_id = json.loads(response.body)["id"]
     client = jp_serverapp.kernel_manager.get_kernel(kernel_id).client()
     client.start_channels()
@@ -100,12 +99,22 @@ async def test_a_kernel_the_tool_did_not_start_keeps_ipykernel_defaults(
     assert recorded["sizes"] == [SIZE]  # one message, as ipykernel sends it
 
 
-async def test_the_server_reads_a_session_kernel_with_a_small_iopub_queue(
-    jp_fetch, jp_serverapp
-):
+async def test_the_server_reads_a_session_kernel_with_a_small_iopub_queue(jp_fetch, jp_serverapp):
     await run(jp_fetch, "pass")
     pool = jp_serverapp.web_app.settings["xcsh"].execution.pool
     (session,) = pool.find("default")
     socket = session.connection.client.iopub_channel.socket
 
     assert socket.getsockopt(zmq.RCVHWM) == IOPUB_HIGH_WATER_MARK
+
+
+async def test_the_server_gives_freed_memory_back_after_a_large_call_only(jp_fetch, monkeypatch):
+    trims: list[int] = []
+    monkeypatch.setattr(memory, "_malloc_trim", trims.append)
+
+    await run(jp_fetch, "print('small')")
+    assert trims == []
+    size = memory.TRIM_AFTER_BYTES + 1024 * 1024
+    result = await run(jp_fetch, f"import sys\n_ = sys.stdout.write('z' * {size})")
+    assert result["totalBytes"] == size
+    assert trims == [0]
