@@ -51,7 +51,7 @@ def _resolve_cwd(raw: str, root_dir: str) -> tuple[str, str]:
     check_path(raw, root_dir, "Working directory")
     root = os.path.realpath(root_dir)
     candidate = raw if os.path.isabs(raw) else os.path.join(root, raw.lstrip("/"))
-    os_path = os.path.realpath(candidate)
+    os_path = root if raw == "" else os.path.realpath(candidate)  # the root is real already
     # Both paths are real already: no need for escapes_root's own realpaths.
     if os_path != root and not os_path.startswith(root.rstrip(os.sep) + os.sep):
         raise RefusedError(f"Working directory is outside the server root: {raw}")
