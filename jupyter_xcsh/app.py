@@ -12,11 +12,14 @@ from traitlets import Instance
 
 from .activity import ActivityEvents
 from .execution import ExecutionService
+from .execution.inplace import RunService
+from .execution.notebook_kernels import NotebookKernels
 from .handlers import artifacts as artifacts_handlers
 from .handlers import mcp as mcp_handlers
 from .handlers import notebook as notebook_handlers
 from .handlers import python as python_handlers
 from .handlers import runs as runs_handlers
+from .handlers import run as run_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
 from .notebook.live import LiveDocuments
@@ -29,6 +32,7 @@ from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.python import CallRegistry
 from .tools.runs import RunInputTool, RunRegistry
+from .tools.run import RunTool
 
 #: The modules whose ``routes(services)`` make up the extension's endpoints.
 ROUTE_MODULES = (
@@ -38,6 +42,7 @@ ROUTE_MODULES = (
     sessions_handlers,
     mcp_handlers,
     runs_handlers,
+    run_handlers,
 )
 
 
@@ -97,6 +102,14 @@ class XcshApp(ExtensionApp):
         )
         calls = CallRegistry()
         runs = RunRegistry()
+        notebook_runs = RunService(
+            NotebookKernels(execution.launcher, server.session_manager, log=self.log),
+            artifact_store,
+            log=self.log,
+            max_output_bytes=settings.max_output_bytes,
+            max_stored_bytes=settings.run_max_output_bytes,
+            stream_interval=settings.stream_interval / 1000,
+        )
         self.services = XcshServices(
             settings=settings,
             notebook_store=notebook_store,
@@ -118,6 +131,14 @@ class XcshApp(ExtensionApp):
             artifacts=ArtifactTool(artifact_store),
             background_runs=runs,
             run_inputs=RunInputTool(runs),
+            notebook_runs=notebook_runs,
+            run=RunTool(
+                notebook_runs,
+                notebook_store,
+                activity,
+                calls,
+                stream_interval=settings.stream_interval / 1000,
+            ),
         )
         self.settings["xcsh"] = self.services
 
@@ -155,6 +176,8 @@ class XcshApp(ExtensionApp):
                 await self._prune_task
             self._prune_task = None
         if self.services is not None:
+            # Runs in place leave their kernels to their sessions: only connections close.
+            await self.services.notebook_runs.close()
             # Every kernel the python tool started goes with the server; bounded, not forever.
             try:
                 await asyncio.wait_for(self._close_execution(self.services), 30)

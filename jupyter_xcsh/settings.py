@@ -52,6 +52,17 @@ class XcshSettings(Configurable):
         ),
     )
 
+    run_max_output_bytes = Int(
+        262144,
+        min=1024,
+        config=True,
+        help=(
+            "Bytes of stream text (UTF-8) a run in place stores in one cell of the notebook "
+            "(default 262144 = 256 KiB). Past this the cell keeps the tail of its output and a "
+            "notice linking to the artifact that holds all of it."
+        ),
+    )
+
     artifacts_dir = Unicode(
         "xcsh-artifacts",
         config=True,

@@ -198,6 +198,10 @@ class NotebookDocument:
         parts.append(self._text[layout.close_start :])
         return "".join(parts)
 
+    def cell_text(self, index: int) -> str:
+        """The exact text of the cell at ``index``: its JSON object as it stands in the file."""
+        return self._layout.items[index]
+
     # -- editing -----------------------------------------------------------------------------
 
     def replace(self, index: int, cell: dict[str, Any]) -> None:
@@ -205,6 +209,11 @@ class NotebookDocument:
         self.changed = True
         self.cells[index] = cell
         self._layout.items[index] = self._serialise(cell)
+
+    def replace_text(self, index: int, cell: dict[str, Any], text: str) -> None:
+        """Replace the cell at ``index`` with ``cell`` written as ``text`` (already formatted)."""
+        self.cells[index] = cell
+        self._layout.items[index] = text
 
     def insert(self, index: int, cell: dict[str, Any]) -> None:
         """Insert ``cell`` so that it ends up at ``index``."""

@@ -213,6 +213,32 @@ class NotebookStore:
         )
         return outcome.via
 
+    async def load(self, path: str) -> tuple[str, NotebookDocument]:
+        """The API path and the parsed notebook of a caller's path (as ``read`` loads it)."""
+        api_path, key = await self.resolve(path)
+        loaded = await self._load(api_path, key, path)
+        return api_path, loaded.document
+
+    async def patch(
+        self, path: str, apply: Callable[[NotebookDocument], bool]
+    ) -> tuple[bool, str | None]:
+        """Change a notebook with ``apply`` under its lock; save only when ``apply`` says it did.
+
+        ``apply`` is pure (it edits the document it is given and returns whether it changed
+        it). Returns whether the notebook was saved, and its ``last_modified`` afterwards.
+        """
+        api_path, lock_key = await self.resolve(path)
+        async with self._lock(lock_key):
+            loaded = await self._load(api_path, lock_key, path)
+            document = loaded.document
+            text = await asyncio.to_thread(lambda: document.dumps() if apply(document) else None)
+            if text is None:
+                return False, _timestamp(loaded.last_modified)
+            model = {"type": "file", "format": "text", "content": text}
+            saved = await self.guard.save_replacing(model, api_path)
+        return True, _timestamp(saved.get("last_modified"))
+
+
     async def update(self, path: str, mutate: Callable[[CellDocument], T]) -> _Outcome:
         """Run ``mutate`` on the notebook and keep its changes, atomically.
 
