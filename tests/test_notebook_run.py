@@ -367,7 +367,7 @@ async def test_a_streamed_run_reports_progress_then_the_result(jp_fetch, jp_root
     )
     lines = [json.loads(line) for line in response.body.decode().splitlines()]
 
-    assert [line["type"] for line in lines][0] == "start"
+    assert lines[0]["type"] == "start"
     assert lines[0]["cells"][0]["cellId"] == "c0"
     assert {"type": "cell", "index": 0, "status": "complete"} in lines
     assert lines[-1]["type"] == "result"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,7 @@ from .notebook_kernels import NotebookSession
 from .result import CallOutcome, assemble_result, format_seconds
 from .run_request import SelectedCell
 
-__all__ = ["RunCell", "RunOutcome", "assemble_run_result"]
+__all__ = ["RunCell", "RunOutcome", "assemble_run_result", "failure_summary"]
 
 
 @dataclass
@@ -55,6 +56,8 @@ class RunOutcome(CallOutcome):
     total_cells: int = 0
     revision: str | None = None
     state_lost: bool = False
+    #: The run must not go on (nothing more can be sent before the deadline).
+    stop: bool = False
 
     def nothing_sent(self, notice: str) -> None:
         """The deadline passed before a cell could be sent: it (and later ones) never ran."""
@@ -191,3 +194,18 @@ def assemble_run_result(outcome: RunOutcome) -> dict[str, Any]:
         "totalCells": outcome.total_cells,
     }
     return body
+
+
+def failure_summary(
+    outcome: RunOutcome, error: BaseException, call_id: str | None
+) -> dict[str, Any]:
+    """A result-shaped summary of a run that raised instead of returning a result."""
+    message = getattr(error, "message", None) or str(error) or type(error).__name__
+    return {
+        "text": message,
+        "isError": True,
+        "cancelled": isinstance(error, asyncio.CancelledError),
+        "timedOut": False,
+        "cells": [c.to_json() for c in outcome.cells],
+        "callId": call_id,
+    }

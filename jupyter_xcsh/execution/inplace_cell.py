@@ -1,0 +1,219 @@
+"""One cell of a run in place on the kernel: its request, its messages, its end.
+
+Every IOPub message of the request feeds two things: the caller's result (text through an
+``OutputSink``, images and JSON values, as the python tool's) and the outputs stored in the
+notebook (``RunOutputs``, as nbclient stores them). The request counts as *started* once the
+kernel reports it busy (or echoes its input): only then may a timeout interrupt the kernel,
+since before that the kernel is still running someone else's execution.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..outputs.sink import OutputSink
+from .cell import INTERRUPT_GRACE, LIVENESS_INTERVAL, CallControl
+from .connection import ConnectionClosedError, KernelConnection, KernelLostError
+from .live_outputs import LiveOutputs
+from .messages import STDIN_NOTICE, error_output, reduce_display
+from .nboutputs import RunOutputs
+from .observer import ExecutionObserver
+from .run_result import RunCell
+
+__all__ = ["CellExecution"]
+
+
+@dataclass
+class _State:
+    started: bool = False
+    reply: dict[str, Any] | None = None
+    idle: bool = False
+    lost: bool = False
+    closed: bool = False
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def done(self) -> bool:
+        # Complete only with both the execute_reply and the idle status.
+        return self.reply is not None and self.idle
+
+
+class CellExecution:
+    """Send one cell's source and follow its request until the kernel is done with it."""
+
+    def __init__(
+        self,
+        cell: RunCell,
+        key: Hashable,
+        *,
+        connection: KernelConnection,
+        sink: OutputSink,
+        live: LiveOutputs,
+        observer: ExecutionObserver,
+        is_alive: Callable[[], Awaitable[bool]],
+    ) -> None:
+        self.cell = cell
+        self.key = key
+        self.connection = connection
+        self.sink = sink
+        self.live = live
+        self.outputs: RunOutputs = live.outputs
+        self.observer = observer
+        self.is_alive = is_alive
+        self.state = _State()
+        self.msg_id = ""
+        #: False once the call returned while the cell still runs: only stored outputs follow.
+        self.reporting = True
+        self.stdin_requested = False
+        self.images: list[dict[str, str]] = []
+        self.json_outputs: list[Any] = []
+
+    @property
+    def started(self) -> bool:
+        """Whether the kernel began executing this request."""
+        return self.state.started
+
+    @property
+    def reply(self) -> dict[str, Any]:
+        """The ``execute_reply`` content (empty until it arrived)."""
+        return self.state.reply or {}
+
+    def send(self, source: str) -> str:
+        """Send the execute request; return its id."""
+        self.msg_id = self.connection.execute(source, self.handle)
+        return self.msg_id
+
+    def close(self) -> None:
+        """Stop following the request."""
+        self.connection.unroute(self.msg_id)
+        self.sink.close()
+
+    # -- messages -------------------------------------------------------------------------
+
+    def handle(self, channel: str, msg: dict[str, Any]) -> None:
+        """Take one message routed to the request (see ``KernelConnection.route``)."""
+        state = self.state
+        if channel in ("lost", "closed"):
+            state.lost = state.lost or channel == "lost"
+            state.closed = state.closed or channel == "closed"
+            state.wake.set()
+            return
+        kind = msg.get("msg_type")
+        content = msg.get("content") or {}
+        if channel == "iopub":
+            if kind == "status":
+                execution_state = content.get("execution_state")
+                if execution_state == "busy":
+                    state.started = True
+                elif execution_state == "idle":
+                    state.idle = True
+                    state.wake.set()
+                return
+            if kind == "execute_input":
+                state.started = True
+            elif self.reporting:
+                self._report(kind, content)
+            changed = self.outputs.handle(self.key, msg)
+            if changed:
+                self.live.mark(changed)
+        elif channel == "shell" and kind == "execute_reply":
+            state.reply = content
+            count = content.get("execution_count")
+            if isinstance(count, int):
+                self.outputs.cells[self.key].execution_count = count
+                self.live.mark({self.key})
+            state.wake.set()
+        elif channel == "stdin" and kind == "input_request":
+            self.answer_input(content)
+
+    def _report(self, kind: Any, content: dict[str, Any]) -> None:
+        """Add a message to the caller's result, as the python tool does."""
+        cell, sink, observer = self.cell, self.sink, self.observer
+        if kind == "stream":
+            sink.push(str(content.get("text", "")))
+        elif kind in ("execute_result", "display_data", "update_display_data"):
+            display = reduce_display(content.get("data") or {})
+            if display.status is not None:
+                cell.status_events.append(display.status)
+                observer.status_event(cell.index, display.status)
+                return
+            if display.text is not None:
+                sink.push(display.text)
+            for image in display.images:
+                self.images.append(image)
+                observer.display(cell.index, "image", image)
+            for value in display.json_outputs:
+                self.json_outputs.append(value)
+                observer.display(cell.index, "json", value)
+        elif kind == "error":
+            text, cell.error = error_output(content)
+            sink.push(text)
+
+    def answer_input(self, content: dict[str, Any]) -> None:
+        """Answer the kernel's prompt for input: SPEC §8's ``notice`` mode.
+
+        Other ``stdin`` modes (end of file, given answers, asking the caller) answer here.
+        """
+        if self.reporting:
+            self.sink.push(STDIN_NOTICE + "\n")
+            self.stdin_requested = True
+        self.connection.input_reply("")
+
+    def error_from_reply(self) -> None:
+        """Report the reply's error when no ``error`` message carried it."""
+        reply = self.reply
+        if reply.get("status") == "error" and self.cell.error is None and reply.get("ename"):
+            text, self.cell.error = error_output(reply)
+            self.sink.push(text)
+
+    # -- waiting --------------------------------------------------------------------------
+
+    async def wait(self, until: float, control: CallControl, stop_on_cancel: bool) -> str:
+        """Wait for the request: ``done``, cancelled (``cancel``), or ``until`` passed (``time``).
+
+        Raises ``KernelLostError`` when the kernel dies and ``ConnectionClosedError`` when the
+        connection closes.
+        """
+        state = self.state
+        next_check = time.monotonic() + LIVENESS_INTERVAL
+        while not state.done:
+            if state.closed or self.connection.closed:
+                raise ConnectionClosedError("the kernel connection was closed")
+            if state.lost:
+                raise KernelLostError(self.connection.lost or "kernel lost")
+            if stop_on_cancel and control.cancelled:
+                return "cancel"
+            now = time.monotonic()
+            if now >= until:
+                return "time"
+            if now >= next_check:
+                if not await self.is_alive():
+                    raise KernelLostError("kernel is not alive")
+                next_check = time.monotonic() + LIVENESS_INTERVAL
+                continue
+            state.wake.clear()
+            if state.done or state.lost or state.closed:
+                continue
+            if stop_on_cancel and control.cancelled:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(state.wake.wait(), min(until, next_check) - now)
+        return "done"
+
+    async def interrupt(self, interrupt_kernel: Callable[[], Awaitable[None]]) -> bool:
+        """Interrupt the kernel (running this request), escalating; whether it stopped.
+
+        The kernel manager's interrupt first, then a control-channel ``interrupt_request``.
+        The kernel is never restarted: it is the person's.
+        """
+        control = CallControl()
+        await interrupt_kernel()
+        if await self.wait(time.monotonic() + INTERRUPT_GRACE[0], control, False) == "done":
+            return True
+        self.connection.interrupt_request()
+        return await self.wait(time.monotonic() + INTERRUPT_GRACE[1], control, False) == "done"

@@ -1,0 +1,110 @@
+"""Where a run in place writes outputs, and the batching of its live writes.
+
+``OutputsTarget`` is the notebook side of a run (the file, or a collaboration room's live
+document): it gives a cell's current source and takes its outputs. ``LiveOutputs`` shows the
+outputs of running cells through it at most once per interval, however fast they change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Hashable
+from typing import Any, Protocol
+
+from .nboutputs import RunOutputs
+from .run_request import SelectedCell
+from .run_result import RunCell
+
+__all__ = ["LiveOutputs", "OutputsTarget"]
+
+
+class OutputsTarget(Protocol):
+    """Where a run reads its cells and writes their outputs: the file or the live document."""
+
+    #: ``"file"`` or ``"document"``.
+    via: str
+    #: The notebook's folder (API path), for links to artifacts.
+    notebook_dir: str
+    #: Cells in the notebook when it was last read.
+    total_cells: int
+
+    async def locate(self, cell: SelectedCell) -> SelectedCell | None:
+        """The cell as it is now (index, type, source); None when it was deleted."""
+
+    def show(self, cell: SelectedCell, outputs: list[dict[str, Any]], count: int | None) -> None:
+        """Show outputs while the cell runs (cheap, called at most once per write interval)."""
+
+    async def store(
+        self, cell: SelectedCell, outputs: list[dict[str, Any]], count: int | None
+    ) -> bool:
+        """Write the cell's outputs and count for good; False when the cell is gone."""
+
+
+class LiveOutputs:
+    """Show changed outputs through the target, batched: at most one write per interval."""
+
+    def __init__(
+        self, outputs: RunOutputs, target: OutputsTarget, interval: float, log: logging.Logger
+    ) -> None:
+        self.outputs = outputs
+        self.target = target
+        self.interval = interval
+        self.log = log
+        self.cells: dict[Hashable, RunCell] = {}
+        self.stored: set[Hashable] = set()  # cells whose outputs were written for good
+        self.restore: set[Hashable] = set()  # ... and changed since (a display update)
+        self._dirty: set[Hashable] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._last = 0.0
+
+    def mark(self, keys: set[Hashable]) -> None:
+        """Note that the outputs of ``keys`` changed; show them within the interval."""
+        self._dirty |= keys
+        self.restore |= keys & self.stored
+        if self._timer is None:
+            delay = max(0.0, self._last + self.interval - time.monotonic())
+            self._timer = asyncio.get_running_loop().call_later(delay, self.flush)
+
+    def flush(self) -> None:
+        """Show every changed cell now."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        dirty, self._dirty = self._dirty, set()
+        self._last = time.monotonic()
+        for key in dirty:
+            cell, built = self.cells.get(key), self.outputs.cells.get(key)
+            if cell is None or built is None or cell.selected is None:
+                continue
+            try:
+                self.target.show(cell.selected, built.to_json(), built.execution_count)
+            except Exception:  # showing is best effort; storing is what counts
+                self.log.warning("xcsh: could not show run outputs", exc_info=True)
+
+    async def store(self, key: Hashable) -> bool:
+        """Write cell ``key``'s outputs for good (after showing what is pending)."""
+        self.flush()
+        cell, built = self.cells[key], self.outputs.cells[key]
+        assert cell.selected is not None
+        cell.execution_count = built.execution_count
+        self.stored.add(key)
+        self.restore.discard(key)
+        try:
+            return await self.target.store(cell.selected, built.to_json(), built.execution_count)
+        except Exception as e:
+            self.log.warning("xcsh: could not write the outputs of a run: %s", e, exc_info=True)
+            return False
+
+    async def store_changed(self) -> None:
+        """Write again the finished cells that a later cell's display update changed."""
+        restore, self.restore = self.restore, set()
+        for key in restore:
+            await self.store(key)
+
+    def close(self) -> None:
+        """Stop the timer (nothing more is shown by this run)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

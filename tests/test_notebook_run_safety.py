@@ -1,0 +1,176 @@
+"""Runs in place never harm the person's work: queued cells, interrupts, rights, events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from datetime import datetime
+
+import pytest
+from traitlets.config import Config
+
+from jupyter_xcsh.run_events import RUN_SCHEMA
+
+from .notebook_run import OtherClient, call_run, run_ok, sessions, wait_until, write_notebook
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def run_events(jp_serverapp):
+    seen: list[dict] = []
+
+    async def listener(logger, schema_id, data):
+        seen.append(dict(data))
+
+    jp_serverapp.event_logger.add_listener(schema_id=RUN_SCHEMA, listener=listener)
+    return seen
+
+
+async def test_a_cell_queued_behind_someone_elses_request_is_never_interrupted(
+    jp_fetch, jp_root_dir, jp_serverapp
+):
+    path = jp_root_dir / "queued.ipynb"
+    write_notebook(path, "print('agent')")
+    first = await run_ok(jp_fetch, notebook_path="queued.ipynb", cell_index=0)
+    other = OtherClient(jp_serverapp, first["kernel"]["id"])
+    try:
+        await other.ready()
+        # A widget-like message whose handler works for 4 s on the shell channel: not an
+        # execution, so the run sends its cell, which queues behind it in the kernel.
+        setup = (
+            "import comm, time\n"
+            "def slow(c, msg):\n"
+            "    global handled\n"
+            "    time.sleep(4)\n"
+            "    handled = True\n"
+            "comm.get_comm_manager().register_target('slow', slow)"
+        )
+        assert (await other.run(setup))["status"] == "ok"
+        client = other.client
+        opened = client.session.msg(
+            "comm_open", {"comm_id": uuid.uuid4().hex, "target_name": "slow", "data": {}}
+        )
+        client.shell_channel.send(opened)
+        await other.wait_for(opened["header"]["msg_id"], "busy")
+
+        result = await run_ok(jp_fetch, notebook_path="queued.ipynb", cell_index=0, timeout=2)
+
+        assert result["timedOut"] is True
+        assert "still queued in the kernel" in result["text"]
+        assert result["cells"][0]["exitCode"] is None
+        # The handler was not interrupted, and the cell ran after it: its outputs are written.
+        await other.wait_for(opened["header"]["msg_id"], "idle")
+        assert (await other.run("assert handled"))["status"] == "ok"
+
+        def written():
+            cell = json.loads(path.read_text())["cells"][0]
+            return cell["execution_count"] == 3 and cell["outputs"]  # after the setup (2)
+
+        await wait_until(written)
+    finally:
+        other.close()
+
+
+async def test_interrupting_a_run_by_its_call_id_stops_its_running_cell(jp_fetch, jp_root_dir):
+    path = jp_root_dir / "i.ipynb"
+    write_notebook(path, "x = 5", "import time\ntime.sleep(60)", "print(x)")
+    lines: list[dict] = []
+    buffer = bytearray()
+
+    def received(chunk: bytes) -> None:
+        buffer.extend(chunk)
+        while b"\n" in buffer:
+            line, _, rest = bytes(buffer).partition(b"\n")
+            buffer[:] = rest
+            lines.append(json.loads(line))
+
+    response = asyncio.ensure_future(
+        jp_fetch(
+            "api",
+            "xcsh",
+            "notebook",
+            "run",
+            method="POST",
+            body=json.dumps({"notebook_path": "i.ipynb", "all": True, "timeout": 120}),
+            headers={"Accept": "application/x-ndjson"},
+            streaming_callback=received,
+            request_timeout=180,
+        )
+    )
+    await wait_until(lambda: {"type": "cell", "index": 1, "status": "running"} in lines)
+    call_id = lines[0]["callId"]
+
+    answer = await jp_fetch("api", "xcsh", "calls", call_id, "interrupt", method="POST", body="")
+    await response
+
+    assert json.loads(answer.body) == {"interrupted": True}
+    result = lines[-1]["result"]
+    assert result["cancelled"] is True and result["timedOut"] is False
+    assert [c["status"] for c in result["cells"]] == ["complete", "error", "pending"]
+    assert "KeyboardInterrupt" in result["cells"][1]["output"]
+    assert (await run_ok(jp_fetch, notebook_path="i.ipynb", cell_index=2))["text"] == "5"
+
+
+async def test_run_events_tell_the_lab_what_runs_and_what_was_written(
+    jp_fetch, jp_root_dir, run_events
+):
+    path = jp_root_dir / "ev.ipynb"
+    write_notebook(path, "print('out')")
+
+    result = await run_ok(jp_fetch, notebook_path="ev.ipynb", all=True)
+
+    await wait_until(lambda: any(e["event"] == "finished" for e in run_events))
+    assert {e["callId"] for e in run_events} == {result["callId"]}
+    assert all(e["path"] == "ev.ipynb" for e in run_events)
+    started = next(e for e in run_events if e["event"] == "started")
+    assert started["cells"] == [
+        {"index": 0, "title": "cell 0", "code": "print('out')", "cellId": "c0"}
+    ]
+    final = [e for e in run_events if e["event"] == "outputs" and e["final"]]
+    assert len(final) == 1
+    assert final[0]["cellId"] == "c0" and final[0]["executionCount"] == 1
+    assert final[0]["outputs"] == [{"name": "stdout", "output_type": "stream", "text": "out\n"}]
+    model = json.loads(
+        (await jp_fetch("api", "contents", "ev.ipynb", params={"content": "0"})).body
+    )
+    assert datetime.fromisoformat(final[0]["lastModified"]) == datetime.fromisoformat(
+        model["last_modified"]
+    )
+    assert [e["status"] for e in run_events if e["event"] == "cell"] == ["running", "complete"]
+
+
+@pytest.fixture
+def jp_server_config(jp_server_config, request):
+    config = Config(jp_server_config)
+    authorizer = getattr(request, "param", None)
+    if authorizer is not None:
+        config.ServerApp.authorizer_class = authorizer
+    return config
+
+
+@pytest.mark.parametrize(
+    ("jp_server_config", "message"),
+    [
+        (
+            "tests.fakes.DenyWritesAuthorizer",
+            "User is not authorized to write on resource: contents.",
+        ),
+        (
+            "tests.fakes.DenyExecuteAuthorizer",
+            "User is not authorized to execute on resource: kernels.",
+        ),
+    ],
+    indirect=["jp_server_config"],
+)
+async def test_a_caller_needs_write_on_contents_and_execute_on_kernels(
+    jp_fetch, jp_root_dir, message
+):
+    before = write_notebook(jp_root_dir / "auth.ipynb", "print(1)")
+
+    code, answer = await call_run(jp_fetch, {"notebook_path": "auth.ipynb", "all": True})
+
+    assert (code, answer["message"]) == (403, message)
+    assert (jp_root_dir / "auth.ipynb").read_text() == before
+    assert await sessions(jp_fetch) == []
