@@ -13,6 +13,8 @@ import type {
   INotebookRequest,
   IPythonRequest,
   IPythonResult,
+  IRunRequest,
+  IRunResult,
   ISessionModel,
   NotebookResult
 } from './client';
@@ -43,7 +45,7 @@ export interface IXcshClient {
   runPython(request: IPythonRequest): Promise<IPythonResult>;
 
   /**
-   * Cancel one running python call (by the `callId` of its events).
+   * Cancel one running call, python or run in place (by its `callId`).
    */
   interruptCall(callId: string): Promise<IInterruptResult>;
 
@@ -71,6 +73,11 @@ export interface IXcshClient {
    * Follow a python call waiting for input, without answering.
    */
   followRun(runId: string): Promise<IPythonResult>;
+
+  /**
+   * Run code cells of a notebook in its own kernel, outputs written back.
+   */
+  runNotebook(request: IRunRequest): Promise<IRunResult>;
 }
 
 /**
