@@ -413,3 +413,14 @@ async def test_a_missing_notebook_is_a_404(jp_fetch):
     code, answer = await call_run(jp_fetch, {"notebook_path": "none.ipynb", "all": True})
 
     assert (code, answer["message"]) == (404, "Notebook not found: none.ipynb")
+
+
+async def test_a_selection_without_code_cells_starts_no_kernel(jp_fetch, jp_root_dir):
+    write_notebook(jp_root_dir / "md.ipynb", markdown("# only text", "m1"))
+
+    result = await run_ok(jp_fetch, notebook_path="md.ipynb", all=True)
+
+    assert result["isError"] is False
+    assert result["kernel"] is None
+    assert result["text"] == "Cell 0 was not run (markdown cell)"
+    assert await sessions(jp_fetch) == []

@@ -155,6 +155,13 @@ class RunService:
         control: CallControl,
         observer: ExecutionObserver,
     ) -> None:
+        if not any(c.selected and c.selected.cell_type == "code" for c in outcome.cells):
+            # Nothing to run: no kernel is looked for, let alone started.
+            for cell in outcome.cells:
+                assert cell.selected is not None
+                cell.skip(f"{cell.selected.cell_type} cell")
+                observer.cell_status(cell.index, "skipped")
+            return
         busy = f"Kernel busy: nothing was run within {format_seconds(request.timeout)} seconds"
         queue = self._queue(outcome.path)
         if not await _acquire(queue, deadline):

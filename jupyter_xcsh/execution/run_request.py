@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, NotFoundError
+from ..notebook.cells import as_integer
 from .request import DEFAULT_TIMEOUT, TIMEOUT_RANGE
 
 __all__ = ["RunRequest", "SelectedCell", "parse_run_request", "select_cells"]
@@ -60,11 +61,10 @@ class SelectedCell:
 
 
 def _index(body: dict[str, Any], name: str) -> int | None:
-    value = body.get(name)
+    # JSON has one number type: 1.0 is the integer 1 (1.5, "1" and true are refused).
+    value = as_integer(body.get(name))
     if value is None:
         return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidRequestError(f"{name} must be an integer, got {value!r}")
     if value < 0:
@@ -72,13 +72,26 @@ def _index(body: dict[str, Any], name: str) -> int | None:
     return value
 
 
+def _timeout(body: dict[str, Any]) -> float:
+    timeout = body.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise InvalidRequestError("timeout must be a number of seconds")
+    try:
+        seconds = float(timeout)
+    except OverflowError:  # an integer beyond any float
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise InvalidRequestError("timeout must be a finite number of seconds")
+    return min(max(seconds, TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
+
+
 def parse_run_request(body: dict[str, Any]) -> RunRequest:
     """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
-    # A JSON null means "not given", as for the notebook tool.
-    body = {name: value for name, value in body.items() if value is not None}
     unknown = sorted(set(body) - _FIELDS)
     if unknown:
         raise InvalidRequestError(f"Unknown field(s): {', '.join(unknown)}")
+    # A JSON null means "not given", as for the notebook tool.
+    body = {name: value for name, value in body.items() if value is not None}
     path = body.get("notebook_path")
     if not path:
         raise InvalidRequestError("notebook_path is required")
@@ -113,10 +126,7 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
             f"end_index ({end_index}) must be greater than cell_index ({cell_index})"
         )
 
-    timeout = body.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout):
-        raise InvalidRequestError("timeout must be a number of seconds")
-    timeout = min(max(float(timeout), TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
+    timeout = _timeout(body)
     stop_on_error = body.get("stop_on_error", True)
     if not isinstance(stop_on_error, bool):
         raise InvalidRequestError("stop_on_error must be a boolean")

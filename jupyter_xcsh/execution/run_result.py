@@ -171,7 +171,7 @@ def _text(outcome: RunOutcome) -> str:
             )
     if outcome.abort:
         parts.append(outcome.abort)
-    return "\n\n".join(p for p in parts if p)
+    return "\n\n".join(p for p in parts if p) or "(no output)"
 
 
 def _where(cell: RunCell) -> int:
