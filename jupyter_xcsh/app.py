@@ -137,6 +137,7 @@ class XcshApp(ExtensionApp):
                 notebook_store,
                 activity,
                 calls,
+                server_settings=server.web_app.settings,
                 stream_interval=settings.stream_interval / 1000,
             ),
         )

@@ -135,7 +135,7 @@ class RunService:
             await self._run_queued(
                 request, outcome, target, kernel_name, deadline, control, observer
             )
-            outcome.total_cells = target.total_cells
+            outcome.total_cells, outcome.via = target.total_cells, target.via
             result = assemble_run_result(outcome)
             result["callId"] = call_id
         except BaseException as e:

@@ -23,12 +23,17 @@ __all__ = ["LiveOutputs", "OutputsTarget"]
 class OutputsTarget(Protocol):
     """Where a run reads its cells and writes their outputs: the file or the live document."""
 
-    #: ``"file"`` or ``"document"``.
-    via: str
-    #: The notebook's folder (API path), for links to artifacts.
-    notebook_dir: str
-    #: Cells in the notebook when it was last read.
-    total_cells: int
+    @property
+    def via(self) -> str:
+        """``"file"`` or ``"document"``: where the outputs went."""
+
+    @property
+    def notebook_dir(self) -> str:
+        """The notebook's folder (API path), for links to artifacts."""
+
+    @property
+    def total_cells(self) -> int:
+        """Cells in the notebook when it was last read."""
 
     async def locate(self, cell: SelectedCell) -> SelectedCell | None:
         """The cell as it is now (index, type, source); None when it was deleted."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..activity import ActivityEvents
@@ -9,7 +10,9 @@ from ..execution import CallControl, ExecutionObserver
 from ..execution.inplace import RunService
 from ..execution.observer import ObserverGroup
 from ..execution.run_request import parse_run_request, select_cells
+from ..notebook.document_outputs import find_live_document, shared_cells
 from ..notebook.file_outputs import FileOutputs
+from ..notebook.outputs_target import NotebookOutputs
 from ..notebook.store import NotebookStore
 from ..run_events import RunCallEvents
 from .caller import Caller
@@ -37,12 +40,16 @@ class RunTool:
         activity: ActivityEvents,
         calls: CallRegistry,
         *,
+        server_settings: Mapping[str, Any] | None = None,
         stream_interval: float = 0.25,
     ) -> None:
         self.runs = runs
         self.store = store
         self.activity = activity
         self.calls = calls
+        # The server's settings, read at each call: a collaboration extension publishes its
+        # rooms there, and may load after this one.
+        self.server_settings = server_settings or {}
         self.stream_interval = stream_interval
 
     async def call(
@@ -62,13 +69,18 @@ class RunTool:
         for action, resource in PERMISSIONS:
             await caller.require(action, resource)
         api_path, document = await self.store.load(request.notebook_path)
-        cells = select_cells(request, document.cells)
         kernel_name = request.kernel_name or _kernelspec_name(document.data.get("metadata"))
+        # With a collaboration room open, the cells are the ones people see, unsaved included.
+        live = await find_live_document(self.server_settings, api_path)
+        cells = select_cells(request, shared_cells(live) if live is not None else document.cells)
         control = control or CallControl()
         with self.calls.running(control) as call_id:
             events = RunCallEvents(self.activity, call_id, api_path, self.stream_interval)
-            target = FileOutputs(
+            file = FileOutputs(
                 self.store, request.notebook_path, api_path, len(document.cells), events.outputs
+            )
+            target = NotebookOutputs(
+                file, lambda: find_live_document(self.server_settings, api_path), live
             )
             progress = events if observer is None else ObserverGroup(observer, events)
             return await self.runs.run(
