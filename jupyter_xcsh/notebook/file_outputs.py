@@ -20,7 +20,7 @@ from typing import Any
 from ..execution.run_request import SelectedCell
 from .document import NotebookDocument
 from .outputs import cell_position, set_outputs
-from .store import NotebookStore
+from .store import NotebookStore, Snapshot
 
 __all__ = ["FileOutputs", "preview_outputs"]
 
@@ -75,8 +75,8 @@ class FileOutputs:
         The notebook path as the caller gave it (for the store's messages).
     api_path
         The notebook's API path.
-    total_cells
-        Cells in the notebook when the run was accepted.
+    snapshot
+        The notebook as loaded when the run was accepted.
     emit
         Publishes one ``outputs`` event (the lab shows them in the open notebook).
 
@@ -89,14 +89,17 @@ class FileOutputs:
         store: NotebookStore,
         path: str,
         api_path: str,
-        total_cells: int,
+        snapshot: Snapshot,
         emit: Callable[[dict[str, Any]], None],
     ) -> None:
         self.notebooks = store
         self.path = path
         self.api_path = api_path
         self.notebook_dir = posixpath.dirname(api_path)
-        self.total_cells = total_cells
+        # The notebook as last loaded or saved: read again only once the file changed, so a
+        # run of every cell of a large notebook does not parse it twice per cell.
+        self.snapshot: Snapshot | None = snapshot
+        self.total_cells = len(snapshot.document.cells)
         self.emit = emit
         self._next_live = 0.0
         self._held: dict[str, Any] | None = None
@@ -115,7 +118,8 @@ class FileOutputs:
 
     async def locate(self, cell: SelectedCell) -> SelectedCell | None:
         """The cell as it is in the file now; None when it is gone."""
-        _, document = await self.notebooks.load(self.path)
+        _, self.snapshot = await self.notebooks.load(self.path, self.snapshot)
+        document = self.snapshot.document
         self.total_cells = len(document.cells)
         index = cell_position(document, cell.cell_id, cell.index)
         return None if index is None else _selected(document, index)
@@ -165,7 +169,12 @@ class FileOutputs:
             found.append(index)
             return set_outputs(document, index, outputs, count)
 
-        _, last_modified = await self.notebooks.patch(self.path, apply)
+        try:
+            _, self.snapshot = await self.notebooks.patch(self.path, apply, self.snapshot)
+        except BaseException:
+            self.snapshot = None  # edited, but not saved: read the file again next time
+            raise
+        last_modified = self.snapshot.last_modified
         if not found:
             return False
         placed = SelectedCell(found[0], cell.cell_id, cell.cell_type, cell.source)

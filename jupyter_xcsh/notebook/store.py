@@ -213,31 +213,53 @@ class NotebookStore:
         )
         return outcome.via
 
-    async def load(self, path: str) -> tuple[str, NotebookDocument]:
-        """The API path and the parsed notebook of a caller's path (as ``read`` loads it)."""
+    async def load(self, path: str, known: Snapshot | None = None) -> tuple[str, Snapshot]:
+        """The API path and the parsed notebook of a caller's path (as ``read`` loads it).
+
+        ``known``, a snapshot loaded or saved earlier, is returned again (nothing read or
+        parsed) while the file's ``last_modified`` is still the snapshot's.
+        """
         api_path, key = await self.resolve(path)
+        return api_path, await self._fresh(api_path, key, path, known)
+
+    async def _fresh(
+        self, api_path: str, key: str, path: str, known: Snapshot | None
+    ) -> Snapshot:
+        if known is not None and known.last_modified is not None:
+            try:
+                model = await ensure_async(self.contents_manager.get(api_path, content=False))
+            except HTTPError as e:
+                if e.status_code == 404:
+                    raise NotFoundError(f"Notebook not found: {path}") from None
+                raise
+            if _timestamp(model.get("last_modified")) == known.last_modified:
+                return known
         loaded = await self._load(api_path, key, path)
-        return api_path, loaded.document
+        return Snapshot(loaded.document, _timestamp(loaded.last_modified))
 
     async def patch(
-        self, path: str, apply: Callable[[NotebookDocument], bool]
-    ) -> tuple[bool, str | None]:
+        self,
+        path: str,
+        apply: Callable[[NotebookDocument], bool],
+        known: Snapshot | None = None,
+    ) -> tuple[bool, Snapshot]:
         """Change a notebook with ``apply`` under its lock; save only when ``apply`` says it did.
 
         ``apply`` is pure (it edits the document it is given and returns whether it changed
-        it). Returns whether the notebook was saved, and its ``last_modified`` afterwards.
+        it). ``known`` is used as for ``load`` — and edited in place: after a failed save the
+        caller must not use it again. Returns whether the notebook was saved, and the snapshot
+        of the notebook as it now is.
         """
         api_path, lock_key = await self.resolve(path)
         async with self._lock(lock_key):
-            loaded = await self._load(api_path, lock_key, path)
-            document = loaded.document
+            snapshot = await self._fresh(api_path, lock_key, path, known)
+            document = snapshot.document
             text = await asyncio.to_thread(lambda: document.dumps() if apply(document) else None)
             if text is None:
-                return False, _timestamp(loaded.last_modified)
+                return False, snapshot
             model = {"type": "file", "format": "text", "content": text}
             saved = await self.guard.save_replacing(model, api_path)
-        return True, _timestamp(saved.get("last_modified"))
-
+        return True, Snapshot(document, _timestamp(saved.get("last_modified")))
 
     async def update(self, path: str, mutate: Callable[[CellDocument], T]) -> _Outcome:
         """Run ``mutate`` on the notebook and keep its changes, atomically.
@@ -293,6 +315,14 @@ class NotebookStore:
         except HTTPError:
             return True  # gone or unreadable: the save says so
         return bool(model.get("last_modified") == last_modified)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A notebook as it was loaded or saved, and the ``last_modified`` of that text."""
+
+    document: NotebookDocument
+    last_modified: str | None
 
 
 def _mutate_file(

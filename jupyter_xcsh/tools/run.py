@@ -68,7 +68,8 @@ class RunTool:
         request = parse_run_request(body)
         for action, resource in PERMISSIONS:
             await caller.require(action, resource)
-        api_path, document = await self.store.load(request.notebook_path)
+        api_path, snapshot = await self.store.load(request.notebook_path)
+        document = snapshot.document
         kernel_name = request.kernel_name or _kernelspec_name(document.data.get("metadata"))
         # With a collaboration room open, the cells are the ones people see, unsaved included.
         live = await find_live_document(self.server_settings, api_path)
@@ -77,7 +78,7 @@ class RunTool:
         with self.calls.running(control) as call_id:
             events = RunCallEvents(self.activity, call_id, api_path, self.stream_interval)
             file = FileOutputs(
-                self.store, request.notebook_path, api_path, len(document.cells), events.outputs
+                self.store, request.notebook_path, api_path, snapshot, events.outputs
             )
             target = NotebookOutputs(
                 file, lambda: find_live_document(self.server_settings, api_path), live
