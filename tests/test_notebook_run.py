@@ -47,7 +47,8 @@ async def test_a_notebook_without_a_session_runs_in_a_new_lab_style_session(jp_f
     path = jp_root_dir / "work" / "three.ipynb"
     before = write_notebook(
         path,
-        "import os\nx = 20\nprint(os.getcwd())",
+        "import os\nx = 20\nprint(os.getcwd())\n"
+        "print('PI_SESSION_FILE' in os.environ, 'ARTIFACTS' in os.environ, 'status' in dir())",
         markdown("# Notes", "m1"),
         "x + 22",
     )
@@ -66,7 +67,8 @@ async def test_a_notebook_without_a_session_runs_in_a_new_lab_style_session(jp_f
     }
     nb = stored(path)
     first, last = nb.cells[0], nb.cells[2]
-    assert texts(first) == f"{jp_root_dir / 'work'}\n"  # the kernel runs in the notebook's folder
+    # The kernel runs in the notebook's folder, with nothing of the python tool's prelude.
+    assert texts(first) == f"{jp_root_dir / 'work'}\nFalse False False\n"
     assert first.execution_count == 1 and last.execution_count == 2
     assert last.outputs[0]["data"]["text/plain"] == "42"
     assert last.outputs[0]["execution_count"] == 2
@@ -424,3 +426,31 @@ async def test_a_selection_without_code_cells_starts_no_kernel(jp_fetch, jp_root
     assert result["kernel"] is None
     assert result["text"] == "Cell 0 was not run (markdown cell)"
     assert await sessions(jp_fetch) == []
+
+
+async def test_without_stop_on_error_later_cells_still_run(jp_fetch, jp_root_dir):
+    write_notebook(jp_root_dir / "e.ipynb", "1 / 0", "print('after')")
+
+    stopped = await run_ok(jp_fetch, notebook_path="e.ipynb", all=True)
+    going = await run_ok(jp_fetch, notebook_path="e.ipynb", all=True, stop_on_error=False)
+
+    assert [c["status"] for c in stopped["cells"]] == ["error", "pending"]
+    assert stopped["text"].endswith(
+        "Cell 0 failed (exit code 1). Earlier cells succeeded—their state persists. "
+        "Fix only cell 0."
+    )
+    assert [c["status"] for c in going["cells"]] == ["error", "complete"]
+    assert going["cells"][0]["error"]["ename"] == "ZeroDivisionError"
+    nb = stored(jp_root_dir / "e.ipynb")
+    assert nb.cells[0].outputs[0]["output_type"] == "error"
+    assert texts(nb.cells[1]) == "after\n"
+
+
+async def test_a_prompt_for_input_is_answered_and_never_hangs(jp_fetch, jp_root_dir):
+    write_notebook(jp_root_dir / "in.ipynb", "answer = input('name? ')\nprint(repr(answer))")
+
+    result = await run_ok(jp_fetch, notebook_path="in.ipynb", cell_index=0, timeout=60)
+
+    assert result["stdinRequested"] is True
+    assert "[stdin] Kernel requested input." in result["cells"][0]["output"]
+    assert result["cells"][0]["output"].endswith("''\n")
