@@ -454,3 +454,18 @@ async def test_a_prompt_for_input_is_answered_and_never_hangs(jp_fetch, jp_root_
     assert result["stdinRequested"] is True
     assert "[stdin] Kernel requested input." in result["cells"][0]["output"]
     assert result["cells"][0]["output"].endswith("''\n")
+
+
+async def test_a_notebook_deleted_mid_run_ends_the_run_with_a_result(jp_fetch, jp_root_dir):
+    path = jp_root_dir / "gone.ipynb"
+    write_notebook(path, "import os\nos.remove('gone.ipynb')", "print('never')")
+
+    result = await run_ok(jp_fetch, notebook_path="gone.ipynb", all=True)
+
+    assert result["isError"] is True
+    assert [c["status"] for c in result["cells"]] == ["complete", "pending"]
+    assert result["cells"][0]["outputsWritten"] is False
+    assert result["text"].endswith(
+        "Notebook not found: gone.ipynb. The run stopped; earlier cells ran."
+    )
+    assert not path.exists()

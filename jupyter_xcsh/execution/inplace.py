@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Hashable
 from typing import Any
 
+from ..errors import XcshError
 from ..outputs.artifacts import ArtifactStore, ArtifactWriter
 from ..outputs.sink import OutputSink
 from .cell import CallControl
@@ -226,6 +227,9 @@ class RunService:
             self.kernels.drop(session.kernel_id)
         except ConnectionClosedError:
             outcome.abort = "The kernel connection was closed (the server is stopping)"
+        except XcshError as e:
+            # The notebook itself went away or broke under the run (deleted, not JSON any more).
+            outcome.abort = f"{e.message}. The run stopped; earlier cells ran."
         finally:
             live.close()
             for cell in outcome.cells:
