@@ -177,3 +177,51 @@ async def test_a_caller_needs_write_on_contents_and_execute_on_kernels(
     assert (code, answer["message"]) == (403, message)
     assert (jp_root_dir / "auth.ipynb").read_text() == before
     assert await sessions(jp_fetch) == []
+
+
+async def test_a_run_cancelled_while_the_kernel_is_busy_ends_at_once_and_sends_nothing(
+    jp_fetch, jp_root_dir, jp_serverapp
+):
+    path = jp_root_dir / "wait.ipynb"
+    write_notebook(path, "print('agent')")
+    first = await run_ok(jp_fetch, notebook_path="wait.ipynb", cell_index=0)
+    other = OtherClient(jp_serverapp, first["kernel"]["id"])
+    lines: list[dict] = []
+    try:
+        await other.ready()
+        await other.execute("import time; time.sleep(60)")  # the person's cell
+        response = asyncio.ensure_future(
+            jp_fetch(
+                "api",
+                "xcsh",
+                "notebook",
+                "run",
+                method="POST",
+                body=json.dumps({"notebook_path": "wait.ipynb", "cell_index": 0, "timeout": 120}),
+                headers={"Accept": "application/x-ndjson"},
+                streaming_callback=lambda chunk: lines.extend(
+                    json.loads(line) for line in chunk.decode().splitlines() if line
+                ),
+                request_timeout=180,
+            )
+        )
+        await wait_until(lambda: bool(lines))
+        await jp_fetch(
+            "api", "xcsh", "calls", lines[0]["callId"], "interrupt", method="POST", body=""
+        )
+        await response
+        result = lines[-1]["result"]
+        # The run ended while the person's cell still runs (60 s): it waited, then gave up.
+        person_running = jp_serverapp.kernel_manager.get_kernel(
+            first["kernel"]["id"]
+        ).execution_state
+        assert person_running == "busy"
+    finally:
+        await jp_serverapp.kernel_manager.interrupt_kernel(first["kernel"]["id"])
+        other.close()
+
+    assert result["cancelled"] is True and result["timedOut"] is False
+    assert result["cells"][0]["status"] == "pending"
+    assert result["text"] == "[Command cancelled]"
+    # The agent's cell was not run again: the count is still that of the first run.
+    assert json.loads(path.read_text())["cells"][0]["execution_count"] == 1

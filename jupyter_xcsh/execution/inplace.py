@@ -24,14 +24,14 @@ from typing import Any
 from ..errors import XcshError
 from ..outputs.artifacts import ArtifactStore, ArtifactWriter
 from ..outputs.sink import OutputSink
-from .cell import CallControl
 from .connection import ConnectionClosedError, KernelLostError
+from .control import CallCancelledError, CallControl
 from .inplace_cell import CellExecution
 from .live_outputs import LiveOutputs, OutputsTarget
 from .nboutputs import ArtifactLink, CellOutputs, RunOutputs
 from .notebook_kernels import NotebookKernel, NotebookKernels, NotebookSession
 from .observer import ExecutionObserver
-from .result import format_seconds
+from .result import whole_seconds
 from .run_request import RunRequest, SelectedCell
 from .run_result import RunCell, RunOutcome, assemble_run_result, failure_summary
 
@@ -163,41 +163,61 @@ class RunService:
                 cell.skip(f"{cell.selected.cell_type} cell")
                 observer.cell_status(cell.index, "skipped")
             return
-        busy = f"Kernel busy: nothing was run within {format_seconds(request.timeout)} seconds"
         queue = self._queue(outcome.path)
-        if not await _acquire(queue, deadline):
-            outcome.nothing_sent(busy)
+        kernel = await self._take_kernel(queue, request, outcome, kernel_name, deadline, control)
+        if kernel is None:
             return
         try:
-            try:
-                session = await self.kernels.session_for(outcome.path, kernel_name, deadline)
-            except TimeoutError:
-                outcome.nothing_sent(
-                    f"Kernel did not start within {format_seconds(request.timeout)} seconds: "
-                    "nothing was run"
-                )
-                return
-            outcome.kernel = session
-            try:
-                kernel = await self.kernels.connect(session.kernel_id, deadline)
-            except TimeoutError:
-                # A kernel answers only between executions: it is busy with someone's work.
-                outcome.nothing_sent(busy)
-                return
-            except (KernelLostError, ConnectionClosedError) as e:
-                outcome.abort = f"The notebook's kernel is not running ({e}); nothing was run"
-                return
-            if not await _acquire(kernel.lock, deadline):
-                outcome.nothing_sent(busy)
-                return
-            try:
-                await self._run_cells(
-                    kernel, session, request, outcome, target, deadline, control, observer
-                )
-            finally:
-                kernel.lock.release()
+            assert outcome.kernel is not None
+            await self._run_cells(
+                kernel, outcome.kernel, request, outcome, target, deadline, control, observer
+            )
         finally:
+            kernel.lock.release()
             queue.release()
+
+    async def _take_kernel(
+        self,
+        queue: asyncio.Lock,
+        request: RunRequest,
+        outcome: RunOutcome,
+        kernel_name: str | None,
+        deadline: float,
+        control: CallControl,
+    ) -> NotebookKernel | None:
+        """The notebook's turn, its kernel (started if need be), connected and locked.
+
+        None, with the outcome saying why, when the deadline passed or the call was cancelled
+        first: then nothing was sent. Each wait is abandoned at once on a cancel.
+        """
+        seconds = whole_seconds(request.timeout)
+        busy = f"Kernel busy: nothing was run within {seconds} seconds"
+        stage = busy
+        held: list[asyncio.Lock] = []
+        try:
+            await control.guard(queue.acquire(), deadline)
+            held.append(queue)
+            stage = f"Kernel did not start within {seconds} seconds: nothing was run"
+            session = await control.guard(
+                self.kernels.session_for(outcome.path, kernel_name, deadline), deadline
+            )
+            outcome.kernel = session
+            # A kernel answers only between executions: past the deadline it is busy.
+            stage = busy
+            kernel = await control.guard(
+                self.kernels.connect(session.kernel_id, deadline), deadline
+            )
+            await control.guard(kernel.lock.acquire(), deadline)
+            return kernel
+        except TimeoutError:
+            outcome.nothing_sent(stage)
+        except CallCancelledError:
+            outcome.cancel("Command cancelled")
+        except (KernelLostError, ConnectionClosedError) as e:
+            outcome.abort = f"The notebook's kernel is not running ({e}); nothing was run"
+        for lock in held:
+            lock.release()
+        return None
 
     async def _run_cells(
         self,
@@ -227,6 +247,8 @@ class RunService:
             self.kernels.drop(session.kernel_id)
         except ConnectionClosedError:
             outcome.abort = "The kernel connection was closed (the server is stopping)"
+        except CallCancelledError:
+            outcome.cancel("Command cancelled")
         except XcshError as e:
             # The notebook itself went away or broke under the run (deleted, not JSON any more).
             outcome.abort = f"{e.message}. The run stopped; earlier cells ran."
@@ -245,6 +267,7 @@ class RunService:
         outcome: RunOutcome,
         target: OutputsTarget,
         deadline: float,
+        control: CallControl,
         observer: ExecutionObserver,
     ) -> SelectedCell | None:
         """The cell as it is now, once nobody else's execution runs; None: do not send it."""
@@ -263,10 +286,10 @@ class RunService:
             observer.cell_status(cell.index, "skipped")
             return None
         cell.selected, cell.code, cell.title = now, now.source, f"cell {now.index}"
-        if not await kernel.activity.wait_idle(deadline):
+        if not await control.guard(kernel.activity.wait_idle(deadline)):
             what = f"cell {now.index} was not run" if outcome.sent else "nothing was run"
             outcome.nothing_sent(
-                f"Kernel busy: {what} within {format_seconds(request.timeout)} seconds"
+                f"Kernel busy: {what} within {whole_seconds(request.timeout)} seconds"
             )
             outcome.stop = True
             return None
@@ -285,7 +308,9 @@ class RunService:
     ) -> bool:
         """Run one cell; whether the run goes on to the next."""
         target = live.target
-        now = await self._send_now(kernel, cell, request, outcome, target, deadline, observer)
+        now = await self._send_now(
+            kernel, cell, request, outcome, target, deadline, control, observer
+        )
         if now is None:
             return not outcome.stop
         key: Hashable = cell.index
@@ -318,12 +343,15 @@ class RunService:
                 outcome.left_queued(cell, ended == "time", seconds_left)
                 self._finish(cell, execution, outcome, started, outcome.notice)
                 following = True
-                self._follow_late(execution, kernel, live)
+                execution.reporting = False  # at once: its sink is closed
+                task = asyncio.ensure_future(execution.follow_late(kernel.activity.own))
+                self._late.add(task)
+                task.add_done_callback(self._late.discard)
                 return False
             notice = None
             if ended != "done":
                 stopped = await execution.interrupt(
-                    lambda: self.kernels.launcher.interrupt(kernel.kernel_id)
+                    lambda: self.kernels.launcher.interrupt(kernel.kernel_id), deadline
                 )
                 notice = outcome.stopped(cell, control.cancelled, seconds_left, not stopped)
             else:
@@ -374,33 +402,3 @@ class RunService:
         outcome.add_displays(execution.images, execution.json_outputs, execution.stdin_requested)
         cell.sink = execution.sink.dump(notice)
         cell.output = cell.sink.output
-
-    def _follow_late(
-        self, execution: CellExecution, kernel: NotebookKernel, live: LiveOutputs
-    ) -> None:
-        """Keep following a cell left queued in the kernel; write its outputs when it ends."""
-        execution.reporting = False
-
-        async def follow() -> None:
-            try:
-                await execution.wait(float("inf"), CallControl(), False)
-                await live.store(execution.key)
-            except (KernelLostError, ConnectionClosedError, asyncio.CancelledError):
-                pass
-            finally:
-                live.close()
-                execution.close()
-                kernel.activity.own.discard(execution.msg_id)
-
-        task = asyncio.ensure_future(follow())
-        self._late.add(task)
-        task.add_done_callback(self._late.discard)
-
-
-async def _acquire(lock: asyncio.Lock, deadline: float) -> bool:
-    """Take ``lock`` by ``deadline``; False if it was not free in time."""
-    try:
-        await asyncio.wait_for(lock.acquire(), max(0.0, deadline - time.monotonic()))
-    except TimeoutError:
-        return False
-    return True

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..outputs.sink import OutputSink
-from .cell import INTERRUPT_GRACE, LIVENESS_INTERVAL, CallControl
+from .cell import CANCEL_GRACE, LIVENESS_INTERVAL, TIMEOUT_GRACE
 from .connection import ConnectionClosedError, KernelConnection, KernelLostError
+from .control import CallControl
 from .live_outputs import LiveOutputs
 from .messages import STDIN_NOTICE, error_output, reduce_display
 from .nboutputs import RunOutputs
@@ -92,6 +94,23 @@ class CellExecution:
         """Stop following the request."""
         self.connection.unroute(self.msg_id)
         self.sink.close()
+
+    async def follow_late(self, own: set[str]) -> None:
+        """Keep following a request the call left queued in the kernel, to its end.
+
+        Nothing more is reported to the caller (its call has returned); the outputs are still
+        stored as they come, and written for good when the kernel is done with the request.
+        ``own`` is the kernel's set of the run's requests, which this one then leaves.
+        """
+        self.reporting = False
+        try:
+            await self.wait(math.inf, CallControl(), False)
+            await self.live.store(self.key)
+        except (KernelLostError, ConnectionClosedError, asyncio.CancelledError):
+            pass  # nothing to write into any more, or the server is stopping
+        finally:
+            self.close()
+            own.discard(self.msg_id)
 
     # -- messages -------------------------------------------------------------------------
 
@@ -177,10 +196,11 @@ class CellExecution:
         """Wait for the request: ``done``, cancelled (``cancel``), or ``until`` passed (``time``).
 
         Raises ``KernelLostError`` when the kernel dies and ``ConnectionClosedError`` when the
-        connection closes.
+        connection closes. Once interrupted (``stop_on_cancel`` false) the kernel is not polled
+        for liveness: a slow answer (a gateway's REST call) must not stretch the grace.
         """
         state = self.state
-        next_check = time.monotonic() + LIVENESS_INTERVAL
+        next_check = time.monotonic() + LIVENESS_INTERVAL if stop_on_cancel else math.inf
         while not state.done:
             if state.closed or self.connection.closed:
                 raise ConnectionClosedError("the kernel connection was closed")
@@ -205,15 +225,22 @@ class CellExecution:
                 await asyncio.wait_for(state.wake.wait(), min(until, next_check) - now)
         return "done"
 
-    async def interrupt(self, interrupt_kernel: Callable[[], Awaitable[None]]) -> bool:
+    async def interrupt(
+        self, interrupt_kernel: Callable[[], Awaitable[None]], deadline: float
+    ) -> bool:
         """Interrupt the kernel (running this request), escalating; whether it stopped.
 
-        The kernel manager's interrupt first, then a control-channel ``interrupt_request``.
-        The kernel is never restarted: it is the person's.
+        The kernel manager's interrupt for half the grace, then a control-channel
+        ``interrupt_request``; the grace ends ``CANCEL_GRACE`` seconds from now, or
+        ``TIMEOUT_GRACE`` past a deadline already passed, so a timed-out call returns within
+        its deadline + 1 s. The kernel is never restarted: it is the person's.
         """
         control = CallControl()
-        await interrupt_kernel()
-        if await self.wait(time.monotonic() + INTERRUPT_GRACE[0], control, False) == "done":
+        give_up = min(time.monotonic() + CANCEL_GRACE, deadline + TIMEOUT_GRACE)
+        second = time.monotonic() + (give_up - time.monotonic()) / 2
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(interrupt_kernel(), max(0.0, second - time.monotonic()))
+        if await self.wait(second, control, False) == "done":
             return True
         self.connection.interrupt_request()
-        return await self.wait(time.monotonic() + INTERRUPT_GRACE[1], control, False) == "done"
+        return await self.wait(give_up, control, False) == "done"

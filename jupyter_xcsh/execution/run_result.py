@@ -9,7 +9,7 @@ from typing import Any
 from ..outputs.sink import truncation_notice
 from .cell import CellRun
 from .notebook_kernels import NotebookSession
-from .result import CallOutcome, assemble_result, format_seconds
+from .result import CallOutcome, assemble_result, timeout_notice
 from .run_request import SelectedCell
 
 __all__ = ["RunCell", "RunOutcome", "assemble_run_result", "failure_summary"]
@@ -90,9 +90,7 @@ class RunOutcome(CallOutcome):
             notice = "Command cancelled"
         else:
             self.timed_out = True
-            notice = (
-                f"Command timed out after {format_seconds(max(1, round(seconds_left)))} seconds"
-            )
+            notice = timeout_notice(seconds_left)
         cell.status, cell.exit_code = "error", None
         if stuck:
             self.abort = (
@@ -107,11 +105,7 @@ class RunOutcome(CallOutcome):
         self.cancelled = True
         self.timed_out = self.timed_out or timed_out
         index = _where(cell)
-        self.notice = (
-            f"Command timed out after {format_seconds(max(1, round(seconds_left)))} seconds"
-            if timed_out
-            else "Command cancelled"
-        )
+        self.notice = timeout_notice(seconds_left) if timed_out else "Command cancelled"
         self.abort = (
             f"Cell {index} is still queued in the kernel behind another execution; it was not "
             "interrupted and will run when the kernel reaches it (its outputs are written then)."
