@@ -18,8 +18,8 @@ from .handlers import artifacts as artifacts_handlers
 from .handlers import mcp as mcp_handlers
 from .handlers import notebook as notebook_handlers
 from .handlers import python as python_handlers
-from .handlers import runs as runs_handlers
 from .handlers import run as run_handlers
+from .handlers import runs as runs_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
 from .notebook.live import LiveDocuments
@@ -31,8 +31,8 @@ from .services import XcshServices
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.python import CallRegistry
-from .tools.runs import RunInputTool, RunRegistry
 from .tools.run import RunTool
+from .tools.runs import RunInputTool, RunRegistry
 
 #: The modules whose ``routes(services)`` make up the extension's endpoints.
 ROUTE_MODULES = (

@@ -12,8 +12,8 @@ from .outputs.artifacts import ArtifactStore
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.python import CallRegistry
-from .tools.runs import RunInputTool, RunRegistry
 from .tools.run import RunTool
+from .tools.runs import RunInputTool, RunRegistry
 
 __all__ = ["XcshServices"]
 

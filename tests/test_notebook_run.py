@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import subprocess
@@ -13,7 +14,9 @@ import nbformat
 import pytest
 
 from jupyter_xcsh.notebook.document import NotebookDocument
+from jupyter_xcsh.outputs.sizes import format_size
 
+from .images import KERNEL_HELPERS
 from .notebook_run import (
     OtherClient,
     call_run,
@@ -395,7 +398,12 @@ async def test_a_streamed_run_reports_progress_then_the_result(jp_fetch, jp_root
             "Give exactly one of cell_id, cell_index, cell_ids, cell_index with end_index, or all",
         ),
         ({"all": True, "kernel_name": "nope"}, 400, "No such kernel: nope"),
-        ({"all": True, "stdin": "ask"}, 400, "stdin must be one of notice, not 'ask'"),
+        (
+            {"all": True, "stdin": "ask"},
+            400,
+            'stdin "ask" is not supported by runs in place; use "notice", "eof" or a list '
+            "of answers",
+        ),
         ({"cell_index": 1.5}, 400, "cell_index must be an integer, got 1.5"),
     ],
 )
@@ -446,14 +454,26 @@ async def test_without_stop_on_error_later_cells_still_run(jp_fetch, jp_root_dir
     assert texts(nb.cells[1]) == "after\n"
 
 
-async def test_a_prompt_for_input_is_answered_and_never_hangs(jp_fetch, jp_root_dir):
-    write_notebook(jp_root_dir / "in.ipynb", "answer = input('name? ')\nprint(repr(answer))")
+async def test_prompts_for_input_are_answered_as_stdin_says_and_never_hang(jp_fetch, jp_root_dir):
+    code = "answer = input('name? ')\nprint(repr(answer))"
+    write_notebook(jp_root_dir / "in.ipynb", code, "print('after')")
 
-    result = await run_ok(jp_fetch, notebook_path="in.ipynb", cell_index=0, timeout=60)
+    notice = await run_ok(jp_fetch, notebook_path="in.ipynb", all=True, timeout=60)
+    answered = await run_ok(jp_fetch, notebook_path="in.ipynb", all=True, stdin=["Ada"])
+    stored_answer = texts(stored(jp_root_dir / "in.ipynb").cells[0])
+    eof = await run_ok(jp_fetch, notebook_path="in.ipynb", cell_index=0, stdin="eof")
 
-    assert result["stdinRequested"] is True
-    assert "[stdin] Kernel requested input." in result["cells"][0]["output"]
-    assert result["cells"][0]["output"].endswith("''\n")
+    # notice: the notes' behaviour — the notice, end-of-file, the cell fails, the run stops.
+    assert notice["stdinRequested"] is True
+    assert [c["status"] for c in notice["cells"]] == ["error", "pending"]
+    assert "[stdin] Kernel requested input." in notice["cells"][0]["output"]
+    assert notice["text"].endswith("Kernel requested stdin; interactive input is not supported.")
+    # answers, in order: the prompt and the answer echoed as a terminal shows them.
+    assert answered["isError"] is False
+    assert answered["cells"][0]["output"] == "name? Ada\n'Ada'\n"
+    assert stored_answer == "'Ada'\n"  # the notebook keeps what the kernel printed
+    # eof: EOFError in the code.
+    assert eof["cells"][0]["error"]["ename"] == "EOFError"
 
 
 async def test_a_notebook_deleted_mid_run_ends_the_run_with_a_result(jp_fetch, jp_root_dir):
@@ -469,3 +489,25 @@ async def test_a_notebook_deleted_mid_run_ends_the_run_with_a_result(jp_fetch, j
         "Notebook not found: gone.ipynb. The run stopped; earlier cells ran."
     )
     assert not path.exists()
+
+
+async def test_images_are_budgeted_in_the_result_and_kept_whole_in_the_notebook(
+    jp_fetch, jp_root_dir
+):
+    path = jp_root_dir / "fig.ipynb"
+    write_notebook(path, KERNEL_HELPERS, "data = png(64, 48)\nshow(data)")
+
+    result = await run_ok(jp_fetch, notebook_path="fig.ipynb", all=True)
+
+    (image,) = result["images"]
+    size = image["bytes"]
+    assert (image["width"], image["height"], image["omitted"]) == (64, 48, False)
+    assert result["text"].endswith(f"[image 1: 64x48 PNG, {format_size(size)}]")
+    artifact = await jp_fetch("api", "xcsh", "artifacts", image["artifactId"])
+    assert artifact.headers["Content-Type"] == "image/png"
+    [shown] = stored(path).cells[1].outputs
+    assert (
+        base64.b64decode(shown["data"]["image/png"])
+        == artifact.body
+        == base64.b64decode(image["data"])
+    )

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import XcshError
 from ..outputs.artifacts import ArtifactStore, ArtifactWriter
+from ..outputs.images import ImageCapture, budget_images
 from ..outputs.sink import OutputSink
 from .connection import ConnectionClosedError, KernelLostError
 from .control import CallCancelledError, CallControl
@@ -34,6 +35,7 @@ from .observer import ExecutionObserver
 from .result import whole_seconds
 from .run_request import RunRequest, SelectedCell
 from .run_result import RunCell, RunOutcome, assemble_run_result, failure_summary
+from .stdin import StdinPolicy
 
 __all__ = ["OutputsTarget", "RunService"]
 
@@ -137,6 +139,7 @@ class RunService:
                 request, outcome, target, kernel_name, deadline, control, observer
             )
             outcome.total_cells, outcome.via = target.total_cells, target.via
+            outcome.image_results = await budget_images(outcome.images, self.artifact_store)
             result = assemble_run_result(outcome)
             result["callId"] = call_id
         except BaseException as e:
@@ -231,13 +234,15 @@ class RunService:
         observer: ExecutionObserver,
     ) -> None:
         live = LiveOutputs(RunOutputs(self.max_stored_bytes), target, self.write_interval, self.log)
+        stdin = StdinPolicy(request.stdin)  # one for the run: answers are given in order
+        images = ImageCapture(self.artifact_store, "run")
         try:
             for cell in outcome.cells:
                 if control.cancelled:
                     outcome.cancel("Command cancelled")
                     return
                 go_on = await self._run_one(
-                    kernel, cell, request, outcome, live, deadline, control, observer
+                    kernel, cell, request, outcome, live, deadline, control, observer, stdin, images
                 )
                 await live.store_changed()
                 if not go_on:
@@ -305,6 +310,8 @@ class RunService:
         deadline: float,
         control: CallControl,
         observer: ExecutionObserver,
+        stdin: StdinPolicy,
+        images: ImageCapture,
     ) -> bool:
         """Run one cell; whether the run goes on to the next."""
         target = live.target
@@ -324,6 +331,8 @@ class RunService:
             live=live,
             observer=observer,
             is_alive=lambda: self.kernels.launcher.is_alive(kernel.kernel_id),
+            images=images,
+            stdin=stdin,
         )
         seconds_left = deadline - time.monotonic()
         cell.status = "running"
@@ -356,8 +365,9 @@ class RunService:
                 notice = outcome.stopped(cell, control.cancelled, seconds_left, not stopped)
             else:
                 execution.error_from_reply()
-                cell.status = "complete" if execution.reply.get("status") == "ok" else "error"
-                cell.exit_code = 0 if cell.status == "complete" else 1
+                ok = execution.reply.get("status") == "ok" and not execution.stdin_failed
+                cell.status, cell.exit_code = ("complete", 0) if ok else ("error", 1)
+                outcome.stdin_failed = outcome.stdin_failed or execution.stdin_failed
             self._finish(cell, execution, outcome, started, notice)
             cell.outputs_written = await live.store(key)
             observer.cell_status(cell.index, cell.status)

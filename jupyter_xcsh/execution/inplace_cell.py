@@ -17,15 +17,17 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..outputs.images import CapturedImage, ImageCapture, as_base64
 from ..outputs.sink import OutputSink
-from .cell import CANCEL_GRACE, LIVENESS_INTERVAL, TIMEOUT_GRACE
+from .cell import CANCEL_GRACE, LIVENESS_INTERVAL, PROMPT_BARRIER, TIMEOUT_GRACE
 from .connection import ConnectionClosedError, KernelConnection, KernelLostError
 from .control import CallControl
 from .live_outputs import LiveOutputs
-from .messages import STDIN_NOTICE, error_output, reduce_display
+from .messages import error_output, reduce_display
 from .nboutputs import RunOutputs
 from .observer import ExecutionObserver
 from .run_result import RunCell
+from .stdin import EOF, StdinPolicy
 
 __all__ = ["CellExecution"]
 
@@ -58,6 +60,8 @@ class CellExecution:
         live: LiveOutputs,
         observer: ExecutionObserver,
         is_alive: Callable[[], Awaitable[bool]],
+        images: ImageCapture,
+        stdin: StdinPolicy,
     ) -> None:
         self.cell = cell
         self.key = key
@@ -72,8 +76,11 @@ class CellExecution:
         #: False once the call returned while the cell still runs: only stored outputs follow.
         self.reporting = True
         self.stdin_requested = False
-        self.images: list[dict[str, str]] = []
+        self.capture = images
+        self.stdin = stdin
+        self.images: list[CapturedImage] = []
         self.json_outputs: list[Any] = []
+        self._prompts: set[asyncio.Task[None]] = set()
 
     @property
     def started(self) -> bool:
@@ -92,6 +99,8 @@ class CellExecution:
 
     def close(self) -> None:
         """Stop following the request."""
+        for task in list(self._prompts):
+            task.cancel()
         self.connection.unroute(self.msg_id)
         self.sink.close()
 
@@ -164,8 +173,12 @@ class CellExecution:
             if display.text is not None:
                 sink.push(display.text)
             for image in display.images:
-                self.images.append(image)
-                observer.display(cell.index, "image", image)
+                # Saved whole as an artifact; the result inlines it within the image budget.
+                captured = self.capture.capture(cell.index, image["mimeType"], image["data"])
+                if captured is not None:
+                    self.images.append(captured)
+                    data = as_base64(image["mimeType"], image["data"])
+                    observer.display(cell.index, "image", {**captured.describe(), "data": data})
             for value in display.json_outputs:
                 self.json_outputs.append(value)
                 observer.display(cell.index, "json", value)
@@ -174,14 +187,43 @@ class CellExecution:
             sink.push(text)
 
     def answer_input(self, content: dict[str, Any]) -> None:
-        """Answer the kernel's prompt for input: SPEC §8's ``notice`` mode.
+        """Answer the kernel's prompt for input as the run's ``stdin`` says (SPEC §8).
 
-        Other ``stdin`` modes (end of file, given answers, asking the caller) answer here.
+        Once the output printed before the prompt has arrived (``iopub_barrier``), so the
+        echo of the prompt comes after it. A cell left to run after its call returned gets
+        end-of-file: nobody is there to answer any more.
         """
-        if self.reporting:
-            self.sink.push(STDIN_NOTICE + "\n")
-            self.stdin_requested = True
-        self.connection.input_reply("")
+        if not self.reporting:
+            self.connection.input_reply(EOF)
+            return
+        self.stdin_requested = True
+
+        def echo(text: str) -> None:
+            if self.reporting:
+                self.sink.push(text)
+                self.sink.flush_chunks()  # a prompt shows at once, not after the throttle
+
+        def still_running() -> bool:
+            state = self.state
+            return not (state.done or state.lost or state.closed)
+
+        task = asyncio.ensure_future(
+            self.stdin.prompt_in_order(
+                lambda: self.connection.iopub_barrier(PROMPT_BARRIER),
+                still_running,
+                self.cell.index,
+                content,
+                reply=self.connection.input_reply,
+                echo=echo,
+            )
+        )
+        self._prompts.add(task)
+        task.add_done_callback(self._prompts.discard)
+
+    @property
+    def stdin_failed(self) -> bool:
+        """Whether the cell asked for input the run did not provide (it then fails)."""
+        return self.cell.index in self.stdin.failed_cells
 
     def error_from_reply(self) -> None:
         """Report the reply's error when no ``error`` message carried it."""

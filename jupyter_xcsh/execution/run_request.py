@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import InvalidRequestError, NotFoundError
 from ..notebook.cells import as_integer
 from .request import DEFAULT_TIMEOUT, TIMEOUT_RANGE
+from .stdin import StdinSpec, parse_stdin
 
 __all__ = ["RunRequest", "SelectedCell", "parse_run_request", "select_cells"]
 
@@ -30,8 +31,6 @@ _FIELDS = {
     "stdin",
 }
 _SELECTIONS = "cell_id, cell_index, cell_ids, cell_index with end_index, or all"
-#: How a prompt for input is answered (SPEC §8); more modes plug in here.
-STDIN_MODES = ("notice",)
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ class RunRequest:
     timeout: float
     stop_on_error: bool
     kernel_name: str | None
-    stdin: str
+    stdin: StdinSpec
 
 
 @dataclass(frozen=True)
@@ -133,9 +132,14 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
     kernel_name = body.get("kernel_name")
     if kernel_name is not None and (not isinstance(kernel_name, str) or not kernel_name):
         raise InvalidRequestError("kernel_name must be a non-empty string")
-    stdin = body.get("stdin", "notice")
-    if stdin not in STDIN_MODES:
-        raise InvalidRequestError(f"stdin must be one of {', '.join(STDIN_MODES)}, not {stdin!r}")
+    stdin = parse_stdin(body.get("stdin", "notice"))
+    if stdin.asks:
+        # A run holds the notebook's queue and the person's kernel: it cannot pause for an
+        # answer that may never come.
+        raise InvalidRequestError(
+            'stdin "ask" is not supported by runs in place; use "notice", "eof" or a list '
+            "of answers"
+        )
     return RunRequest(
         notebook_path=path,
         cell_id=cell_id,

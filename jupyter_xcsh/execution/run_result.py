@@ -6,11 +6,13 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from ..outputs.images import CapturedImage
 from ..outputs.sink import truncation_notice
 from .cell import CellRun
 from .notebook_kernels import NotebookSession
-from .result import CallOutcome, assemble_result, timeout_notice
+from .result import CallOutcome, assemble_result, image_lines, timeout_notice
 from .run_request import SelectedCell
+from .stdin import STDIN_FAILURE
 
 __all__ = ["RunCell", "RunOutcome", "assemble_run_result", "failure_summary"]
 
@@ -112,7 +114,7 @@ class RunOutcome(CallOutcome):
         )
         cell.status, cell.exit_code = "error", None
 
-    def add_displays(self, images: list[dict[str, str]], values: list[Any], stdin: bool) -> None:
+    def add_displays(self, images: list[CapturedImage], values: list[Any], stdin: bool) -> None:
         """Collect a cell's images and JSON values for the result."""
         self.images.extend(images)
         self.json_outputs.extend(values)
@@ -124,11 +126,12 @@ def _text(outcome: RunOutcome) -> str:
     notice_line = f"[{outcome.notice}]" if outcome.notice else None
     ran = [c for c in cells if c.status in ("complete", "error")]
     empty = "(no text output)" if outcome.images or outcome.json_outputs else "(no output)"
+    images = image_lines(outcome)  # by the cell's position in the run
     parts: list[str | None] = []
     if len(cells) == 1:
         cell = cells[0]
         if cell in ran:
-            parts.append(cell.output.rstrip("\n") or empty)
+            parts.append(_with_lines(cell.output.rstrip("\n") or empty, images.pop(0, [])))
         elif cell.status == "skipped":
             parts.append(f"Cell {_where(cell)} was not run ({cell.skip_reason})")
         else:
@@ -144,10 +147,11 @@ def _text(outcome: RunOutcome) -> str:
                 if notice_line and output.startswith(notice_line + "\n"):
                     output = output[len(notice_line) + 1 :]
                 output = output.rstrip("\n")
-                if not output and cell.status == "complete":
+                if not output and cell.status == "complete" and cell.index not in images:
                     parts.append(f"{header} (ok)")
                 else:
-                    parts.append(f"{header}\n{output}" if output else header)
+                    part = f"{header}\n{output}" if output else header
+                    parts.append(_with_lines(part, images.pop(cell.index, [])))
     for cell in ran:
         if cell.sink is not None:
             notice = truncation_notice(cell.sink, outcome.max_output_bytes)
@@ -165,7 +169,13 @@ def _text(outcome: RunOutcome) -> str:
             )
     if outcome.abort:
         parts.append(outcome.abort)
+    if outcome.stdin_failed and outcome.notice is None and outcome.abort is None:
+        parts.append(STDIN_FAILURE)
     return "\n\n".join(p for p in parts if p) or "(no output)"
+
+
+def _with_lines(text: str, lines: list[str]) -> str:
+    return "\n".join([text, *lines] if text else lines)
 
 
 def _where(cell: RunCell) -> int:
