@@ -108,6 +108,7 @@ class XcshApp(ExtensionApp):
             log=self.log,
             max_output_bytes=settings.max_output_bytes,
             max_stored_bytes=settings.run_max_output_bytes,
+            max_outputs=settings.run_max_outputs,
             stream_interval=settings.stream_interval / 1000,
         )
         self.services = XcshServices(
@@ -137,7 +138,8 @@ class XcshApp(ExtensionApp):
                 notebook_store,
                 activity,
                 calls,
-                server_settings=server.web_app.settings,
+                runs,
+                input_timeout=settings.input_timeout,
                 stream_interval=settings.stream_interval / 1000,
             ),
         )

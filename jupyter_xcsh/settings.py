@@ -63,6 +63,17 @@ class XcshSettings(Configurable):
         ),
     )
 
+    run_max_outputs = Int(
+        1000,
+        min=0,
+        config=True,
+        help=(
+            "Outputs other than stream text and errors (displays, results: counted one by one) "
+            "a run in place stores in one cell of the notebook (default 1000). Past this the "
+            "later ones are left out and a notice says how many. 0 means no limit."
+        ),
+    )
+
     artifacts_dir = Unicode(
         "xcsh-artifacts",
         config=True,

@@ -12,8 +12,10 @@ import uuid
 
 import nbformat
 import pytest
+from traitlets.config import Config
 
 from jupyter_xcsh.notebook.document import NotebookDocument
+from jupyter_xcsh.notebook.model import revision_of
 from jupyter_xcsh.outputs.sizes import format_size
 
 from .images import KERNEL_HELPERS
@@ -26,6 +28,7 @@ from .notebook_run import (
     wait_until,
     write_notebook,
 )
+from .notebooks import cell_texts
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -65,7 +68,7 @@ async def test_a_notebook_without_a_session_runs_in_a_new_lab_style_session(jp_f
     assert result["notebook"] == {
         "path": "work/three.ipynb",
         "via": "file",
-        "revision": None,
+        "revision": revision_of(NotebookDocument.parse(path.read_text())),
         "totalCells": 3,
     }
     nb = stored(path)
@@ -78,8 +81,8 @@ async def test_a_notebook_without_a_session_runs_in_a_new_lab_style_session(jp_f
     assert [c["executionCount"] for c in result["cells"]] == [1, None, 2]
     assert [c["outputsWritten"] for c in result["cells"]] == [True, False, True]
     # The markdown cell and everything around the cells kept their exact bytes.
-    old, new = NotebookDocument.parse(before), NotebookDocument.parse(path.read_text())
-    assert new.cell_text(1) == old.cell_text(1)
+    new = NotebookDocument.parse(path.read_text())
+    assert cell_texts(path.read_text())[1] == cell_texts(before)[1]
     assert new.dumps().split('"cells": [')[0] == before.split('"cells": [')[0]
     assert new.dumps().rsplit("\n ],", 1)[1] == before.rsplit("\n ],", 1)[1]
     # The session is the one the lab would have made, so the lab adopts its kernel.
@@ -106,16 +109,14 @@ async def test_only_the_run_cells_outputs_and_counts_change_in_the_file(jp_fetch
 
     await run_ok(jp_fetch, notebook_path="a.ipynb", cell_index=1)
 
-    old, new = NotebookDocument.parse(before), NotebookDocument.parse(path.read_text())
-    assert new.cell_text(0) == old.cell_text(0)
-    assert new.cell_text(2) == old.cell_text(2)
-    changed = json.loads(new.cell_text(1))
+    old, new = cell_texts(before), cell_texts(path.read_text())
+    assert new[0] == old[0]
+    assert new[2] == old[2]
+    changed = json.loads(new[1])
     assert changed["outputs"] == [{"name": "stdout", "output_type": "stream", "text": ["two\n"]}]
     assert changed["execution_count"] == 1
     assert {k: v for k, v in changed.items() if k not in ("outputs", "execution_count")} == {
-        k: v
-        for k, v in json.loads(old.cell_text(1)).items()
-        if k not in ("outputs", "execution_count")
+        k: v for k, v in json.loads(old[1]).items() if k not in ("outputs", "execution_count")
     }
 
 
@@ -399,10 +400,16 @@ async def test_a_streamed_run_reports_progress_then_the_result(jp_fetch, jp_root
         ),
         ({"all": True, "kernel_name": "nope"}, 400, "No such kernel: nope"),
         (
-            {"all": True, "stdin": "ask"},
+            {"all": True, "expected_source_hash": "0123456789abcdef"},
             400,
-            'stdin "ask" is not supported by runs in place; use "notice", "eof" or a list '
-            "of answers",
+            "expected_source_hash needs a single cell (cell_id, or cell_index without "
+            "end_index); use expected_revision for several",
+        ),
+        (
+            {"cell_index": 0, "expected_revision": "r1"},
+            400,
+            "expected_revision must be 16 lowercase hex digits (a revision from an earlier "
+            "response), got 'r1'",
         ),
         ({"cell_index": 1.5}, 400, "cell_index must be an integer, got 1.5"),
     ],
@@ -511,3 +518,23 @@ async def test_images_are_budgeted_in_the_result_and_kept_whole_in_the_notebook(
         == artifact.body
         == base64.b64decode(image["data"])
     )
+
+
+class TestACapOnStoredOutputs:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.XcshSettings.run_max_outputs = 2
+        return config
+
+    async def test_displays_past_run_max_outputs_leave_a_notice(self, jp_fetch, jp_root_dir):
+        path = jp_root_dir / "many.ipynb"
+        write_notebook(path, "for i in range(5):\n    display(i)\nprint('done')")
+
+        result = await run_ok(jp_fetch, notebook_path="many.ipynb", cell_index=0)
+
+        assert result["isError"] is False
+        outputs = stored(path).cells[0].outputs
+        assert [o["data"]["text/plain"] for o in outputs[:2]] == ["0", "1"]
+        assert texts(stored(path).cells[0]) == "done\n"
+        assert outputs[-1]["data"]["text/plain"].startswith("[3 more output(s) not stored")

@@ -25,8 +25,8 @@ def display(data, display_id=None, kind="display_data", **extra):
     return msg(kind, **content)
 
 
-def build(*messages, max_bytes=1 << 20, key="a"):
-    run = RunOutputs(max_bytes)
+def build(*messages, max_bytes=1 << 20, max_outputs=0, key="a"):
+    run = RunOutputs(max_bytes, max_outputs)
     cell = run.start(key)
     for m in messages:
         run.handle(key, m)
@@ -134,3 +134,42 @@ def test_errors_are_stored_as_nbformat_error_outputs():
     assert cell.to_json() == [
         {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t1", "t2"]}
     ]
+
+
+def test_displays_past_the_cap_are_left_out_and_counted_in_a_notice():
+    figures = [display({"text/plain": f"<Figure {i}>"}) for i in range(5)]
+    error = msg("error", ename="E", evalue="v", traceback=[])
+    cell = build(stream("a\n"), *figures, stream("b\n"), error, max_outputs=2)
+
+    outputs = cell.to_json()
+    assert [o["output_type"] for o in outputs] == [
+        "stream",
+        "display_data",
+        "display_data",
+        "stream",
+        "error",  # an error is always stored
+        "display_data",
+    ]
+    assert [o["data"]["text/plain"] for o in outputs[1:3]] == ["<Figure 0>", "<Figure 1>"]
+    assert outputs[-1]["data"]["text/plain"] == (
+        "[3 more output(s) not stored: a cell stores at most 2 displays and results "
+        "(XcshSettings.run_max_outputs)]"
+    )
+    nb = new_notebook(cells=[new_code_cell("plot()", outputs=outputs)])
+    nbformat.validate(nbformat.from_dict(json.loads(json.dumps(nb))))
+
+
+def test_a_clear_makes_room_under_the_cap_again():
+    cell = build(
+        display({"text/plain": "1"}),
+        display({"text/plain": "2"}),
+        msg("clear_output", wait=False),
+        display({"text/plain": "3"}),
+        display({"text/plain": "4"}),
+        max_outputs=1,
+    )
+
+    texts = [o["data"]["text/plain"] for o in cell.to_json()]
+    assert texts[0] == "3"
+    assert texts[1].startswith("[1 more output(s) not stored")
+    assert len(texts) == 2

@@ -7,11 +7,9 @@ outputs there (``via: document``) while it runs; the room saves the file itself.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from playwright.sync_api import expect
@@ -72,69 +70,3 @@ def test_a_run_writes_into_the_live_document_while_it_runs(lab, lab_page):
     assert "".join(stored[1]["outputs"][0]["text"]).startswith("tick 0\ntick 1\n")
     expect(page.locator(".jp-Dialog")).to_have_count(0)
     lab_page.screenshot("saved")
-
-
-def _await(coroutine):
-    """Run a coroutine to its end (in a thread: Playwright keeps this thread's loop running)."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
-
-
-def test_live_writes_append_to_a_growing_stream_and_keep_the_shared_array():
-    from jupyter_ydoc import YNotebook
-
-    from jupyter_xcsh.execution.run_request import SelectedCell
-    from jupyter_xcsh.notebook.document_outputs import DocumentOutputs
-
-    notebook = YNotebook()
-    notebook.set(
-        {
-            "cells": [
-                {
-                    "cell_type": "code",
-                    "id": "a",
-                    "source": "x",
-                    "metadata": {},
-                    "outputs": [],
-                    "execution_count": None,
-                },
-                {"cell_type": "markdown", "id": "b", "source": "# b", "metadata": {}},
-            ],
-            "metadata": {},
-            "nbformat": 4,
-            "nbformat_minor": 5,
-        }
-    )
-    target = DocumentOutputs(notebook, "n.ipynb")
-    cell = SelectedCell(0, "a", "code", "x")
-    youtputs = notebook.ycells[0]["outputs"]
-
-    def stream(text):
-        return [{"output_type": "stream", "name": "stdout", "text": text}]
-
-    target.show(cell, stream("one\n"), None)
-    text = youtputs[0]["text"]
-    target.show(cell, stream("one\ntwo\n"), None)
-    target.show(
-        cell,
-        [
-            *stream("one\ntwo\n"),
-            {"output_type": "error", "ename": "E", "evalue": "v", "traceback": []},
-        ],
-        3,
-    )
-
-    # The array and the text the lab observes are the ones written to, not replacements.
-    assert len(youtputs) == 2
-    assert str(text) == "one\ntwo\n"
-    assert notebook.get_cell(0)["execution_count"] == 3
-    assert notebook.get_cell(0)["outputs"][1]["ename"] == "E"
-    # A person moves the cell: found by id. Deletes it: nothing is written.
-    notebook.ycells.insert(
-        0, notebook.create_ycell({"cell_type": "code", "source": "", "metadata": {}})
-    )
-    assert _await(target.store(cell, stream("done\n"), 4)) is True
-    assert notebook.get_cell(1)["outputs"] == stream("done\n")
-    del notebook.ycells[1]
-    assert _await(target.store(cell, stream("late\n"), 5)) is False
-    assert _await(target.locate(cell)) is None

@@ -65,7 +65,10 @@ class CellRun:
 
 
 @dataclass
-class _CellState:
+class CellState:
+    """Where one execute request is: started, answered, idle, or cut off from its kernel."""
+
+    started: bool = False  # the kernel reported it busy (runs in place use it)
     reply: dict[str, Any] | None = None
     idle: bool = False
     lost: bool = False
@@ -74,7 +77,7 @@ class _CellState:
 
     @property
     def done(self) -> bool:
-        # A cell is complete only with both its execute_reply and its idle status.
+        """Complete: a cell is only with both its execute_reply and its idle status."""
         return self.reply is not None and self.idle
 
 
@@ -119,7 +122,7 @@ async def run_cell(
     outcome = CellOutcome("ok")
     capture = images or ImageCapture(None)
     policy = stdin or StdinPolicy(StdinSpec())
-    state = _CellState()
+    state = CellState()
 
     def echo(text: str) -> None:
         sink.push(text)

@@ -18,22 +18,19 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Hashable
 from typing import Any
 
-from ..errors import XcshError
-from ..outputs.artifacts import ArtifactStore, ArtifactWriter
-from ..outputs.images import ImageCapture, budget_images
-from ..outputs.sink import OutputSink
+from ..notebook.outputs import SelectedCell
+from ..outputs.artifacts import ArtifactStore
+from ..outputs.images import budget_images
 from .connection import ConnectionClosedError, KernelLostError
 from .control import CallCancelledError, CallControl
-from .inplace_cell import CellExecution
-from .live_outputs import LiveOutputs, OutputsTarget
-from .nboutputs import ArtifactLink, CellOutputs, RunOutputs
-from .notebook_kernels import NotebookKernel, NotebookKernels, NotebookSession
-from .observer import ExecutionObserver
-from .result import whole_seconds
-from .run_request import RunRequest, SelectedCell
+from .inplace_cells import CellsRun
+from .live_outputs import OutputsTarget
+from .notebook_kernels import NotebookKernel, NotebookKernels
+from .observer import ExecutionObserver, report_input
+from .result import awaiting_input, partial_outcome, whole_seconds
+from .run_request import RunRequest
 from .run_result import RunCell, RunOutcome, assemble_run_result, failure_summary
 from .stdin import StdinPolicy
 
@@ -53,6 +50,8 @@ class RunService:
         Bytes of a cell's output text returned to the caller (as the python tool's).
     max_stored_bytes
         Bytes of a cell's stream text stored in the notebook; past it only the tail is.
+    max_outputs
+        Outputs other than streams and errors stored per cell; past it a notice (0: no cap).
     stream_interval
         Least seconds between two live output chunks sent to observers.
     write_interval
@@ -68,6 +67,7 @@ class RunService:
         log: logging.Logger,
         max_output_bytes: int = 51200,
         max_stored_bytes: int = 262144,
+        max_outputs: int = 1000,
         stream_interval: float = 0.25,
         write_interval: float = 0.1,
     ) -> None:
@@ -78,10 +78,14 @@ class RunService:
         # in the notebook always has an artifact to link to.
         self.max_output_bytes = min(max_output_bytes, max_stored_bytes)
         self.max_stored_bytes = max_stored_bytes
+        self.max_outputs = max_outputs
         self.stream_interval = stream_interval
         self.write_interval = write_interval
         self._queues: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self._late: set[asyncio.Task[None]] = set()
+        # The runs waiting for their turn on each notebook, by the notebook's API path.
+        self._queued: dict[str, set[CallControl]] = {}
+        # Cells a run left queued in kernels, followed to their end (their outputs written then).
+        self.late: set[asyncio.Task[None]] = set()
 
     def _queue(self, api_path: str) -> asyncio.Lock:
         queue = self._queues.get(api_path)
@@ -89,11 +93,20 @@ class RunService:
             queue = self._queues[api_path] = asyncio.Lock()  # FIFO: runs queue in order
         return queue
 
+    def reject_queued(self, api_path: str, error: Exception) -> None:
+        """End the runs waiting for their turn on notebook ``api_path`` with ``error``.
+
+        For a notebook whose run waits for an answer to a prompt: the runs behind it would
+        only wait out their deadline.
+        """
+        for control in list(self._queued.get(api_path, ())):
+            control.cancel(error)
+
     async def close(self) -> None:
         """Stop following cells left queued in kernels, and close the kernel connections."""
-        for task in list(self._late):
+        for task in list(self.late):
             task.cancel()
-        await asyncio.gather(*self._late, return_exceptions=True)
+        await asyncio.gather(*self.late, return_exceptions=True)
         self.kernels.close()
 
     async def run(
@@ -107,15 +120,19 @@ class RunService:
         observer: ExecutionObserver | None = None,
         control: CallControl | None = None,
         call_id: str | None = None,
+        stdin: StdinPolicy | None = None,
     ) -> dict[str, Any]:
         """Run ``cells`` of notebook ``api_path`` and return the result body.
 
         ``kernel_name`` is used only when the notebook has no session yet. Errors in the code,
         timeouts and a dying kernel are results; an unknown kernel name raises
-        ``InvalidRequestError`` before anything runs.
+        ``InvalidRequestError`` before anything runs. ``stdin`` answers the kernel's prompts
+        (by default as ``request.stdin`` says); while one of its prompts waits for an answer,
+        ``stdin.partial_result()`` gives the result so far.
         """
         observer = observer or ExecutionObserver()
         control = control or CallControl()
+        stdin = stdin or StdinPolicy(request.stdin)
         deadline = time.monotonic() + request.timeout
         run_cells = [
             RunCell(i, f"cell {c.index}", c.source, cell_id=c.cell_id, selected=c)
@@ -124,6 +141,8 @@ class RunService:
         outcome = RunOutcome(
             cells=run_cells, max_output_bytes=self.max_output_bytes, path=api_path, via=target.via
         )
+        stdin.partial_result = lambda: self._partial_result(outcome, target, call_id, stdin)
+        unlisten = stdin.listen(lambda: report_input(stdin, observer))
         observer.call_started(
             {
                 "callId": call_id,
@@ -136,9 +155,9 @@ class RunService:
         )
         try:
             await self._run_queued(
-                request, outcome, target, kernel_name, deadline, control, observer
+                request, outcome, target, kernel_name, deadline, control, observer, stdin
             )
-            outcome.total_cells, outcome.via = target.total_cells, target.via
+            _notebook_now(outcome, target)
             outcome.image_results = await budget_images(outcome.images, self.artifact_store)
             result = assemble_run_result(outcome)
             result["callId"] = call_id
@@ -146,8 +165,27 @@ class RunService:
             # The lab's activity panel must see every call end, failed or not.
             observer.call_finished(failure_summary(outcome, e, call_id))
             raise
+        finally:
+            unlisten()
+            stdin.partial_result = None
         observer.call_finished(result)
         return result
+
+    async def _partial_result(
+        self,
+        outcome: RunOutcome,
+        target: OutputsTarget,
+        call_id: str | None,
+        stdin: StdinPolicy,
+    ) -> dict[str, Any]:
+        """The result of a run so far, its running cell's output included (stdin ``ask``)."""
+        waiting = stdin.waiting
+        partial = partial_outcome(outcome, waiting)
+        _notebook_now(partial, target)
+        partial.image_results = await budget_images(partial.images, self.artifact_store)
+        result = assemble_run_result(partial)
+        result["callId"] = call_id
+        return awaiting_input(result, stdin, waiting)
 
     async def _run_queued(
         self,
@@ -158,6 +196,7 @@ class RunService:
         deadline: float,
         control: CallControl,
         observer: ExecutionObserver,
+        stdin: StdinPolicy,
     ) -> None:
         if not any(c.selected and c.selected.cell_type == "code" for c in outcome.cells):
             # Nothing to run: no kernel is looked for, let alone started.
@@ -171,10 +210,8 @@ class RunService:
         if kernel is None:
             return
         try:
-            assert outcome.kernel is not None
-            await self._run_cells(
-                kernel, outcome.kernel, request, outcome, target, deadline, control, observer
-            )
+            run = CellsRun(self, kernel, request, outcome, target, control, observer, stdin)
+            await run.run(deadline)
         finally:
             kernel.lock.release()
             queue.release()
@@ -197,8 +234,15 @@ class RunService:
         busy = f"Kernel busy: nothing was run within {seconds} seconds"
         stage = busy
         held: list[asyncio.Lock] = []
+        queued = self._queued.setdefault(outcome.path, set())
+        queued.add(control)
         try:
-            await control.guard(queue.acquire(), deadline)
+            try:
+                await control.guard(queue.acquire(), deadline)
+            finally:
+                queued.discard(control)
+                if not queued:
+                    self._queued.pop(outcome.path, None)
             held.append(queue)
             stage = f"Kernel did not start within {seconds} seconds: nothing was run"
             session = await control.guard(
@@ -222,193 +266,8 @@ class RunService:
             lock.release()
         return None
 
-    async def _run_cells(
-        self,
-        kernel: NotebookKernel,
-        session: NotebookSession,
-        request: RunRequest,
-        outcome: RunOutcome,
-        target: OutputsTarget,
-        deadline: float,
-        control: CallControl,
-        observer: ExecutionObserver,
-    ) -> None:
-        live = LiveOutputs(RunOutputs(self.max_stored_bytes), target, self.write_interval, self.log)
-        stdin = StdinPolicy(request.stdin)  # one for the run: answers are given in order
-        images = ImageCapture(self.artifact_store, "run")
-        try:
-            for cell in outcome.cells:
-                if control.cancelled:
-                    outcome.cancel("Command cancelled")
-                    return
-                go_on = await self._run_one(
-                    kernel, cell, request, outcome, live, deadline, control, observer, stdin, images
-                )
-                await live.store_changed()
-                if not go_on:
-                    return
-        except KernelLostError as e:
-            self.log.info("xcsh: kernel %s lost during a run: %s", session.kernel_id, e)
-            self.kernels.drop(session.kernel_id)
-        except ConnectionClosedError:
-            outcome.abort = "The kernel connection was closed (the server is stopping)"
-        except CallCancelledError:
-            outcome.cancel("Command cancelled")
-        except XcshError as e:
-            # The notebook itself went away or broke under the run (deleted, not JSON any more).
-            outcome.abort = f"{e.message}. The run stopped; earlier cells ran."
-        finally:
-            live.close()
-            for cell in outcome.cells:
-                if cell.status == "running":  # ended by the failure, not by the kernel
-                    cell.status, cell.exit_code = "error", 1
-                    observer.cell_status(cell.index, "error")
 
-    async def _send_now(
-        self,
-        kernel: NotebookKernel,
-        cell: RunCell,
-        request: RunRequest,
-        outcome: RunOutcome,
-        target: OutputsTarget,
-        deadline: float,
-        control: CallControl,
-        observer: ExecutionObserver,
-    ) -> SelectedCell | None:
-        """The cell as it is now, once nobody else's execution runs; None: do not send it."""
-        assert cell.selected is not None
-        if cell.selected.cell_type != "code":
-            cell.skip(f"{cell.selected.cell_type} cell")
-            observer.cell_status(cell.index, "skipped")
-            return None
-        now = await target.locate(cell.selected)
-        if now is None or now.cell_type != "code" or not now.source.strip():
-            if now is None:
-                reason = "deleted"
-            else:
-                reason = "empty" if now.cell_type == "code" else f"now a {now.cell_type} cell"
-            cell.skip(reason)
-            observer.cell_status(cell.index, "skipped")
-            return None
-        cell.selected, cell.code, cell.title = now, now.source, f"cell {now.index}"
-        if not await control.guard(kernel.activity.wait_idle(deadline)):
-            what = f"cell {now.index} was not run" if outcome.sent else "nothing was run"
-            outcome.nothing_sent(
-                f"Kernel busy: {what} within {whole_seconds(request.timeout)} seconds"
-            )
-            outcome.stop = True
-            return None
-        return now
-
-    async def _run_one(
-        self,
-        kernel: NotebookKernel,
-        cell: RunCell,
-        request: RunRequest,
-        outcome: RunOutcome,
-        live: LiveOutputs,
-        deadline: float,
-        control: CallControl,
-        observer: ExecutionObserver,
-        stdin: StdinPolicy,
-        images: ImageCapture,
-    ) -> bool:
-        """Run one cell; whether the run goes on to the next."""
-        target = live.target
-        now = await self._send_now(
-            kernel, cell, request, outcome, target, deadline, control, observer
-        )
-        if now is None:
-            return not outcome.stop
-        key: Hashable = cell.index
-        built = live.outputs.start(key, target.notebook_dir)
-        live.cells[key] = cell
-        execution = CellExecution(
-            cell,
-            key,
-            connection=kernel.connection,
-            sink=self._sink(built, cell.index, observer),
-            live=live,
-            observer=observer,
-            is_alive=lambda: self.kernels.launcher.is_alive(kernel.kernel_id),
-            images=images,
-            stdin=stdin,
-        )
-        seconds_left = deadline - time.monotonic()
-        cell.status = "running"
-        observer.cell_status(cell.index, "running")
-        started = time.monotonic()
-        msg_id = execution.send(now.source)
-        # No await since the send: the kernel's status for it cannot have been read yet.
-        kernel.activity.own.add(msg_id)
-        live.mark({key})
-        control.attach(execution.state.wake.set)
-        following = False
-        try:
-            ended = await execution.wait(deadline, control, True)
-            if ended != "done" and not execution.started:
-                # Still queued behind someone's execution: never interrupt theirs. It runs
-                # when the kernel reaches it, and its outputs are written then.
-                outcome.left_queued(cell, ended == "time", seconds_left)
-                self._finish(cell, execution, outcome, started, outcome.notice)
-                following = True
-                execution.reporting = False  # at once: its sink is closed
-                task = asyncio.ensure_future(execution.follow_late(kernel.activity.own))
-                self._late.add(task)
-                task.add_done_callback(self._late.discard)
-                return False
-            notice = None
-            if ended != "done":
-                stopped = await execution.interrupt(
-                    lambda: self.kernels.launcher.interrupt(kernel.kernel_id), deadline
-                )
-                notice = outcome.stopped(cell, control.cancelled, seconds_left, not stopped)
-            else:
-                execution.error_from_reply()
-                ok = execution.reply.get("status") == "ok" and not execution.stdin_failed
-                cell.status, cell.exit_code = ("complete", 0) if ok else ("error", 1)
-                outcome.stdin_failed = outcome.stdin_failed or execution.stdin_failed
-            self._finish(cell, execution, outcome, started, notice)
-            cell.outputs_written = await live.store(key)
-            observer.cell_status(cell.index, cell.status)
-            return cell.status == "complete" or (notice is None and not request.stop_on_error)
-        except KernelLostError:
-            cell.status, cell.exit_code = "error", None
-            self._finish(cell, execution, outcome, started, outcome.kernel_died())
-            cell.outputs_written = await live.store(key)
-            observer.cell_status(cell.index, "error")
-            raise
-        finally:
-            control.attach(None)
-            if not following:
-                execution.close()
-                kernel.activity.own.discard(msg_id)
-
-    def _sink(self, built: CellOutputs, index: int, observer: ExecutionObserver) -> OutputSink:
-        """The cell's result text; its whole output spills to an artifact the notebook links."""
-
-        def open_artifact() -> ArtifactWriter:
-            writer = self.artifact_store.create("run")
-            built.artifact = ArtifactLink(writer.id, writer.api_path)
-            return writer
-
-        forward = type(observer).chunk is not ExecutionObserver.chunk
-        return OutputSink(
-            max_bytes=self.max_output_bytes,
-            open_artifact=open_artifact,
-            on_chunk=(lambda text: observer.chunk(index, text)) if forward else None,
-            chunk_interval=self.stream_interval,
-        )
-
-    @staticmethod
-    def _finish(
-        cell: RunCell,
-        execution: CellExecution,
-        outcome: RunOutcome,
-        started: float,
-        notice: str | None,
-    ) -> None:
-        cell.duration_ms = round((time.monotonic() - started) * 1000)
-        outcome.add_displays(execution.images, execution.json_outputs, execution.stdin_requested)
-        cell.sink = execution.sink.dump(notice)
-        cell.output = cell.sink.output
+def _notebook_now(outcome: RunOutcome, target: OutputsTarget) -> None:
+    """Put what the run last saw of the notebook into its outcome."""
+    outcome.total_cells, outcome.via = target.total_cells, target.via
+    outcome.revision = target.revision

@@ -14,12 +14,11 @@ import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..outputs.images import CapturedImage, ImageCapture, as_base64
 from ..outputs.sink import OutputSink
-from .cell import CANCEL_GRACE, LIVENESS_INTERVAL, PROMPT_BARRIER, TIMEOUT_GRACE
+from .cell import CANCEL_GRACE, LIVENESS_INTERVAL, PROMPT_BARRIER, TIMEOUT_GRACE, CellState
 from .connection import ConnectionClosedError, KernelConnection, KernelLostError
 from .control import CallControl
 from .live_outputs import LiveOutputs
@@ -30,21 +29,6 @@ from .run_result import RunCell
 from .stdin import EOF, StdinPolicy
 
 __all__ = ["CellExecution"]
-
-
-@dataclass
-class _State:
-    started: bool = False
-    reply: dict[str, Any] | None = None
-    idle: bool = False
-    lost: bool = False
-    closed: bool = False
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def done(self) -> bool:
-        # Complete only with both the execute_reply and the idle status.
-        return self.reply is not None and self.idle
 
 
 class CellExecution:
@@ -71,7 +55,7 @@ class CellExecution:
         self.outputs: RunOutputs = live.outputs
         self.observer = observer
         self.is_alive = is_alive
-        self.state = _State()
+        self.state = CellState()
         self.msg_id = ""
         #: False once the call returned while the cell still runs: only stored outputs follow.
         self.reporting = True
@@ -80,6 +64,8 @@ class CellExecution:
         self.stdin = stdin
         self.images: list[CapturedImage] = []
         self.json_outputs: list[Any] = []
+        #: Whether the run interrupted the cell (a prompt then ends with KeyboardInterrupt).
+        self.interrupted = False
         self._prompts: set[asyncio.Task[None]] = set()
 
     @property
@@ -101,6 +87,7 @@ class CellExecution:
         """Stop following the request."""
         for task in list(self._prompts):
             task.cancel()
+        self.stdin.abandon()
         self.connection.unroute(self.msg_id)
         self.sink.close()
 
@@ -205,7 +192,7 @@ class CellExecution:
 
         def still_running() -> bool:
             state = self.state
-            return not (state.done or state.lost or state.closed)
+            return not (state.done or state.lost or state.closed or self.interrupted)
 
         task = asyncio.ensure_future(
             self.stdin.prompt_in_order(
@@ -215,6 +202,7 @@ class CellExecution:
                 content,
                 reply=self.connection.input_reply,
                 echo=echo,
+                snapshot=lambda: (self.sink.snapshot(), list(self.images)),
             )
         )
         self._prompts.add(task)
@@ -243,29 +231,36 @@ class CellExecution:
         """
         state = self.state
         next_check = time.monotonic() + LIVENESS_INTERVAL if stop_on_cancel else math.inf
-        while not state.done:
-            if state.closed or self.connection.closed:
-                raise ConnectionClosedError("the kernel connection was closed")
-            if state.lost:
-                raise KernelLostError(self.connection.lost or "kernel lost")
-            if stop_on_cancel and control.cancelled:
-                return "cancel"
-            now = time.monotonic()
-            if now >= until:
-                return "time"
-            if now >= next_check:
-                if not await self.is_alive():
-                    raise KernelLostError("kernel is not alive")
-                next_check = time.monotonic() + LIVENESS_INTERVAL
-                continue
-            state.wake.clear()
-            if state.done or state.lost or state.closed:
-                continue
-            if stop_on_cancel and control.cancelled:
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(state.wake.wait(), min(until, next_check) - now)
-        return "done"
+        paused = self.stdin.paused
+        unlisten = self.stdin.listen(state.wake.set)  # the deadline moves when a prompt ends
+        try:
+            while not state.done:
+                if state.closed or self.connection.closed:
+                    raise ConnectionClosedError("the kernel connection was closed")
+                if state.lost:
+                    raise KernelLostError(self.connection.lost or "kernel lost")
+                if stop_on_cancel and control.cancelled:
+                    return "cancel"
+                now = time.monotonic()
+                # Waits for an answer (stdin "ask") are not due: infinite while one lasts.
+                end = until + self.stdin.delay() - paused
+                if now >= end:
+                    return "time"
+                if now >= next_check:
+                    if not await self.is_alive():
+                        raise KernelLostError("kernel is not alive")
+                    next_check = time.monotonic() + LIVENESS_INTERVAL
+                    continue
+                state.wake.clear()
+                if state.done or state.lost or state.closed:
+                    continue
+                if stop_on_cancel and control.cancelled:
+                    continue
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(state.wake.wait(), min(end, next_check) - now)
+            return "done"
+        finally:
+            unlisten()
 
     async def interrupt(
         self, interrupt_kernel: Callable[[], Awaitable[None]], deadline: float
@@ -278,6 +273,8 @@ class CellExecution:
         its deadline + 1 s. The kernel is never restarted: it is the person's.
         """
         control = CallControl()
+        self.interrupted = True
+        self.stdin.abandon()  # the interrupt ends a waiting input() with KeyboardInterrupt
         give_up = min(time.monotonic() + CANCEL_GRACE, deadline + TIMEOUT_GRACE)
         second = time.monotonic() + (give_up - time.monotonic()) / 2
         with contextlib.suppress(TimeoutError):

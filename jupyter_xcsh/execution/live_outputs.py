@@ -2,7 +2,8 @@
 
 ``OutputsTarget`` is the notebook side of a run (the file, or a collaboration room's live
 document): it gives a cell's current source and takes its outputs. ``LiveOutputs`` shows the
-outputs of running cells through it at most once per interval, however fast they change.
+outputs of running cells through it at most once per interval, however fast they change, and
+one write at a time, so a cell's final outputs are never overtaken by an older live write.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import time
 from collections.abc import Hashable
 from typing import Any, Protocol
 
+from ..notebook.outputs import SelectedCell
 from .nboutputs import RunOutputs
-from .run_request import SelectedCell
 from .run_result import RunCell
 
 __all__ = ["LiveOutputs", "OutputsTarget"]
@@ -35,11 +36,17 @@ class OutputsTarget(Protocol):
     def total_cells(self) -> int:
         """Cells in the notebook when it was last read."""
 
+    @property
+    def revision(self) -> str | None:
+        """The notebook's revision when it was last read or written."""
+
     async def locate(self, cell: SelectedCell) -> SelectedCell | None:
         """The cell as it is now (index, type, source); None when it was deleted."""
 
-    def show(self, cell: SelectedCell, outputs: list[dict[str, Any]], count: int | None) -> None:
-        """Show outputs while the cell runs (cheap, called at most once per write interval)."""
+    async def show(
+        self, cell: SelectedCell, outputs: list[dict[str, Any]], count: int | None
+    ) -> None:
+        """Show outputs while the cell runs (called at most once per write interval)."""
 
     async def store(
         self, cell: SelectedCell, outputs: list[dict[str, Any]], count: int | None
@@ -62,45 +69,73 @@ class LiveOutputs:
         self.restore: set[Hashable] = set()  # ... and changed since (a display update)
         self._dirty: set[Hashable] = set()
         self._timer: asyncio.TimerHandle | None = None
+        self._showing: asyncio.Task[None] | None = None
+        # One write at a time: a live write must not land after the cell's final one.
+        self._writing = asyncio.Lock()
         self._last = 0.0
 
     def mark(self, keys: set[Hashable]) -> None:
         """Note that the outputs of ``keys`` changed; show them within the interval."""
         self._dirty |= keys
         self.restore |= keys & self.stored
-        if self._timer is None:
-            delay = max(0.0, self._last + self.interval - time.monotonic())
-            self._timer = asyncio.get_running_loop().call_later(delay, self.flush)
+        self._schedule()
 
-    def flush(self) -> None:
-        """Show every changed cell now."""
+    def _schedule(self) -> None:
+        if self._timer is not None or self._showing is not None or not self._dirty:
+            return
+        delay = max(0.0, self._last + self.interval - time.monotonic())
+        self._timer = asyncio.get_running_loop().call_later(delay, self._start)
+
+    def _start(self) -> None:
+        self._timer = None
+        self._showing = asyncio.ensure_future(self._show(self._take()))
+        self._showing.add_done_callback(self._shown)
+
+    def _shown(self, task: asyncio.Task[None]) -> None:
+        if self._showing is task:
+            self._showing = None
+        self._schedule()
+
+    def _take(self, but: Hashable | None = None) -> set[Hashable]:
+        # Finished cells changed later are written again for good (``store_changed``), not
+        # shown as running.
+        taken = {key for key in self._dirty if key != but and key not in self.stored}
+        self._dirty -= taken | {but}
+        return taken
+
+    async def _show(self, keys: set[Hashable]) -> None:
+        async with self._writing:
+            self._last = time.monotonic()
+            for key in keys:
+                cell, built = self.cells.get(key), self.outputs.cells.get(key)
+                if cell is None or built is None or cell.selected is None:
+                    continue
+                try:
+                    await self.target.show(cell.selected, built.to_json(), built.execution_count)
+                except Exception:  # showing is best effort; storing is what counts
+                    self.log.warning("xcsh: could not show run outputs", exc_info=True)
+
+    async def store(self, key: Hashable) -> bool:
+        """Write cell ``key``'s outputs for good (after showing what is pending of others)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        dirty, self._dirty = self._dirty, set()
-        self._last = time.monotonic()
-        for key in dirty:
-            cell, built = self.cells.get(key), self.outputs.cells.get(key)
-            if cell is None or built is None or cell.selected is None:
-                continue
-            try:
-                self.target.show(cell.selected, built.to_json(), built.execution_count)
-            except Exception:  # showing is best effort; storing is what counts
-                self.log.warning("xcsh: could not show run outputs", exc_info=True)
-
-    async def store(self, key: Hashable) -> bool:
-        """Write cell ``key``'s outputs for good (after showing what is pending)."""
-        self.flush()
+        await self._show(self._take(but=key))
         cell, built = self.cells[key], self.outputs.cells[key]
         assert cell.selected is not None
         cell.execution_count = built.execution_count
         self.stored.add(key)
         self.restore.discard(key)
         try:
-            return await self.target.store(cell.selected, built.to_json(), built.execution_count)
+            async with self._writing:
+                return await self.target.store(
+                    cell.selected, built.to_json(), built.execution_count
+                )
         except Exception as e:
             self.log.warning("xcsh: could not write the outputs of a run: %s", e, exc_info=True)
             return False
+        finally:
+            self._schedule()
 
     async def store_changed(self) -> None:
         """Write again the finished cells that a later cell's display update changed."""
@@ -109,7 +144,9 @@ class LiveOutputs:
             await self.store(key)
 
     def close(self) -> None:
-        """Stop the timer (nothing more is shown by this run)."""
+        """Stop the timer and any live write under way (nothing more is shown by this run)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._showing is not None:
+            self._showing.cancel()

@@ -8,10 +8,12 @@ carriage returns and backspaces applied, as nbclient's stream coalescing does), 
 replacing the outputs that share its ``display_id`` (in any cell of the run), ``transient``
 never stored, and the execution count taken from the kernel.
 
-One thing differs on purpose: stored stream text is bounded. Past ``max_stream_bytes`` of a
+Two things differ on purpose: what a cell stores is bounded. Past ``max_stream_bytes`` of a
 cell's stream text, only its tail is kept and a ``display_data`` notice before it links to the
 artifact holding the whole output, so a cell printing gigabytes leaves a notebook (and a server)
-of bounded size.
+of bounded size. Past ``max_outputs`` other outputs (displays and results; errors always count
+as stored), the later ones are left out and a notice at the end says how many, so a loop
+displaying a figure per step does not grow the notebook without end.
 """
 
 from __future__ import annotations
@@ -137,9 +139,12 @@ class _Stream:
 class CellOutputs:
     """The stored outputs and execution count of one cell while it runs."""
 
-    def __init__(self, max_stream_bytes: int) -> None:
+    def __init__(self, max_stream_bytes: int, max_outputs: int = 0) -> None:
         self.max_stream_bytes = max_stream_bytes
+        self.max_outputs = max_outputs
         self.items: list[dict[str, Any] | _Stream] = []
+        self.displays = 0  # outputs stored that count against max_outputs
+        self.left_out = 0  # ... and those left out past it
         self.execution_count: int | None = None
         self.clear_pending = False
         self.dropped_bytes = 0  # stream bytes left out of the stored text
@@ -156,6 +161,17 @@ class CellOutputs:
         self.items.clear()
         self.clear_pending = False
         self.dropped_bytes = 0
+        self.displays = self.left_out = 0
+
+    def add_output(self, output: dict[str, Any]) -> bool:
+        """Store a non-stream output; False when it is left out (past ``max_outputs``)."""
+        if output.get("output_type") != "error":
+            if self.max_outputs and self.displays >= self.max_outputs:
+                self.left_out += 1
+                return False
+            self.displays += 1
+        self.items.append(output)
+        return True
 
     def add_stream(self, name: str, text: str) -> None:
         """Append stream text, merged into the previous output when it is the same stream."""
@@ -197,7 +213,16 @@ class CellOutputs:
                 len(self.items),
             )
             outputs.insert(first, self._notice())
+        if self.left_out:
+            outputs.append(self._left_out_notice())
         return outputs
+
+    def _left_out_notice(self) -> dict[str, Any]:
+        text = (
+            f"[{self.left_out} more output(s) not stored: a cell stores at most "
+            f"{self.max_outputs} displays and results (XcshSettings.run_max_outputs)]"
+        )
+        return {"output_type": "display_data", "data": {"text/plain": text}, "metadata": {}}
 
     def _notice(self) -> dict[str, Any]:
         size = format_size(self.dropped_bytes)
@@ -225,15 +250,16 @@ class CellOutputs:
 class RunOutputs:
     """The outputs of every cell of one run, and the display ids they share."""
 
-    def __init__(self, max_stream_bytes: int) -> None:
+    def __init__(self, max_stream_bytes: int, max_outputs: int = 0) -> None:
         self.max_stream_bytes = max_stream_bytes
+        self.max_outputs = max_outputs
         self.cells: dict[Hashable, CellOutputs] = {}
         # display_id -> the outputs showing it, with their cell (as nbclient's _display_id_map)
         self._displays: dict[str, list[tuple[Hashable, dict[str, Any]]]] = {}
 
     def start(self, key: Hashable, notebook_dir: str = "") -> CellOutputs:
         """Begin a cell: its outputs start empty, as nbclient clears them before executing."""
-        cell = CellOutputs(self.max_stream_bytes)
+        cell = CellOutputs(self.max_stream_bytes, self.max_outputs)
         cell.notebook_dir = notebook_dir
         self.cells[key] = cell
         self._forget(key)
@@ -273,7 +299,9 @@ class RunOutputs:
                 output = self._output(kind, msg)
                 if output is None:
                     return changed
-                cell.items.append(output)
+                if not cell.add_output(output):
+                    changed.add(key)  # the notice counts it
+                    return changed
                 if display_id:
                     self._displays.setdefault(display_id, []).append((key, output))
             changed.add(key)

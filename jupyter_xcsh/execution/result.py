@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..outputs.images import CapturedImage, ImageResult
 from ..outputs.sink import truncation_notice
 from .cell import CellRun
-from .stdin import STDIN_FAILURE
+from .stdin import STDIN_FAILURE, Prompt, StdinPolicy
 
-__all__ = ["CallOutcome", "assemble_result", "image_lines", "timeout_notice", "whole_seconds"]
+__all__ = [
+    "CallOutcome",
+    "assemble_result",
+    "awaiting_input",
+    "image_lines",
+    "partial_outcome",
+    "timeout_notice",
+    "whole_seconds",
+]
+
+OutcomeT = TypeVar("OutcomeT", bound="CallOutcome")
 
 
 def whole_seconds(seconds: float) -> int:
@@ -143,3 +154,30 @@ def assemble_result(outcome: CallOutcome) -> dict[str, Any]:
         body["artifactId"] = spilled[-1].artifact_id
         body["artifactPath"] = spilled[-1].artifact_path
     return body
+
+
+def partial_outcome(outcome: OutcomeT, waiting: Prompt | None) -> OutcomeT:
+    """A copy of a call's outcome so far, with the output of the cell ``waiting`` on a prompt."""
+    cells = list(outcome.cells)
+    images = list(outcome.images)
+    if waiting is not None:
+        sink, cell_images = waiting.snapshot()
+        cell = cells[waiting.cell_index]
+        cells[waiting.cell_index] = dataclasses.replace(cell, output=sink.output, sink=sink)
+        images += cell_images
+    return dataclasses.replace(outcome, cells=cells, images=images)
+
+
+def awaiting_input(
+    result: dict[str, Any], stdin: StdinPolicy, waiting: Prompt | None
+) -> dict[str, Any]:
+    """A partial result (of ``partial_outcome``) saying how to answer the prompt ``waiting``.
+
+    Nothing is said of a prompt answered meanwhile (the result is then made again).
+    """
+    result["isError"] = False
+    if waiting is not None and waiting is stdin.waiting:
+        result["stdinRequested"] = True
+        result["awaitingInput"] = waiting.describe(stdin.run_id)
+        result["text"] += "\n\n" + waiting.instructions(stdin.run_id, stdin.input_timeout)
+    return result

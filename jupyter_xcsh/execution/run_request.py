@@ -1,22 +1,25 @@
 """A run-in-place request: parsed and validated from a JSON body, then resolved against a notebook.
 
 Parsing checks what the body alone can tell (types, one selection, ranges of numbers); the
-selection is resolved into cells once the notebook is loaded, with the notebook tool's exact
-messages for a missing cell. No I/O and no HTTP here.
+selection is resolved into cells once the notebook is loaded (:func:`accept_run`), with the
+notebook tool's exact messages for a missing cell and its stale-edit checks (SPEC §5), on the
+same state. No I/O and no HTTP here.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, NotFoundError
-from ..notebook.cells import as_integer
-from .request import DEFAULT_TIMEOUT, TIMEOUT_RANGE
+from ..notebook.model import CellDocument, revision_of
+from ..notebook.outputs import SelectedCell, selected_cell
+from ..notebook.preconditions import check_revision, check_source
+from ..notebook.request import as_integer, check_expected
+from .request import parse_timeout
 from .stdin import StdinSpec, parse_stdin
 
-__all__ = ["RunRequest", "SelectedCell", "parse_run_request", "select_cells"]
+__all__ = ["AcceptedRun", "RunRequest", "accept_run", "parse_run_request"]
 
 _FIELDS = {
     "notebook_path",
@@ -29,6 +32,8 @@ _FIELDS = {
     "stop_on_error",
     "kernel_name",
     "stdin",
+    "expected_revision",
+    "expected_source_hash",
 }
 _SELECTIONS = "cell_id, cell_index, cell_ids, cell_index with end_index, or all"
 
@@ -47,16 +52,24 @@ class RunRequest:
     stop_on_error: bool
     kernel_name: str | None
     stdin: StdinSpec
+    expected_revision: str | None = None
+    expected_source_hash: str | None = None
+
+    @property
+    def single(self) -> bool:
+        """Whether the request selects one cell (``cell_id``, or ``cell_index`` alone)."""
+        return self.cell_id is not None or (self.cell_index is not None and self.end_index is None)
 
 
 @dataclass(frozen=True)
-class SelectedCell:
-    """One cell a run addresses, as it was when the run was accepted."""
+class AcceptedRun:
+    """A request resolved against the notebook: its cells, and the notebook they are in."""
 
-    index: int
-    cell_id: str | None
-    cell_type: str
-    source: str
+    cells: list[SelectedCell]
+    revision: str
+    total_cells: int
+    #: The notebook's ``metadata.kernelspec.name`` (the kernel to start when none runs).
+    kernel_name: str | None
 
 
 def _index(body: dict[str, Any], name: str) -> int | None:
@@ -69,19 +82,6 @@ def _index(body: dict[str, Any], name: str) -> int | None:
     if value < 0:
         raise InvalidRequestError(f"{name} must not be negative, got {value}")
     return value
-
-
-def _timeout(body: dict[str, Any]) -> float:
-    timeout = body.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise InvalidRequestError("timeout must be a number of seconds")
-    try:
-        seconds = float(timeout)
-    except OverflowError:  # an integer beyond any float
-        seconds = math.inf
-    if not math.isfinite(seconds):
-        raise InvalidRequestError("timeout must be a finite number of seconds")
-    return min(max(seconds, TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
 
 
 def parse_run_request(body: dict[str, Any]) -> RunRequest:
@@ -125,7 +125,7 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
             f"end_index ({end_index}) must be greater than cell_index ({cell_index})"
         )
 
-    timeout = _timeout(body)
+    timeout = parse_timeout(body)
     stop_on_error = body.get("stop_on_error", True)
     if not isinstance(stop_on_error, bool):
         raise InvalidRequestError("stop_on_error must be a boolean")
@@ -133,12 +133,20 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
     if kernel_name is not None and (not isinstance(kernel_name, str) or not kernel_name):
         raise InvalidRequestError("kernel_name must be a non-empty string")
     stdin = parse_stdin(body.get("stdin", "notice"))
-    if stdin.asks:
-        # A run holds the notebook's queue and the person's kernel: it cannot pause for an
-        # answer that may never come.
+    expected: dict[str, str] = {}
+    for name in ("expected_revision", "expected_source_hash"):
+        value = body.get(name)
+        if value is not None:
+            if not isinstance(value, str):
+                raise InvalidRequestError(f"{name} must be a string")
+            check_expected(name, value)
+            expected[name] = value
+    if "expected_source_hash" in expected and (
+        cell_ids is not None or run_all or end_index is not None
+    ):
         raise InvalidRequestError(
-            'stdin "ask" is not supported by runs in place; use "notice", "eof" or a list '
-            "of answers"
+            "expected_source_hash needs a single cell (cell_id, or cell_index without "
+            "end_index); use expected_revision for several"
         )
     return RunRequest(
         notebook_path=path,
@@ -151,51 +159,41 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
         stop_on_error=stop_on_error,
         kernel_name=kernel_name,
         stdin=stdin,
+        **expected,
     )
 
 
-def _source(cell: dict[str, Any]) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
+def _kernelspec_name(metadata: dict[str, Any]) -> str | None:
+    spec = metadata.get("kernelspec")
+    name = spec.get("name") if isinstance(spec, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
-def _selected(cells: list[Any], index: int) -> SelectedCell:
-    cell = cells[index] if isinstance(cells[index], dict) else {}
-    cell_id = cell.get("id")
-    return SelectedCell(
-        index=index,
-        cell_id=cell_id if isinstance(cell_id, str) else None,
-        cell_type=str(cell.get("cell_type", "")),
-        source=_source(cell),
-    )
-
-
-def select_cells(request: RunRequest, cells: list[Any]) -> list[SelectedCell]:
-    """The cells ``request`` selects in a notebook whose cells are ``cells``, in run order.
+def _select(request: RunRequest, document: CellDocument) -> list[SelectedCell]:
+    """The cells ``request`` selects, in run order (the notebook tool's messages when missing).
 
     A single cell must be a code cell; other cells in a range, a list or ``all`` are returned
     too and are skipped when the run reaches them.
     """
     path = request.notebook_path
-    count = len(cells)
+    keys = document.cell_keys()
+    count = len(keys)
 
     def by_index(i: int) -> SelectedCell:
         if i >= count:
             top = f"0-{count - 1}" if count else "empty notebook"
             raise InvalidRequestError(f"Cell index {i} out of range ({top}) in {path}")
-        return _selected(cells, i)
+        return selected_cell(keys, i)
 
-    ids = {
-        cell.get("id"): i for i, cell in enumerate(cells) if isinstance(cell, dict) and "id" in cell
-    }
+    ids = {key.cell_id: i for i, key in enumerate(keys) if key.cell_id is not None}
 
     def by_id(cell_id: str) -> SelectedCell:
         if cell_id not in ids:
             raise NotFoundError(f"Cell id not found: {cell_id} in {path}")
-        return _selected(cells, ids[cell_id])
+        return selected_cell(keys, ids[cell_id])
 
     if request.all:
-        return [_selected(cells, i) for i in range(count)]
+        return [selected_cell(keys, i) for i in range(count)]
     if request.cell_ids is not None:
         return [by_id(i) for i in request.cell_ids]
     if request.cell_index is not None and request.end_index is not None:
@@ -205,7 +203,7 @@ def select_cells(request: RunRequest, cells: list[Any]) -> list[SelectedCell]:
                 f"end_index {request.end_index} out of range "
                 f"({request.cell_index + 1}-{count}) in {path}"
             )
-        return [_selected(cells, i) for i in range(request.cell_index, request.end_index)]
+        return [selected_cell(keys, i) for i in range(request.cell_index, request.end_index)]
     single = by_index(request.cell_index) if request.cell_index is not None else None
     if single is None:
         assert request.cell_id is not None
@@ -213,3 +211,27 @@ def select_cells(request: RunRequest, cells: list[Any]) -> list[SelectedCell]:
     if single.cell_type != "code":
         raise InvalidRequestError(f"Cell {single.index} is not a code cell in {path}")
     return [single]
+
+
+def accept_run(request: RunRequest, document: CellDocument) -> AcceptedRun:
+    """Resolve ``request`` against the notebook ``document``, checking what it expects of it.
+
+    As for the notebook tool's changes (SPEC §5): a notebook whose revision is not
+    ``expected_revision`` is a 409 (before any other check), then the selection is resolved,
+    then a single cell whose source hash is not ``expected_source_hash`` is a 409.
+    """
+    if request.expected_revision is not None:
+        try:
+            index = _select(request, document)[0].index if request.single else None
+        except (InvalidRequestError, NotFoundError):
+            index = None  # the addressed cell is gone: the 409 says what the notebook is now
+        check_revision(document, request, index)
+    cells = _select(request, document)
+    if request.expected_source_hash is not None:
+        check_source(document, request, cells[0].index)
+    return AcceptedRun(
+        cells=cells,
+        revision=revision_of(document),
+        total_cells=len(document.cell_keys()),
+        kernel_name=_kernelspec_name(document.metadata),
+    )

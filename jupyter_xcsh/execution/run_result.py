@@ -6,12 +6,12 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from ..notebook.outputs import SelectedCell
 from ..outputs.images import CapturedImage
 from ..outputs.sink import truncation_notice
 from .cell import CellRun
 from .notebook_kernels import NotebookSession
 from .result import CallOutcome, assemble_result, image_lines, timeout_notice
-from .run_request import SelectedCell
 from .stdin import STDIN_FAILURE
 
 __all__ = ["RunCell", "RunOutcome", "assemble_run_result", "failure_summary"]

@@ -1,74 +1,196 @@
 """Where a run in place reads its cells and writes their outputs: the live document or the file.
 
-A collaboration room may open (a person opens the notebook in the lab) or close while a run goes
-on. So before each read of a cell and each final write, the room is looked up again: while one is
-open its shared document gets everything (writing the file would make the room reload it over
-what people typed); otherwise the file does. Live writes in between go where the last one went.
+Everything goes through the store, the one reader and writer of notebooks: with a collaboration
+room open, its shared document (every open lab tab shows the outputs as they come, the room
+saves the file); otherwise the file, under the store's per-path lock and the server's save
+lock, with only the cell's ``outputs`` and ``execution_count`` bytes changing. A room may open
+or close while a run goes on, so each read of a cell and each final write asks the store
+afresh; live writes of a running cell go where the last read or write went.
+
+Without a room a cell's outputs are written to the file once it ends, as JupyterLab writes
+outputs only when a person saves. While it runs, its outputs travel as events on the server's
+bus, which the lab applies to the open notebook (``labextension/src/runsync.ts``) without
+touching the file, so the person never meets a "file changed on disk" conflict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import json
+import posixpath
+import time
+from collections.abc import Callable
 from typing import Any
 
-from ..execution.run_request import SelectedCell
-from .document_outputs import DocumentOutputs
-from .file_outputs import FileOutputs
+from .outputs import CellPlace, SelectedCell, find_cell
+from .store import NotebookStore
 
-__all__ = ["NotebookOutputs"]
+__all__ = ["NotebookOutputs", "preview_outputs"]
+
+#: Largest outputs (serialised) an event carries whole; larger ones are previewed or fetched.
+MAX_EVENT_OUTPUTS = 1024 * 1024
+#: Stream text a live preview keeps per output, in characters.
+PREVIEW_STREAM_CHARS = 16 * 1024
+#: Bytes of live outputs sent per second at most, so a chatty cell cannot flood the bus.
+LIVE_BYTES_PER_SECOND = 4 * 1024 * 1024
+
+
+def preview_outputs(outputs: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """Outputs cut to fit ``budget`` serialised characters: stream tails, large bundles named."""
+    preview: list[dict[str, Any]] = []
+    used = 0
+    for output in outputs:
+        item = output
+        if output.get("output_type") == "stream":
+            text = str(output.get("text", ""))
+            if len(text) > PREVIEW_STREAM_CHARS:
+                item = dict(output, text=text[-PREVIEW_STREAM_CHARS:])
+        size = len(json.dumps(item))
+        if used + size > budget:
+            note = "[large output: shown in full when the cell ends]"
+            item = {"output_type": "display_data", "data": {"text/plain": note}, "metadata": {}}
+            size = len(json.dumps(item))
+        preview.append(item)
+        used += size
+    return preview
 
 
 class NotebookOutputs:
-    """An ``OutputsTarget`` that follows the notebook to its room and back to its file."""
+    """The ``OutputsTarget`` of a run: the notebook through the store, live events for the lab.
+
+    Parameters
+    ----------
+    store
+        The one reader and writer of notebooks.
+    path
+        The notebook path as the caller gave it (for the store's messages).
+    api_path
+        The notebook's API path.
+    emit
+        Publishes one ``outputs`` event (the lab shows them in the open notebook).
+    via, total_cells, revision
+        Where and what the notebook was when the run was accepted.
+
+    """
 
     def __init__(
         self,
-        file: FileOutputs,
-        find_live: Callable[[], Awaitable[Any]],
-        live: Any = None,
+        store: NotebookStore,
+        path: str,
+        api_path: str,
+        emit: Callable[[dict[str, Any]], None],
+        *,
+        via: str,
+        total_cells: int,
+        revision: str,
     ) -> None:
-        self.file = file
-        self.find_live = find_live
-        self.notebook_dir = file.notebook_dir
-        self._document: DocumentOutputs | None = None
-        self._current: FileOutputs | DocumentOutputs = file
-        self._follow(live)
-        self._used_document = False
-
-    def _follow(self, live: Any) -> FileOutputs | DocumentOutputs:
-        if live is None:
-            self._current = self.file
-        else:
-            if self._document is None or self._document.ynotebook is not live:
-                self._document = DocumentOutputs(live, self.file.api_path)
-            self._current = self._document
-        return self._current
-
-    async def _target(self) -> FileOutputs | DocumentOutputs:
-        target = self._follow(await self.find_live())
-        self._used_document = self._used_document or target is self._document
-        return target
+        self.notebooks = store
+        self.path = path
+        self.api_path = api_path
+        self.notebook_dir = posixpath.dirname(api_path)
+        self.emit = emit
+        self.total_cells = total_cells
+        self.revision: str | None = revision
+        self._live = via == "document"  # where the last read or write went
+        self._used_live = self._live
+        self._next_event = 0.0
+        self._held: dict[str, Any] | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     @property
     def via(self) -> str:
         """``document`` once any cell was read or written through a room, else ``file``."""
-        return "document" if self._used_document else "file"
+        return "document" if self._used_live else "file"
 
-    @property
-    def total_cells(self) -> int:
-        """Cells in the notebook where it was last read."""
-        return self._current.total_cells
+    def _went(self, via: str, place: CellPlace) -> None:
+        self._live = via == "document"
+        self._used_live = self._used_live or self._live
+        self.total_cells, self.revision = place.total_cells, place.revision
 
     async def locate(self, cell: SelectedCell) -> SelectedCell | None:
-        """The cell as it is now, in the room when one is open, else in the file."""
-        return await (await self._target()).locate(cell)
+        """The cell as people see it now (in the room when one is open); None when it is gone."""
+        outcome = await self.notebooks.view(
+            self.path, lambda document: find_cell(document, cell, same_source=False)
+        )
+        self._went(outcome.via, outcome.value)
+        place: CellPlace = outcome.value
+        return place.cell
 
-    def show(self, cell: SelectedCell, outputs: list[dict[str, Any]], count: int | None) -> None:
-        """Show the outputs so far where the last read or write went."""
-        self._current.show(cell, outputs, count)
+    async def show(
+        self, cell: SelectedCell, outputs: list[dict[str, Any]], count: int | None
+    ) -> None:
+        """Show the outputs so far: in the room while one is open, else as an event."""
+        if self._live:
+            if await self.notebooks.show_outputs(self.path, cell, outputs, count) is not None:
+                return
+            self._live = False  # the room closed: the open notebooks get events again
+        self._show_event(cell, outputs, count)
 
     async def store(
         self, cell: SelectedCell, outputs: list[dict[str, Any]], count: int | None
     ) -> bool:
-        """Write the final outputs into the room when one is open, else into the file."""
-        return await (await self._target()).store(cell, outputs, count)
+        """Write the final outputs and count; False when the cell is gone."""
+        self._drop_held(cell)
+        outcome = await self.notebooks.write_outputs(self.path, cell, outputs, count)
+        place: CellPlace = outcome.value
+        self._went(outcome.via, place)
+        if place.cell is None:
+            return False
+        if outcome.via == "file":
+            whole = len(json.dumps(outputs)) <= MAX_EVENT_OUTPUTS
+            event = self._event(place.cell, outputs if whole else None, count, final=True)
+            event["lastModified"] = outcome.last_modified
+            self.emit(event)
+        return True
+
+    # -- events for notebooks open without a room ----------------------------------------------
+
+    def _show_event(
+        self, cell: SelectedCell, outputs: list[dict[str, Any]], count: int | None
+    ) -> None:
+        size = len(json.dumps(outputs))
+        if size > MAX_EVENT_OUTPUTS:
+            outputs = preview_outputs(outputs, MAX_EVENT_OUTPUTS)
+            size = MAX_EVENT_OUTPUTS
+        event = self._event(cell, outputs, count, final=False)
+        now = time.monotonic()
+        if now >= self._next_event:
+            self._send(event, size)
+            return
+        # Too soon after a large event: keep only the latest state, send it when due.
+        self._held = event
+        if self._timer is None:
+            delay = self._next_event - now
+            self._timer = asyncio.get_running_loop().call_later(delay, self._release, size)
+
+    def _send(self, event: dict[str, Any], size: int) -> None:
+        self._next_event = time.monotonic() + size / LIVE_BYTES_PER_SECOND
+        self.emit(event)
+
+    def _release(self, size: int) -> None:
+        self._timer = None
+        held, self._held = self._held, None
+        if held is not None:
+            self._send(held, size)
+
+    def _drop_held(self, cell: SelectedCell) -> None:
+        if self._held is not None and self._held.get("cellIndex") == cell.index:
+            self._held = None
+
+    def _event(
+        self,
+        cell: SelectedCell,
+        outputs: list[dict[str, Any]] | None,
+        count: int | None,
+        *,
+        final: bool,
+    ) -> dict[str, Any]:
+        return {
+            "path": self.api_path,
+            "cellId": cell.cell_id,
+            "cellIndex": cell.index,
+            "executionCount": count,
+            "outputs": outputs,
+            "outputsCut": outputs is None,
+            "final": final,
+        }
