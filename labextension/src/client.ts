@@ -297,7 +297,7 @@ export async function interruptCall(
  * ------------------------------------------------------------------------ */
 
 /**
- * Answer the prompt a python call waits on (stdin `ask`).
+ * Answer the prompt a python call or a run in place waits on (stdin `ask`).
  *
  * @param runId - The `awaitingInput.runId` of the call's result.
  * @param value - The answer (a password prompt's is never echoed or stored).
@@ -312,7 +312,7 @@ export async function answerInput(
   runId: string,
   value: string,
   settings: ServerConnection.ISettings
-): Promise<IPythonResult> {
+): Promise<IPythonResult | IRunResult> {
   const response = await requestAPI(
     `runs/${encodeURIComponent(runId)}/input`,
     jsonInit('POST', { value }),
@@ -326,7 +326,7 @@ export async function answerInput(
 }
 
 /**
- * Follow a python call waiting for input without answering it.
+ * Follow a python call or a run in place waiting for input without answering.
  *
  * @param runId - The `awaitingInput.runId` of the call's result.
  * @param settings - The server settings.
@@ -338,7 +338,7 @@ export async function answerInput(
 export async function followRun(
   runId: string,
   settings: ServerConnection.ISettings
-): Promise<IPythonResult> {
+): Promise<IPythonResult | IRunResult> {
   const response = await requestAPI(
     `runs/${encodeURIComponent(runId)}`,
     { method: 'GET' },
@@ -520,11 +520,14 @@ export class XcshClient implements IXcshClient {
     return interruptSession(name, this.serverSettings);
   }
 
-  answerInput(runId: string, value: string): Promise<IPythonResult> {
+  answerInput(
+    runId: string,
+    value: string
+  ): Promise<IPythonResult | IRunResult> {
     return answerInput(runId, value, this.serverSettings);
   }
 
-  followRun(runId: string): Promise<IPythonResult> {
+  followRun(runId: string): Promise<IPythonResult | IRunResult> {
     return followRun(runId, this.serverSettings);
   }
 

@@ -8,11 +8,12 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { INotebookTracker } from '@jupyterlab/notebook';
 
 import { XcshClient } from './client';
 import { LiveSync } from './livesync';
 import { marksPlugin } from './marks/plugin';
+import { openNotebooks } from './notebooksync';
 import { RunSync } from './runsync';
 import { activityPlugin } from './panel/plugin';
 import { statusPlugin } from './status/plugin';
@@ -49,12 +50,7 @@ const liveSyncPlugin: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   requires: [INotebookTracker],
   activate: (app: JupyterFrontEnd, tracker: INotebookTracker): void => {
-    const panels = (): NotebookPanel[] => {
-      const found: NotebookPanel[] = [];
-      tracker.forEach(panel => found.push(panel));
-      return found;
-    };
-    new LiveSync(app, panels).start();
+    new LiveSync(app, openNotebooks(tracker)).start();
   }
 };
 
@@ -67,12 +63,7 @@ const runSyncPlugin: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   requires: [INotebookTracker],
   activate: (app: JupyterFrontEnd, tracker: INotebookTracker): void => {
-    const panels = (): NotebookPanel[] => {
-      const found: NotebookPanel[] = [];
-      tracker.forEach(panel => found.push(panel));
-      return found;
-    };
-    new RunSync(app, panels).start();
+    new RunSync(app, openNotebooks(tracker)).start();
   }
 };
 

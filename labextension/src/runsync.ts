@@ -22,11 +22,11 @@
  * outputs into the shared document itself, which every open lab tab follows.
  */
 
-import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { Contents, Event } from '@jupyterlab/services';
 
 import { acknowledgeSave } from './livesync';
+import { NotebookEventSync } from './notebooksync';
 import { RUN_SCHEMA_ID } from './panel/events';
 
 /**
@@ -159,47 +159,14 @@ export function applyRunOutputs(
 /**
  * Keeps open notebooks showing the outputs of agents' runs in place.
  */
-export class RunSync {
-  constructor(
-    private readonly app: JupyterFrontEnd,
-    private readonly panels: () => Iterable<NotebookPanel>
-  ) {}
-
-  /**
-   * Start following the server's run events.
-   */
-  start(): void {
-    this.app.serviceManager.events.stream.connect(this._onEvent, this);
+export class RunSync extends NotebookEventSync<IRunOutputsEvent> {
+  protected parse(emission: Event.Emission): IRunOutputsEvent | null {
+    return parseRunOutputs(emission);
   }
 
-  /**
-   * Stop following events.
-   */
-  dispose(): void {
-    this.app.serviceManager.events.stream.disconnect(this._onEvent, this);
-  }
+  protected readonly failure = 'could not show a run output';
 
-  private _onEvent(_: unknown, emission: Event.Emission): void {
-    const event = parseRunOutputs(emission);
-    if (event === null) {
-      return;
-    }
-    for (const panel of this.panels()) {
-      if (panel.context.path !== event.path || !panel.context.isReady) {
-        continue;
-      }
-      // One chain per document: outputs apply in the order the server sent them.
-      const previous = this._chains.get(panel) ?? Promise.resolve();
-      const next = previous
-        .then(() => this._follow(panel, event))
-        .catch(reason =>
-          console.warn('jupyter-xcsh: could not show a run output', reason)
-        );
-      this._chains.set(panel, next);
-    }
-  }
-
-  private async _follow(
+  protected async follow(
     panel: NotebookPanel,
     event: IRunOutputsEvent
   ): Promise<void> {
@@ -258,6 +225,4 @@ export class RunSync {
       ? (cell.outputs as Output[])
       : null;
   }
-
-  private _chains = new WeakMap<NotebookPanel, Promise<void>>();
 }

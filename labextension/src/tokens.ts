@@ -65,14 +65,17 @@ export interface IXcshClient {
   interruptSession(name: string): Promise<IInterruptResult>;
 
   /**
-   * Answer the prompt a python call waits on (stdin `ask`).
+   * Answer the prompt a python call or a run in place waits on (stdin `ask`).
    */
-  answerInput(runId: string, value: string): Promise<IPythonResult>;
+  answerInput(
+    runId: string,
+    value: string
+  ): Promise<IPythonResult | IRunResult>;
 
   /**
-   * Follow a python call waiting for input, without answering.
+   * Follow a call waiting for input, without answering.
    */
-  followRun(runId: string): Promise<IPythonResult>;
+  followRun(runId: string): Promise<IPythonResult | IRunResult>;
 
   /**
    * Run code cells of a notebook in its own kernel, outputs written back.
