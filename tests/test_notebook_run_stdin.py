@@ -12,6 +12,8 @@ import asyncio
 import nbformat
 import pytest
 
+from jupyter_xcsh.run_events import RUN_SCHEMA
+
 from .notebook_run import call_run, run_ok, write_notebook
 from .python_tool import answer
 
@@ -26,7 +28,21 @@ def _stored_text(path, index):
     return "".join(o.get("text", "") for o in nb.cells[index].outputs)
 
 
-async def test_ask_returns_at_the_prompt_and_the_answer_completes_the_run(jp_fetch, jp_root_dir):
+@pytest.fixture
+def run_events(jp_serverapp):
+    """Every run event the server emits, as the lab receives them."""
+    seen: list[dict] = []
+
+    async def listener(logger, schema_id, data):
+        seen.append(dict(data))
+
+    jp_serverapp.event_logger.add_listener(schema_id=RUN_SCHEMA, listener=listener)
+    return seen
+
+
+async def test_ask_returns_at_the_prompt_and_the_answer_completes_the_run(
+    jp_fetch, jp_root_dir, run_events
+):
     path = jp_root_dir / "ask.ipynb"
     write_notebook(path, ASKING, "print('after', name)")
 
@@ -54,6 +70,12 @@ async def test_ask_returns_at_the_prompt_and_the_answer_completes_the_run(jp_fet
     # The outputs are in the notebook: what the kernel printed (the answer is not stored).
     assert _stored_text(path, 0) == "before\nhello bob\n"
     assert _stored_text(path, 1) == "after bob\n"
+    # The lab's activity panel sees the prompt (with the run id to answer) and its end.
+    inputs = [e["input"] for e in run_events if e["event"] == "input"]
+    assert inputs == [
+        {"runId": run_id, "prompt": "name? ", "password": False, "state": "waiting"},
+        {"state": "answered"},
+    ]
 
 
 async def test_the_time_spent_waiting_for_an_answer_is_not_counted(jp_fetch, jp_root_dir):
