@@ -68,6 +68,7 @@ class OtherClient:
     """Another client of a kernel (as the lab is): its own session, its own requests."""
 
     def __init__(self, serverapp: Any, kernel_id: str) -> None:
+        self.kernel_id = kernel_id
         kernel = serverapp.kernel_manager.get_kernel(kernel_id)
         self.client = kernel.client(session=Session(key=kernel.session.key))
         self.client.start_channels()
@@ -108,6 +109,20 @@ class OtherClient:
 
     def close(self) -> None:
         self.client.stop_channels()
+
+
+async def shared_with_a_person(jp_fetch: Any, serverapp: Any, path: Any, code: str) -> OtherClient:
+    """Write a one-cell notebook at ``path`` and run it (its session kernel starts); return
+    another client of that kernel, ready, as a person's lab tab is."""
+    write_notebook(path, code)
+    first = await run_ok(jp_fetch, notebook_path=path.name, cell_index=0)
+    other = OtherClient(serverapp, first["kernel"]["id"])
+    try:
+        await other.ready()
+    except BaseException:
+        other.close()
+        raise
+    return other
 
 
 async def wait_until(check: Any, timeout: float = 60) -> None:

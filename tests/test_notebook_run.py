@@ -25,6 +25,7 @@ from .notebook_run import (
     markdown,
     run_ok,
     sessions,
+    shared_with_a_person,
     wait_until,
     write_notebook,
 )
@@ -166,11 +167,8 @@ async def test_a_busy_kernel_is_waited_for_and_never_interrupted(
     jp_fetch, jp_root_dir, jp_serverapp
 ):
     path = jp_root_dir / "busy.ipynb"
-    write_notebook(path, "print('agent ran')")
-    first = await run_ok(jp_fetch, notebook_path="busy.ipynb", cell_index=0)
-    other = OtherClient(jp_serverapp, first["kernel"]["id"])
+    other = await shared_with_a_person(jp_fetch, jp_serverapp, path, "print('agent ran')")
     try:
-        await other.ready()
         # The person's cell runs for 5 s (sent by another client, as the lab does).
         person = await other.execute("import time; time.sleep(5); person = 'done'")
 

@@ -10,33 +10,24 @@ from datetime import datetime
 import pytest
 from traitlets.config import Config
 
-from jupyter_xcsh.run_events import RUN_SCHEMA
-
-from .notebook_run import OtherClient, call_run, run_ok, sessions, wait_until, write_notebook
+from .notebook_run import (
+    call_run,
+    run_ok,
+    sessions,
+    shared_with_a_person,
+    wait_until,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture
-def run_events(jp_serverapp):
-    seen: list[dict] = []
-
-    async def listener(logger, schema_id, data):
-        seen.append(dict(data))
-
-    jp_serverapp.event_logger.add_listener(schema_id=RUN_SCHEMA, listener=listener)
-    return seen
 
 
 async def test_a_cell_queued_behind_someone_elses_request_is_never_interrupted(
     jp_fetch, jp_root_dir, jp_serverapp
 ):
     path = jp_root_dir / "queued.ipynb"
-    write_notebook(path, "print('agent')")
-    first = await run_ok(jp_fetch, notebook_path="queued.ipynb", cell_index=0)
-    other = OtherClient(jp_serverapp, first["kernel"]["id"])
+    other = await shared_with_a_person(jp_fetch, jp_serverapp, path, "print('agent')")
     try:
-        await other.ready()
         # A widget-like message whose handler works for 4 s on the shell channel: not an
         # execution, so the run sends its cell, which queues behind it in the kernel.
         setup = (
@@ -183,12 +174,9 @@ async def test_a_run_cancelled_while_the_kernel_is_busy_ends_at_once_and_sends_n
     jp_fetch, jp_root_dir, jp_serverapp
 ):
     path = jp_root_dir / "wait.ipynb"
-    write_notebook(path, "print('agent')")
-    first = await run_ok(jp_fetch, notebook_path="wait.ipynb", cell_index=0)
-    other = OtherClient(jp_serverapp, first["kernel"]["id"])
+    other = await shared_with_a_person(jp_fetch, jp_serverapp, path, "print('agent')")
     lines: list[dict] = []
     try:
-        await other.ready()
         await other.execute("import time; time.sleep(60)")  # the person's cell
         response = asyncio.ensure_future(
             jp_fetch(
@@ -212,12 +200,10 @@ async def test_a_run_cancelled_while_the_kernel_is_busy_ends_at_once_and_sends_n
         await response
         result = lines[-1]["result"]
         # The run ended while the person's cell still runs (60 s): it waited, then gave up.
-        person_running = jp_serverapp.kernel_manager.get_kernel(
-            first["kernel"]["id"]
-        ).execution_state
+        person_running = jp_serverapp.kernel_manager.get_kernel(other.kernel_id).execution_state
         assert person_running == "busy"
     finally:
-        await jp_serverapp.kernel_manager.interrupt_kernel(first["kernel"]["id"])
+        await jp_serverapp.kernel_manager.interrupt_kernel(other.kernel_id)
         other.close()
 
     assert result["cancelled"] is True and result["timedOut"] is False

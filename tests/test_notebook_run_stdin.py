@@ -12,8 +12,6 @@ import asyncio
 import nbformat
 import pytest
 
-from jupyter_xcsh.run_events import RUN_SCHEMA
-
 from .notebook_run import call_run, run_ok, write_notebook
 from .python_tool import answer
 
@@ -26,18 +24,6 @@ def _stored_text(path, index):
     nb = nbformat.reads(path.read_text(encoding="utf-8"), as_version=nbformat.NO_CONVERT)
     nbformat.validate(nb)
     return "".join(o.get("text", "") for o in nb.cells[index].outputs)
-
-
-@pytest.fixture
-def run_events(jp_serverapp):
-    """Every run event the server emits, as the lab receives them."""
-    seen: list[dict] = []
-
-    async def listener(logger, schema_id, data):
-        seen.append(dict(data))
-
-    jp_serverapp.event_logger.add_listener(schema_id=RUN_SCHEMA, listener=listener)
-    return seen
 
 
 async def test_ask_returns_at_the_prompt_and_the_answer_completes_the_run(

@@ -44,9 +44,14 @@ def ticking_notebook(lab, name):
     )
 
 
-def test_outputs_appear_while_the_run_runs_and_typing_survives(lab, lab_page):
-    path = ticking_notebook(lab, "run-live.ipynb")
-    lab_page.open("lab/tree/run-live.ipynb")
+def run_while_typing(lab, lab_page, name):
+    """Open a ticking notebook, type into its first cell (unsaved), run cells 1-2 in place.
+
+    Returns once the first tick shows in the open notebook, while the run still runs:
+    ``(page, cells, kernel_id, run, output, path)``.
+    """
+    path = ticking_notebook(lab, name)
+    lab_page.open(f"lab/tree/{name}")
     page = lab_page.page
     cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
     expect(cells).to_have_count(3)
@@ -57,11 +62,16 @@ def test_outputs_appear_while_the_run_runs_and_typing_survives(lab, lab_page):
     page.keyboard.press("End")
     page.keyboard.type("  # typed by a person")
 
-    run = run_in_background(lab, notebook_path="run-live.ipynb", cell_index=1, end_index=3)
+    run = run_in_background(lab, notebook_path=name, cell_index=1, end_index=3)
     output = cells.nth(1).locator(".jp-OutputArea-output")
     expect(output).to_contain_text("tick 0", timeout=30000)
     assert not run.done(), "the output showed only once the run had ended"
     lab_page.screenshot("while-running")
+    return page, cells, kernel_id, run, output, path
+
+
+def test_outputs_appear_while_the_run_runs_and_typing_survives(lab, lab_page):
+    page, cells, kernel_id, run, output, path = run_while_typing(lab, lab_page, "run-live.ipynb")
 
     result = run.result()
     assert result["isError"] is False, result["text"]

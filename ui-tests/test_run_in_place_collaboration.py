@@ -13,7 +13,7 @@ import time
 
 import pytest
 from playwright.sync_api import expect
-from test_run_in_place import TICKS, lab_kernel_id, run_in_background, ticking_notebook
+from test_run_in_place import TICKS, run_while_typing
 
 pytestmark = pytest.mark.collaboration
 
@@ -22,24 +22,9 @@ def test_a_run_writes_into_the_live_document_while_it_runs(lab, lab_page):
     assert importlib.util.find_spec("jupyter_collaboration") is not None, (
         "run this test in an environment with jupyter-collaboration"
     )
-    path = ticking_notebook(lab, "run-rtc.ipynb")
-    lab_page.open("lab/tree/run-rtc.ipynb")
-    page = lab_page.page
-    cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-    expect(cells).to_have_count(3)
+    # The person's typing is in the shared document at once, not yet in the file.
+    page, cells, kernel_id, run, output, path = run_while_typing(lab, lab_page, "run-rtc.ipynb")
     assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.collaborative")
-    kernel_id = lab_kernel_id(page)
-
-    # The person types into cell 0: it is in the shared document at once, not yet in the file.
-    cells.nth(0).locator(".cm-content").click()
-    page.keyboard.press("End")
-    page.keyboard.type("  # typed by a person")
-
-    run = run_in_background(lab, notebook_path="run-rtc.ipynb", cell_index=1, end_index=3)
-    output = cells.nth(1).locator(".jp-OutputArea-output")
-    expect(output).to_contain_text("tick 0", timeout=30000)
-    assert not run.done(), "the output showed only once the run had ended"
-    lab_page.screenshot("while-running")
 
     result = run.result()
     assert result["isError"] is False, result["text"]

@@ -8,7 +8,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..outputs.images import CapturedImage, ImageCapture, as_base64
 from ..outputs.sink import OutputSink, SinkResult
@@ -62,6 +62,56 @@ class CellRun:
         if self.sink is not None and self.sink.artifact_id is not None:
             body["artifactId"] = self.sink.artifact_id
         return body
+
+
+#: The IOPub messages that add to a cell's result: text, images, JSON values, status events.
+OUTPUT_MESSAGES = ("stream", "execute_result", "display_data", "update_display_data", "error")
+
+
+class CollectedDisplays(Protocol):
+    """Where a cell's displayed images and JSON values are collected for the call's result."""
+
+    images: list[CapturedImage]
+    json_outputs: list[Any]
+
+
+def report_output(
+    kind: str,
+    content: dict[str, Any],
+    cell: CellRun,
+    sink: OutputSink,
+    observer: ExecutionObserver,
+    capture: ImageCapture,
+    collected: CollectedDisplays,
+) -> None:
+    """Add one output message (``OUTPUT_MESSAGES``) to a cell's result, as tools return it.
+
+    Stream text and display text go to ``sink``; images are saved whole (``capture``) and
+    collected with JSON values; a ``status(...)`` display becomes a status event, no text.
+    """
+    if kind == "stream":
+        sink.push(str(content.get("text", "")))
+    elif kind == "error":
+        text, cell.error = error_output(content)
+        sink.push(text)
+    else:
+        display = reduce_display(content.get("data") or {})
+        if display.status is not None:
+            cell.status_events.append(display.status)
+            observer.status_event(cell.index, display.status)
+            return
+        if display.text is not None:
+            sink.push(display.text)
+        for image in display.images:
+            # Saved whole as an artifact; the result inlines it within the image budget.
+            captured = capture.capture(cell.index, image["mimeType"], image["data"])
+            if captured is not None:
+                collected.images.append(captured)
+                data = as_base64(image["mimeType"], image["data"])
+                observer.display(cell.index, "image", {**captured.describe(), "data": data})
+        for value in display.json_outputs:
+            collected.json_outputs.append(value)
+            observer.display(cell.index, "json", value)
 
 
 @dataclass
@@ -155,28 +205,8 @@ async def run_cell(
         kind = msg.get("msg_type")
         content = msg.get("content", {})
         if channel == "iopub":
-            if kind == "stream":
-                sink.push(str(content.get("text", "")))
-            elif kind in ("execute_result", "display_data", "update_display_data"):
-                display = reduce_display(content.get("data", {}))
-                if display.status is not None:
-                    cell.status_events.append(display.status)
-                    observer.status_event(cell.index, display.status)
-                    return
-                if display.text is not None:
-                    sink.push(display.text)
-                for image in display.images:
-                    captured = capture.capture(cell.index, image["mimeType"], image["data"])
-                    if captured is not None:
-                        outcome.images.append(captured)
-                        data = as_base64(image["mimeType"], image["data"])
-                        observer.display(cell.index, "image", {**captured.describe(), "data": data})
-                for value in display.json_outputs:
-                    outcome.json_outputs.append(value)
-                    observer.display(cell.index, "json", value)
-            elif kind == "error":
-                text, cell.error = error_output(content)
-                sink.push(text)
+            if kind in OUTPUT_MESSAGES:
+                report_output(kind, content, cell, sink, observer, capture, outcome)
             elif kind == "status" and content.get("execution_state") == "idle":
                 state.idle = True
                 if state.done:

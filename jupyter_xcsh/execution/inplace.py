@@ -29,7 +29,7 @@ from .inplace_cells import CellsRun
 from .live_outputs import OutputsTarget
 from .notebook_kernels import NotebookKernel, NotebookKernels
 from .observer import ExecutionObserver, report_input
-from .result import awaiting_input, partial_outcome, whole_seconds
+from .result import partial_result, whole_seconds
 from .run_request import RunRequest
 from .run_result import RunCell, RunOutcome, assemble_run_result, failure_summary
 from .stdin import StdinPolicy
@@ -141,7 +141,9 @@ class RunService:
         outcome = RunOutcome(
             cells=run_cells, max_output_bytes=self.max_output_bytes, path=api_path, via=target.via
         )
-        stdin.partial_result = lambda: self._partial_result(outcome, target, call_id, stdin)
+        stdin.partial_result = lambda: partial_result(
+            outcome, stdin, call_id, self.artifact_store, lambda o: _assemble(o, target)
+        )
         unlisten = stdin.listen(lambda: report_input(stdin, observer))
         observer.call_started(
             {
@@ -157,9 +159,8 @@ class RunService:
             await self._run_queued(
                 request, outcome, target, kernel_name, deadline, control, observer, stdin
             )
-            _notebook_now(outcome, target)
             outcome.image_results = await budget_images(outcome.images, self.artifact_store)
-            result = assemble_run_result(outcome)
+            result = _assemble(outcome, target)
             result["callId"] = call_id
         except BaseException as e:
             # The lab's activity panel must see every call end, failed or not.
@@ -170,22 +171,6 @@ class RunService:
             stdin.partial_result = None
         observer.call_finished(result)
         return result
-
-    async def _partial_result(
-        self,
-        outcome: RunOutcome,
-        target: OutputsTarget,
-        call_id: str | None,
-        stdin: StdinPolicy,
-    ) -> dict[str, Any]:
-        """The result of a run so far, its running cell's output included (stdin ``ask``)."""
-        waiting = stdin.waiting
-        partial = partial_outcome(outcome, waiting)
-        _notebook_now(partial, target)
-        partial.image_results = await budget_images(partial.images, self.artifact_store)
-        result = assemble_run_result(partial)
-        result["callId"] = call_id
-        return awaiting_input(result, stdin, waiting)
 
     async def _run_queued(
         self,
@@ -267,7 +252,8 @@ class RunService:
         return None
 
 
-def _notebook_now(outcome: RunOutcome, target: OutputsTarget) -> None:
-    """Put what the run last saw of the notebook into its outcome."""
+def _assemble(outcome: RunOutcome, target: OutputsTarget) -> dict[str, Any]:
+    """The result body, with what the run last saw of the notebook."""
     outcome.total_cells, outcome.via = target.total_cells, target.via
     outcome.revision = target.revision
+    return assemble_run_result(outcome)

@@ -16,13 +16,21 @@ import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
-from ..outputs.images import CapturedImage, ImageCapture, as_base64
+from ..outputs.images import CapturedImage, ImageCapture
 from ..outputs.sink import OutputSink
-from .cell import CANCEL_GRACE, LIVENESS_INTERVAL, PROMPT_BARRIER, TIMEOUT_GRACE, CellState
+from .cell import (
+    CANCEL_GRACE,
+    LIVENESS_INTERVAL,
+    OUTPUT_MESSAGES,
+    PROMPT_BARRIER,
+    TIMEOUT_GRACE,
+    CellState,
+    report_output,
+)
 from .connection import ConnectionClosedError, KernelConnection, KernelLostError
 from .control import CallControl
 from .live_outputs import LiveOutputs
-from .messages import error_output, reduce_display
+from .messages import error_output
 from .nboutputs import RunOutputs
 from .observer import ExecutionObserver
 from .run_result import RunCell
@@ -131,8 +139,10 @@ class CellExecution:
                 return
             if kind == "execute_input":
                 state.started = True
-            elif self.reporting:
-                self._report(kind, content)
+            elif self.reporting and kind in OUTPUT_MESSAGES:
+                report_output(
+                    kind, content, self.cell, self.sink, self.observer, self.capture, self
+                )
             changed = self.outputs.handle(self.key, msg)
             if changed:
                 self.live.mark(changed)
@@ -145,33 +155,6 @@ class CellExecution:
             state.wake.set()
         elif channel == "stdin" and kind == "input_request":
             self.answer_input(content)
-
-    def _report(self, kind: Any, content: dict[str, Any]) -> None:
-        """Add a message to the caller's result, as the python tool does."""
-        cell, sink, observer = self.cell, self.sink, self.observer
-        if kind == "stream":
-            sink.push(str(content.get("text", "")))
-        elif kind in ("execute_result", "display_data", "update_display_data"):
-            display = reduce_display(content.get("data") or {})
-            if display.status is not None:
-                cell.status_events.append(display.status)
-                observer.status_event(cell.index, display.status)
-                return
-            if display.text is not None:
-                sink.push(display.text)
-            for image in display.images:
-                # Saved whole as an artifact; the result inlines it within the image budget.
-                captured = self.capture.capture(cell.index, image["mimeType"], image["data"])
-                if captured is not None:
-                    self.images.append(captured)
-                    data = as_base64(image["mimeType"], image["data"])
-                    observer.display(cell.index, "image", {**captured.describe(), "data": data})
-            for value in display.json_outputs:
-                self.json_outputs.append(value)
-                observer.display(cell.index, "json", value)
-        elif kind == "error":
-            text, cell.error = error_output(content)
-            sink.push(text)
 
     def answer_input(self, content: dict[str, Any]) -> None:
         """Answer the kernel's prompt for input as the run's ``stdin`` says (SPEC §8).

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..outputs.images import CapturedImage, ImageResult
+from ..outputs.artifacts import ArtifactStore
+from ..outputs.images import CapturedImage, ImageResult, budget_images
 from ..outputs.sink import truncation_notice
 from .cell import CellRun
-from .stdin import STDIN_FAILURE, Prompt, StdinPolicy
+from .stdin import STDIN_FAILURE, StdinPolicy
 
 __all__ = [
     "CallOutcome",
     "assemble_result",
-    "awaiting_input",
     "image_lines",
-    "partial_outcome",
+    "partial_result",
     "timeout_notice",
     "whole_seconds",
 ]
@@ -156,8 +157,19 @@ def assemble_result(outcome: CallOutcome) -> dict[str, Any]:
     return body
 
 
-def partial_outcome(outcome: OutcomeT, waiting: Prompt | None) -> OutcomeT:
-    """A copy of a call's outcome so far, with the output of the cell ``waiting`` on a prompt."""
+async def partial_result(
+    outcome: OutcomeT,
+    stdin: StdinPolicy,
+    call_id: str | None,
+    artifact_store: ArtifactStore,
+    assemble: Callable[[OutcomeT], dict[str, Any]],
+) -> dict[str, Any]:
+    """The result of a call so far (stdin ``ask``), its running cell's output included.
+
+    It says which prompt waits and how to answer it; nothing of a prompt answered meanwhile
+    (the result is then made again).
+    """
+    waiting = stdin.waiting
     cells = list(outcome.cells)
     images = list(outcome.images)
     if waiting is not None:
@@ -165,16 +177,10 @@ def partial_outcome(outcome: OutcomeT, waiting: Prompt | None) -> OutcomeT:
         cell = cells[waiting.cell_index]
         cells[waiting.cell_index] = dataclasses.replace(cell, output=sink.output, sink=sink)
         images += cell_images
-    return dataclasses.replace(outcome, cells=cells, images=images)
-
-
-def awaiting_input(
-    result: dict[str, Any], stdin: StdinPolicy, waiting: Prompt | None
-) -> dict[str, Any]:
-    """A partial result (of ``partial_outcome``) saying how to answer the prompt ``waiting``.
-
-    Nothing is said of a prompt answered meanwhile (the result is then made again).
-    """
+    partial = dataclasses.replace(outcome, cells=cells, images=images)
+    partial.image_results = await budget_images(images, artifact_store)
+    result = assemble(partial)
+    result["callId"] = call_id
     result["isError"] = False
     if waiting is not None and waiting is stdin.waiting:
         result["stdinRequested"] = True

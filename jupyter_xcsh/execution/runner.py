@@ -21,7 +21,7 @@ from .observer import ExecutionObserver, report_input
 from .pool import KernelSessionPool
 from .prelude import init_code
 from .request import PythonRequest
-from .result import CallOutcome, assemble_result, awaiting_input, partial_outcome
+from .result import CallOutcome, assemble_result, partial_result
 from .session import SessionKey
 from .stdin import StdinPolicy
 
@@ -158,7 +158,9 @@ class ExecutionService:
         cells = [CellRun(i, c.title, c.code) for i, c in enumerate(request.cells)]
         outcome = CallOutcome(cells=cells, max_output_bytes=self.max_output_bytes)
         outcome.session = {"name": key.name, "cwd": key.cwd, "kernelId": None, "restartCount": 0}
-        stdin.partial_result = lambda: self._partial_result(outcome, call_id, stdin)
+        stdin.partial_result = lambda: partial_result(
+            outcome, stdin, call_id, self.artifact_store, assemble_result
+        )
         unlisten = stdin.listen(lambda: report_input(stdin, observer))
         observer.call_started(
             {
@@ -195,17 +197,6 @@ class ExecutionService:
             stdin.partial_result = None
         observer.call_finished(result)
         return result
-
-    async def _partial_result(
-        self, outcome: CallOutcome, call_id: str | None, stdin: StdinPolicy
-    ) -> dict[str, Any]:
-        """The result of a call so far, its running cell's output included (stdin ``ask``)."""
-        waiting = stdin.waiting
-        partial = partial_outcome(outcome, waiting)
-        partial.image_results = await budget_images(partial.images, self.artifact_store)
-        result = assemble_result(partial)
-        result["callId"] = call_id
-        return awaiting_input(result, stdin, waiting)
 
 
 def _normal_cwd(cwd: str | None) -> str | None:
