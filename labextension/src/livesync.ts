@@ -29,9 +29,9 @@
  *   duplicate cells.
  */
 
-import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { Contents, Event } from '@jupyterlab/services';
 
+import { NotebookEventSync } from './notebooksync';
 import { parseEmission } from './panel/events';
 import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 
@@ -236,47 +236,14 @@ export function acknowledgeSave(
 /**
  * Keeps open notebooks in step with agent edits.
  */
-export class LiveSync {
-  constructor(
-    private readonly app: JupyterFrontEnd,
-    private readonly panels: () => Iterable<NotebookPanel>
-  ) {}
-
-  /**
-   * Start following the server's notebook events.
-   */
-  start(): void {
-    this.app.serviceManager.events.stream.connect(this._onEvent, this);
+export class LiveSync extends NotebookEventSync<ICellChangeEvent> {
+  protected parse(emission: Event.Emission): ICellChangeEvent | null {
+    return parseCellChange(emission);
   }
 
-  /**
-   * Stop following events.
-   */
-  dispose(): void {
-    this.app.serviceManager.events.stream.disconnect(this._onEvent, this);
-  }
+  protected readonly failure = 'could not show an agent edit';
 
-  private _onEvent(_: unknown, emission: Event.Emission): void {
-    const change = parseCellChange(emission);
-    if (change === null) {
-      return;
-    }
-    for (const panel of this.panels()) {
-      if (panel.context.path !== change.path || !panel.context.isReady) {
-        continue;
-      }
-      // One chain per document: events apply in the order the server saved them.
-      const previous = this._chains.get(panel) ?? Promise.resolve();
-      const next = previous
-        .then(() => this._follow(panel, change))
-        .catch(reason =>
-          console.warn('jupyter-xcsh: could not show an agent edit', reason)
-        );
-      this._chains.set(panel, next);
-    }
-  }
-
-  private async _follow(
+  protected async follow(
     panel: NotebookPanel,
     change: ICellChangeEvent
   ): Promise<void> {
@@ -369,8 +336,6 @@ export class LiveSync {
       null
     );
   }
-
-  private _chains = new WeakMap<NotebookPanel, Promise<void>>();
 }
 
 /**
