@@ -16,6 +16,7 @@ from jupyter_xcsh import memory
 from jupyter_xcsh.execution.connection import IOPUB_HIGH_WATER_MARK
 from jupyter_xcsh.execution.prelude import STREAM_BOUND_CHARS
 
+from .notebook_run import run_ok, write_notebook
 from .python_tool import REQUEST_TIMEOUT, run
 
 pytestmark = pytest.mark.timeout(300)
@@ -97,6 +98,20 @@ async def test_a_kernel_the_tool_did_not_start_keeps_ipykernel_defaults(
     recorded = json.loads((jp_root_dir / "sizes.json").read_text())
     assert recorded["stream"] == "OutStream"
     assert recorded["sizes"] == [SIZE]  # one message, as ipykernel sends it
+
+
+async def test_a_run_in_place_leaves_the_persons_kernel_as_ipykernel_made_it(
+    jp_fetch, jp_serverapp, jp_root_dir
+):
+    write_notebook(jp_root_dir / "person.ipynb", RECORD_MESSAGES)
+
+    result = await run_ok(jp_fetch, notebook_path="person.ipynb", all=True)
+
+    recorded = json.loads((jp_root_dir / "sizes.json").read_text())
+    assert recorded["stream"] == "OutStream"
+    assert recorded["sizes"] == [SIZE]  # one message, as ipykernel sends it
+    kernel = jp_serverapp.kernel_manager.get_kernel(result["kernel"]["id"])
+    assert kernel._activity_stream is not None  # the server watches it as any kernel
 
 
 async def test_the_server_reads_a_session_kernel_with_a_small_iopub_queue(jp_fetch, jp_serverapp):
