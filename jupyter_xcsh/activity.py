@@ -187,6 +187,8 @@ class PythonCallEvents(ExecutionObserver):
         return self.events.listening(PYTHON_SCHEMA)
 
     def _emit(self, event: str, **fields: Any) -> None:
+        if not self.listening:
+            return
         data = {"callId": self.call_id, "event": event, "session": self.session, **fields}
         self.events.emit(PYTHON_SCHEMA, data)
 
