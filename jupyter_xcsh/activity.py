@@ -18,7 +18,7 @@ import logging
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from jupyter_events import EventLogger
 
@@ -181,16 +181,19 @@ class PythonCallEvents(ExecutionObserver):
         self._timer: asyncio.TimerHandle | None = None
         self._finished = False
 
+    #: The schema of the events (a subclass reporting other calls has its own).
+    schema: ClassVar[str] = PYTHON_SCHEMA
+
     @property
     def listening(self) -> bool:
         """Whether anyone receives the events (else they are not built)."""
-        return self.events.listening(PYTHON_SCHEMA)
+        return self.events.listening(self.schema)
 
     def _emit(self, event: str, **fields: Any) -> None:
         if not self.listening:
             return
         data = {"callId": self.call_id, "event": event, "session": self.session, **fields}
-        self.events.emit(PYTHON_SCHEMA, data)
+        self.events.emit(self.schema, data)
 
     def call_started(self, call: dict[str, Any]) -> None:  # noqa: D102
         self.session = call.get("session")

@@ -19,6 +19,8 @@ RUN_SCHEMA = "https://events.jupyter.org/jupyter_xcsh/run/v1"
 class RunCallEvents(PythonCallEvents):
     """Report one run in place: its progress (throttled as the python tool's) and outputs."""
 
+    schema = RUN_SCHEMA
+
     def __init__(
         self, events: ActivityEvents, call_id: str, path: str, interval: float = 0.25
     ) -> None:
