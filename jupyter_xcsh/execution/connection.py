@@ -140,10 +140,8 @@ class KernelConnection:
         Raises ``TimeoutError`` past ``deadline`` (a ``time.monotonic`` value) and
         ``KernelLostError`` when the kernel is found dead.
         """
+        self._create_iopub()
         await ensure_async(self.client.start_channels())
-        iopub = getattr(self.client.iopub_channel, "socket", None)
-        if self._iopub_queue is not None and isinstance(iopub, zmq.Socket):  # not a websocket
-            iopub.rcvhwm = self._iopub_queue  # libzmq applies it to the connected pipe too
         for name in ("shell", "iopub", "stdin", "control"):
             self._pumps.append(asyncio.create_task(self._pump(name)))
         while True:
@@ -325,6 +323,30 @@ class KernelConnection:
         finally:
             self.unroute(msg_id)
         return not (self.closed or self.lost is not None)
+
+    def _create_iopub(self) -> None:
+        """Create the IOPub socket with its receive queue set before it connects.
+
+        Lowering the queue of a connected socket is not safe: libzmq can then count messages
+        read before the change as still queued and stop reading the kernel for good. The
+        client's context is the server's, shared: its default is set only around the one
+        synchronous socket creation.
+        """
+        client = self.client
+        context = getattr(client, "context", None)
+        if self._iopub_queue is None or not isinstance(context, zmq.Context):  # a gateway's
+            return
+        if getattr(client, "_iopub_channel", None) is not None:
+            return  # already connected: it keeps ZMQ's default queue
+        previous = context.sockopts.get(zmq.RCVHWM)
+        context.setsockopt(zmq.RCVHWM, self._iopub_queue)
+        try:
+            client.iopub_channel  # noqa: B018 (creates and connects the socket)
+        finally:
+            if previous is None:
+                context.sockopts.pop(zmq.RCVHWM, None)
+            else:
+                context.sockopts[zmq.RCVHWM] = previous
 
     def interrupt_request(self) -> None:
         """Send an ``interrupt_request`` on the control channel (protocol 5.3+).
