@@ -21,6 +21,7 @@ from typing import Any
 
 import zmq.asyncio
 from jupyter_client.adapter import adapt
+from jupyter_client.client import KernelClient
 from jupyter_core.utils import ensure_async
 
 __all__ = [
@@ -334,8 +335,10 @@ class KernelConnection:
         """
         client = self.client
         context = getattr(client, "context", None)
-        if self._iopub_queue is None or not isinstance(context, zmq.Context):  # a gateway's
+        if self._iopub_queue is None or not isinstance(context, zmq.Context):
             return
+        if getattr(type(client), "iopub_channel", None) is not KernelClient.iopub_channel:
+            return  # not ZMQ channels: a gateway's websocket
         if getattr(client, "_iopub_channel", None) is not None:
             return  # already connected: it keeps ZMQ's default queue
         previous = context.sockopts.get(zmq.RCVHWM)
