@@ -32,7 +32,7 @@ from ..paths import escapes_root, to_api_path
 from .cells import NotebookRequest, apply_changes, set_outputs
 from .document import NoCellsError, NotebookDocument, NotJSONError
 from .live import LiveDocuments, in_transaction
-from .model import CellDocument
+from .model import CellDocument, Snapshot
 from .reader import ReadLimits, read_view
 from .saves import SaveGuard
 from .trust import NotebookTrust
@@ -183,6 +183,21 @@ class NotebookStore:
         result = read_view(loaded.document, request, self.limits)
         result["details"].update(via="file", lastModified=_timestamp(loaded.last_modified))
         return result
+
+    async def snapshot(self, path: str) -> Snapshot:
+        """Every cell's id, type and source as they are now (what ``find`` searches)."""
+        api_path, key = await self.resolve(path)
+        live = await self._live_document(api_path)
+        if live is not None:
+
+            def shared_snapshot(shared: CellDocument) -> Snapshot:
+                return Snapshot(shared.cell_keys(), shared.nbformat, "document", None)
+
+            return await in_transaction(live, path, shared_snapshot, commit=False)
+        loaded = await self._load(api_path, key, path)
+        document = loaded.document
+        keys = await asyncio.to_thread(document.cell_keys)
+        return Snapshot(keys, document.nbformat, "file", _timestamp(loaded.last_modified))
 
     # -- changing ------------------------------------------------------------------------------
 
