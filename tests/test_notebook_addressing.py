@@ -312,18 +312,19 @@ async def test_a_five_change_batch_whose_fourth_change_fails_leaves_the_file_byt
     assert saves == []
 
 
+# Change 1 deletes c0: change 2's messages count cells as that left them (4 cells, c2 is cell 1).
 @pytest.mark.parametrize(
     ("failing", "status", "message"),
     [
         (
             {"action": "edit", "cell_index": 9, "content": "x"},
             400,
-            f"Cell index 9 out of range (0-4) in {P}",
+            f"Cell index 9 out of range (0-3) in {P}",
         ),
         (
             {"action": "edit", "cell_id": "c2", "content": "x", "old_content": "absent"},
             409,
-            f"old_content not found in cell 2 of {P}",
+            f"old_content not found in cell 1 of {P}",
         ),
         ({"action": "edit", "cell_id": "c2"}, 400, "Content is required for edit action"),
         (
