@@ -24,6 +24,8 @@
  * - when the operation cannot be placed (the person deleted that cell), nothing is
  *   acknowledged: their next save meets JupyterLab's own conflict dialog, so neither side is
  *   overwritten silently;
+ * - a batch (several changes in one call, SPEC §10) is followed as one step: its changes are
+ *   applied in order in one synchronous step, or the notebook is loaded from the file once;
  * - a collaborative document (jupyter-collaboration) is left to the collaboration server, which
  *   reloads the shared document from disk itself; applying the operation here as well would
  *   duplicate cells.
@@ -32,7 +34,11 @@
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { Contents, Event } from '@jupyterlab/services';
 
-import { parseEmission } from './panel/events';
+import {
+  parseEmission,
+  type INotebookCallEvent,
+  type INotebookChangeEvent
+} from './panel/events';
 import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 
 type ISharedNotebook = INotebookModel['sharedModel'];
@@ -76,18 +82,46 @@ const CELL_TYPES = new Set(['code', 'markdown', 'raw']);
  */
 export function parseCellChange(raw: unknown): ICellChangeEvent | null {
   const event = parseEmission(raw);
-  if (
-    event === null ||
-    event.kind !== 'notebook' ||
-    event.status !== 'ok' ||
-    !CHANGE_ACTIONS.has(event.action) ||
-    event.cellIndex === null
-  ) {
+  if (event === null || event.kind !== 'notebook' || event.status !== 'ok') {
+    return null;
+  }
+  return cellChange(event, event.path, event.lastModified);
+}
+
+/**
+ * Read the successful cell changes out of a raw event emission: one for a
+ * single change, a batch's in order (SPEC §10); `null` for anything else, or
+ * for a batch with a change that does not say where it was made.
+ */
+export function parseCellChanges(raw: unknown): ICellChangeEvent[] | null {
+  const event = parseEmission(raw);
+  if (event === null || event.kind !== 'notebook' || event.status !== 'ok') {
+    return null;
+  }
+  if (event.changes === null) {
+    const change = cellChange(event, event.path, event.lastModified);
+    return change === null ? null : [change];
+  }
+  const changes = event.changes.map(c =>
+    cellChange(c, event.path, event.lastModified)
+  );
+  if (changes.length === 0 || changes.some(c => c === null)) {
+    return null;
+  }
+  return changes as ICellChangeEvent[];
+}
+
+function cellChange(
+  event: INotebookCallEvent | INotebookChangeEvent,
+  path: string,
+  lastModified: string | null
+): ICellChangeEvent | null {
+  if (!CHANGE_ACTIONS.has(event.action) || event.cellIndex === null) {
     return null;
   }
   return {
     action: event.action as ICellChangeEvent['action'],
-    path: event.path,
+    path,
     cellIndex: event.cellIndex,
     fromIndex: event.fromIndex,
     cellId: event.cellId,
@@ -95,7 +129,7 @@ export function parseCellChange(raw: unknown): ICellChangeEvent | null {
       ? (event.cellType as ICellChangeEvent['cellType'])
       : 'code',
     source: event.source ?? '',
-    lastModified: event.lastModified,
+    lastModified,
     restored: event.restored
   };
 }
@@ -209,6 +243,27 @@ export function applyChange(
 }
 
 /**
+ * Apply the changes of one call (a batch's, in order) to a notebook's shared
+ * model, each with the whole cell it wrote (or `null`), in one synchronous
+ * step: no save of the person's falls between them. Each change finds the
+ * cells as the previous one left them (the model's cell list follows its
+ * shared document at the end of each transaction, so they are not wrapped in
+ * one). Returns the first change that cannot be placed (the rest are then not
+ * applied), or `null`.
+ */
+export function applyChanges(
+  notebook: ISharedNotebook,
+  steps: readonly [ICellChangeEvent, WholeCell | null][]
+): ICellChangeEvent | null {
+  for (const [change, whole] of steps) {
+    if (!applyChange(notebook, change, whole)) {
+      return change;
+    }
+  }
+  return null;
+}
+
+/**
  * Tell an open document that the file's new modification time (and hash, when `saved` has the
  * key) are known, so its next save is not taken for a conflict with the agent's save.
  *
@@ -257,18 +312,19 @@ export class LiveSync {
   }
 
   private _onEvent(_: unknown, emission: Event.Emission): void {
-    const change = parseCellChange(emission);
-    if (change === null) {
+    const changes = parseCellChanges(emission);
+    if (changes === null) {
       return;
     }
+    const path = changes[0].path;
     for (const panel of this.panels()) {
-      if (panel.context.path !== change.path || !panel.context.isReady) {
+      if (panel.context.path !== path || !panel.context.isReady) {
         continue;
       }
       // One chain per document: events apply in the order the server saved them.
       const previous = this._chains.get(panel) ?? Promise.resolve();
       const next = previous
-        .then(() => this._follow(panel, change))
+        .then(() => this._follow(panel, changes))
         .catch(reason =>
           console.warn('jupyter-xcsh: could not show an agent edit', reason)
         );
@@ -278,7 +334,7 @@ export class LiveSync {
 
   private async _follow(
     panel: NotebookPanel,
-    change: ICellChangeEvent
+    changes: ICellChangeEvent[]
   ): Promise<void> {
     const { context } = panel;
     if (context.isDisposed || !context.model) {
@@ -290,27 +346,18 @@ export class LiveSync {
     ) {
       return;
     }
-    // The event's source may be cut, and a revert's outputs are not in it: take the saved cell.
-    let whole: WholeCell | null = null;
-    if (
-      (change.source.length >= MAX_EVENT_SOURCE || change.restored) &&
-      (change.action === 'edit' || change.action === 'insert')
-    ) {
-      whole = await this._savedCell(context.path, change);
-      if (whole !== null) {
-        change = { ...change, source: sourceText(whole.source) };
-      }
-      if (!change.restored) {
-        whole = null; // only the source was cut: apply the change itself
-      }
+    const steps: [ICellChangeEvent, WholeCell | null][] = [];
+    for (const change of changes) {
+      steps.push(await this._withSavedCell(context.path, change));
     }
     // Know the file's new state *before* touching the model, so that applying the edit and
     // acknowledging the agent's save are one synchronous step: a save by the person cannot
     // fall between them. The event's time is the file's; without a hash the document compares
     // times, and its next own save brings the hash back.
+    const lastModified = changes[0].lastModified;
     const saved: Partial<Contents.IModel> =
-      change.lastModified !== null
-        ? { last_modified: change.lastModified, hash: undefined }
+      lastModified !== null
+        ? { last_modified: lastModified, hash: undefined }
         : await this.app.serviceManager.contents.get(context.path, {
             content: false,
             hash: true
@@ -319,15 +366,39 @@ export class LiveSync {
     if (!model.dirty && (await this._reload(panel))) {
       return;
     }
-    if (applyChange(model.sharedModel, change, whole)) {
+    const failed = applyChanges(model.sharedModel, steps);
+    if (failed === null) {
       acknowledgeSave(context, saved);
       return;
     }
+    const change = failed;
     // Not acknowledged: the person's next save meets JupyterLab's conflict dialog.
     console.warn(
       `jupyter-xcsh: agent ${change.action} of cell ${change.cellIndex} in ` +
         `${change.path} has no matching cell here; saving will ask what to keep`
     );
+  }
+
+  /**
+   * A change ready to apply: a cut source completed from the saved file, and
+   * the whole cell a revert wrote (the event carries neither).
+   */
+  private async _withSavedCell(
+    path: string,
+    change: ICellChangeEvent
+  ): Promise<[ICellChangeEvent, WholeCell | null]> {
+    if (
+      !(change.source.length >= MAX_EVENT_SOURCE || change.restored) ||
+      (change.action !== 'edit' && change.action !== 'insert')
+    ) {
+      return [change, null];
+    }
+    const whole = await this._savedCell(path, change);
+    if (whole !== null) {
+      change = { ...change, source: sourceText(whole.source) };
+    }
+    // Only the source was cut: apply the change itself.
+    return [change, change.restored ? whole : null];
   }
 
   /**
