@@ -62,6 +62,11 @@ export interface ICellChangeEvent {
   lastModified: string | null;
   /** The call wrote a whole cell (a revert): follow it from the saved file. */
   restored: boolean;
+  /**
+   * The event has only part of the new source, or none of it (cut to 64 KiB,
+   * or left out of a large batch's event): take the cell from the saved file.
+   */
+  partial: boolean;
 }
 
 /**
@@ -129,6 +134,7 @@ function cellChange(
       ? (event.cellType as ICellChangeEvent['cellType'])
       : 'code',
     source: event.source ?? '',
+    partial: event.source === null || event.source.length >= MAX_EVENT_SOURCE,
     lastModified,
     restored: event.restored
   };
@@ -388,14 +394,14 @@ export class LiveSync {
     change: ICellChangeEvent
   ): Promise<[ICellChangeEvent, WholeCell | null]> {
     if (
-      !(change.source.length >= MAX_EVENT_SOURCE || change.restored) ||
+      !(change.partial || change.restored) ||
       (change.action !== 'edit' && change.action !== 'insert')
     ) {
       return [change, null];
     }
     const whole = await this._savedCell(path, change);
     if (whole !== null) {
-      change = { ...change, source: sourceText(whole.source) };
+      change = { ...change, source: sourceText(whole.source), partial: false };
     }
     // Only the source was cut: apply the change itself.
     return [change, change.restored ? whole : null];

@@ -10,6 +10,7 @@ import {
   applyChange,
   applyChanges,
   ICellChangeEvent,
+  MAX_EVENT_SOURCE,
   parseCellChange,
   parseCellChanges,
   planSync
@@ -64,7 +65,17 @@ describe('parseCellChange', () => {
       cellType: 'markdown',
       source: '# hi',
       lastModified: '2026-01-01T00:00:00Z',
-      restored: false
+      restored: false,
+      partial: false
+    });
+  });
+
+  it('says when the event has not the whole new source', () => {
+    const cut = 'x'.repeat(MAX_EVENT_SOURCE);
+    expect(parseCellChange(emission({ source: cut }))?.partial).toBe(true);
+    expect(parseCellChange(emission({ source: null }))).toMatchObject({
+      source: '',
+      partial: true
     });
   });
 
