@@ -12,10 +12,13 @@ from traitlets import Instance
 
 from .activity import ActivityEvents
 from .execution import ExecutionService
+from .execution.inplace import RunService
+from .execution.notebook_kernels import NotebookKernels
 from .handlers import artifacts as artifacts_handlers
 from .handlers import mcp as mcp_handlers
 from .handlers import notebook as notebook_handlers
 from .handlers import python as python_handlers
+from .handlers import run as run_handlers
 from .handlers import runs as runs_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
@@ -30,6 +33,7 @@ from .services import XcshServices
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.python import CallRegistry
+from .tools.run import RunTool
 from .tools.runs import RunInputTool, RunRegistry
 
 #: The modules whose ``routes(services)`` make up the extension's endpoints.
@@ -40,6 +44,7 @@ ROUTE_MODULES = (
     sessions_handlers,
     mcp_handlers,
     runs_handlers,
+    run_handlers,
 )
 
 
@@ -99,6 +104,15 @@ class XcshApp(ExtensionApp):
         )
         calls = CallRegistry()
         runs = RunRegistry()
+        notebook_runs = RunService(
+            NotebookKernels(execution.launcher, server.session_manager, log=self.log),
+            artifact_store,
+            log=self.log,
+            max_output_bytes=settings.max_output_bytes,
+            max_stored_bytes=settings.run_max_output_bytes,
+            max_outputs=settings.run_max_outputs,
+            stream_interval=settings.stream_interval / 1000,
+        )
         self.services = XcshServices(
             settings=settings,
             notebook_store=notebook_store,
@@ -124,6 +138,16 @@ class XcshApp(ExtensionApp):
             artifacts=ArtifactTool(artifact_store),
             background_runs=runs,
             run_inputs=RunInputTool(runs),
+            notebook_runs=notebook_runs,
+            run=RunTool(
+                notebook_runs,
+                notebook_store,
+                activity,
+                calls,
+                runs,
+                input_timeout=settings.input_timeout,
+                stream_interval=settings.stream_interval / 1000,
+            ),
         )
         self.settings["xcsh"] = self.services
 
@@ -163,6 +187,8 @@ class XcshApp(ExtensionApp):
         if self.services is not None:
             # The find action's regex search processes.
             await self.services.notebook.finder.close()
+            # Runs in place leave their kernels to their sessions: only connections close.
+            await self.services.notebook_runs.close()
             # Every kernel the python tool started goes with the server; bounded, not forever.
             try:
                 await asyncio.wait_for(self._close_execution(self.services), 30)

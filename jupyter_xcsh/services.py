@@ -6,11 +6,13 @@ from dataclasses import dataclass
 
 from .activity import ActivityEvents
 from .execution import ExecutionService
+from .execution.inplace import RunService
 from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.python import CallRegistry
+from .tools.run import RunTool
 from .tools.runs import RunInputTool, RunRegistry
 
 __all__ = ["XcshServices"]
@@ -32,3 +34,6 @@ class XcshServices:
     #: Python calls going on in the background (stdin "ask"), and answering their prompts.
     background_runs: RunRegistry
     run_inputs: RunInputTool
+    # Runs in place (SPEC §6): the engine and its tool.
+    notebook_runs: RunService
+    run: RunTool

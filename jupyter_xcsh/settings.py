@@ -52,6 +52,28 @@ class XcshSettings(Configurable):
         ),
     )
 
+    run_max_output_bytes = Int(
+        262144,
+        min=1024,
+        config=True,
+        help=(
+            "Bytes of stream text (UTF-8) a run in place stores in one cell of the notebook "
+            "(default 262144 = 256 KiB). Past this the cell keeps the tail of its output and a "
+            "notice linking to the artifact that holds all of it."
+        ),
+    )
+
+    run_max_outputs = Int(
+        1000,
+        min=0,
+        config=True,
+        help=(
+            "Outputs other than stream text and errors (displays, results: counted one by one) "
+            "a run in place stores in one cell of the notebook (default 1000). Past this the "
+            "later ones are left out and a notice says how many. 0 means no limit."
+        ),
+    )
+
     artifacts_dir = Unicode(
         "xcsh-artifacts",
         config=True,

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import contextlib
 import itertools
+import json
 import time
 from contextlib import AsyncExitStack
 
@@ -77,6 +78,23 @@ async def test_notebook_edit_then_read(connect, jp_root_dir):
     assert edit.structured_content["details"]["cellSource"] == ["y = 2"]
     assert "y = 2" in text_of(read)
     assert read.structured_content["details"]["totalCells"] == 2
+
+
+async def test_notebook_run_writes_outputs_into_the_notebook(connect, jp_root_dir):
+    (jp_root_dir / "r.ipynb").write_text(NOTEBOOK.replace("x = 1", "print(6 * 7)"), "utf-8")
+    async with connect() as client:
+        run = await client.call_tool(
+            "notebook", {"action": "run", "notebook_path": "r.ipynb", "cell_id": "b2"}
+        )
+
+    assert run.is_error is False
+    assert text_of(run) == "42"
+    assert run.structured_content["cells"][0]["outputsWritten"] is True
+    saved = json.loads((jp_root_dir / "r.ipynb").read_text(encoding="utf-8"))
+    assert saved["cells"][1]["outputs"] == [
+        {"name": "stdout", "output_type": "stream", "text": ["42\n"]}
+    ]
+    assert saved["cells"][1]["execution_count"] == 1
 
 
 async def test_python_keeps_state_across_calls(connect):

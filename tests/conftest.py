@@ -17,6 +17,8 @@ import pytest
 from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
+from jupyter_xcsh.run_events import RUN_SCHEMA
+
 from .mcp_client import tool_via_mcp
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
@@ -85,3 +87,15 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if wanted(item)]
+
+
+@pytest.fixture
+def run_events(jp_serverapp: Any) -> list[dict[str, Any]]:
+    """Every event of runs in place the server emits, as the lab receives them."""
+    seen: list[dict[str, Any]] = []
+
+    async def listener(logger: Any, schema_id: str, data: Any) -> None:
+        seen.append(dict(data))
+
+    jp_serverapp.event_logger.add_listener(schema_id=RUN_SCHEMA, listener=listener)
+    return seen

@@ -188,3 +188,10 @@ class RoomOpensOnLoadContentsManager(AsyncLargeFileManager):
                 path=path, content_type="notebook", file_format="json", copy=False, create=True
             )
         return model
+
+
+class DenyExecuteAuthorizer(Authorizer):
+    """Allow everything but executing code in kernels (``ServerApp.authorizer_class``)."""
+
+    def is_authorized(self, handler, user, action, resource):  # type: ignore[no-untyped-def]
+        return not (action == "execute" and resource == "kernels")

@@ -62,3 +62,19 @@ def load(text: str) -> Any:
 def raw_cells(text: str) -> list[Any]:
     """The cells of notebook text, exactly as stored (no nbformat normalisation)."""
     return json.loads(text)["cells"]  # type: ignore[no-any-return]
+
+
+def cell_texts(text: str) -> list[str]:
+    """The exact text of each element of the ``cells`` array of notebook ``text``."""
+    decoder = json.JSONDecoder()
+    index = text.index("[", text.index('"cells"'))
+    texts: list[str] = []
+    while True:
+        index = len(text) - len(text[index + 1 :].lstrip())
+        if text[index] == "]":
+            return texts
+        _, end = decoder.raw_decode(text, index)
+        texts.append(text[index:end])
+        index = len(text) - len(text[end:].lstrip())
+        if text[index] == "]":
+            return texts

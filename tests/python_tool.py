@@ -152,3 +152,30 @@ async def interrupt_call(jp_fetch: Any, call_id: str) -> Any:
     """``POST /api/xcsh/calls/<callId>/interrupt``; return the JSON body."""
     response = await jp_fetch("api", "xcsh", "calls", call_id, "interrupt", method="POST", body=b"")
     return json.loads(response.body)
+
+
+async def answer(jp_fetch: Any, run_id: str, value: str, **kwargs: Any) -> tuple[int, Any]:
+    """``POST /api/xcsh/runs/<runId>/input``; ``(status, body)`` for success and error."""
+    body = kwargs.pop("body", json.dumps({"value": value}))
+    try:
+        response = await jp_fetch(
+            "api",
+            "xcsh",
+            "runs",
+            run_id,
+            "input",
+            method="POST",
+            body=body,
+            request_timeout=REQUEST_TIMEOUT,
+            **kwargs,
+        )
+    except HTTPClientError as e:
+        assert e.response is not None
+        result = json.loads(e.response.body)
+        assert_response_matches("/api/xcsh/runs/{runId}/input", "post", e.code, result)
+        return e.code, result
+    if kwargs.get("headers", {}).get("Accept") == "application/x-ndjson":
+        return 200, [json.loads(line) for line in response.body.decode().splitlines()]
+    result = json.loads(response.body)
+    assert_response_matches("/api/xcsh/runs/{runId}/input", "post", 200, result)
+    return 200, result

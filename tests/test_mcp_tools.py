@@ -14,7 +14,8 @@ from jupyter_xcsh.mcp import tools as mcp_tools
 from jupyter_xcsh.mcp.schemas import flatten, merge_actions
 from jupyter_xcsh.tools import Caller
 
-from .mcp_client import VERSION, call_tool, post, request, sse_messages, stream_call
+from .mcp_client import VERSION, as_rest, call_tool, post, request, sse_messages, stream_call
+from .notebook_run import write_notebook
 from .openapi_check import _resolve, request_is_valid, spec
 from .python_tool import REQUEST_TIMEOUT, eventually, run, sessions
 
@@ -49,6 +50,14 @@ VALID_NOTEBOOK_REQUESTS = [
         "expected_revision": "0123456789abcdef",
         "action": None,
     },
+]
+
+
+VALID_RUN_REQUESTS = [
+    {"notebook_path": "a.ipynb", "all": True},
+    {"notebook_path": "a.ipynb", "cell_index": 0, "end_index": 2, "stop_on_error": False},
+    {"notebook_path": "a", "cell_ids": ["x", "y"], "timeout": 5, "stdin": ["bob"]},
+    {"notebook_path": "a", "cell_id": "x", "stdin": "ask", "expected_revision": "0" * 16},
 ]
 
 
@@ -109,13 +118,16 @@ async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
 
     assert tools["python"]["inputSchema"] == rest_request("/api/xcsh/python")
     notebook, rest = tools["notebook"]["inputSchema"], rest_request("/api/xcsh/notebook")
-    assert set(rest_properties(rest)) == set(notebook["properties"])
+    run_rest = rest_request("/api/xcsh/notebook/run")
+    assert set(rest_properties(rest)) | set(rest_properties(run_rest)) == set(
+        notebook["properties"]
+    )
     shapes = leaf_requests(rest)
     actions = {
         a["properties"]["action"]["const"] for a in shapes if "const" in a["properties"]["action"]
     }
-    # A batch has no action of its own (null); every single request has one.
-    assert set(notebook["properties"]["action"]["enum"]) == actions | {None}
+    # A batch has no action of its own (null); every single request has one, and run its own.
+    assert set(notebook["properties"]["action"]["enum"]) == actions | {None, "run"}
     for alternative in shapes:
         assert set(notebook["required"]) <= set(alternative["required"])
     assert notebook["additionalProperties"] is False
@@ -124,6 +136,9 @@ async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
     for body in VALID_NOTEBOOK_REQUESTS:
         assert request_is_valid("/api/xcsh/notebook", "post", body), body
         assert mcp.is_valid(body), body
+    for body in VALID_RUN_REQUESTS:
+        assert request_is_valid("/api/xcsh/notebook/run", "post", body), body
+        assert mcp.is_valid({"action": "run", **body}), body
     assert not mcp.is_valid({"action": "explode", "notebook_path": "a.ipynb"})
     assert not mcp.is_valid({"action": "read", "notebook_path": "a.ipynb", "colour": 1})
 
@@ -444,3 +459,25 @@ async def test_a_cut_output_links_its_artifact_readable_by_tool_and_as_a_resourc
 def test_sse_messages_skip_keep_alive_comments():
     text = ': keep-alive\n\nevent: message\ndata: {"jsonrpc": "2.0", "id": 1, "result": {}}\n\n'
     assert sse_messages(text) == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
+
+
+async def test_the_notebook_tool_runs_cells_in_place(jp_fetch, jp_root_dir):
+    path = jp_root_dir / "m.ipynb"
+    write_notebook(path, "print(6 * 7)", "1 / 0")
+    arguments = {"action": "run", "notebook_path": "m.ipynb", "cell_index": 0}
+
+    status, body = as_rest(await call_tool(jp_fetch, "notebook", arguments))
+
+    assert status == 200 and body["text"] == "42"
+    assert body["notebook"]["via"] == "file" and body["kernel"]["started"] is True
+    stored = json.loads(path.read_text())["cells"][0]
+    assert stored["outputs"] == [{"name": "stdout", "output_type": "stream", "text": ["42\n"]}]
+    assert stored["execution_count"] == 1
+    # A failing cell is an error result with the run's body; a stale read is REST's 409.
+    status, failed = as_rest(await call_tool(jp_fetch, "notebook", {**arguments, "cell_index": 1}))
+    assert status == 200 and failed["isError"] is True
+    assert failed["cells"][0]["error"]["ename"] == "ZeroDivisionError"
+    stale = {**arguments, "expected_revision": "0" * 16}
+    status, refused = as_rest(await call_tool(jp_fetch, "notebook", stale))
+    assert status == 409 and refused["reason"] == "stale_notebook"
+    assert refused["details"]["revision"] == body["notebook"]["revision"]

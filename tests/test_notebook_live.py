@@ -17,6 +17,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from traitlets.config import Config
 
+from jupyter_xcsh.notebook.outputs import SelectedCell
+
 from .notebooks import jupyter_text, load
 from .rtc import rtc_config
 
@@ -216,9 +218,10 @@ async def test_without_a_room_the_file_is_changed(notebook_tool, notebook):
 async def test_outputs_of_a_run_in_place_go_into_the_room(notebook, room, jp_serverapp):
     store = jp_serverapp.web_app.settings["xcsh"].notebook_store
     outputs = [{"output_type": "stream", "name": "stdout", "text": "30\n"}]
+    cell = SelectedCell(3, "c3", "code", "c = 3")
     async with room() as person:
-        via = await store.write_outputs(P, "c3", outputs, 7)
-        assert via == "document"
+        outcome = await store.write_outputs(P, cell, outputs, 7)
+        assert outcome.via == "document" and outcome.value.cell.index == 3
 
         def ran():
             cell = person.doc.get_cell(3)
@@ -226,6 +229,46 @@ async def test_outputs_of_a_run_in_place_go_into_the_room(notebook, room, jp_ser
 
         await person.wait_for(ran, "the outputs")
         assert person.sources()[3] == "c = 3"
+
+
+async def test_a_run_in_place_writes_into_the_room_while_its_cell_runs(
+    notebook_tool, notebook, room, jp_fetch, tmp_path
+):
+    """The run's outputs reach the person's tab as they come, through the shared document."""
+    from .notebook_run import run_ok
+
+    gate = tmp_path / "go"
+    code = (
+        "import os, time\nprint('first', flush=True)\n"
+        f"while not os.path.exists({str(gate)!r}): time.sleep(0.05)\nprint('second')"
+    )
+    async with room() as person:
+        await _ok(notebook_tool, action="edit", cell_id="c4", content=code)
+        running = asyncio.create_task(run_ok(jp_fetch, notebook_path=P, cell_id="c4"))
+
+        def shown(text):
+            cell = person.doc.get_cell(4)
+            return "".join(o.get("text", "") for o in cell["outputs"]) == text
+
+        # While the cell runs: what it printed so far, and the cell shown running ([*]).
+        await person.wait_for(lambda: shown("first\n"), "the first line, live")
+        assert str(person.doc.ycells[4]["execution_state"]) == "running"
+        person.type(0, "typing meanwhile")
+        gate.touch()
+        result = await running
+        await person.wait_for(lambda: shown("first\nsecond\n"), "the whole output")
+        assert result["notebook"]["via"] == "document" and result["isError"] is False
+        assert [c["outputsWritten"] for c in result["cells"]] == [True]
+        await person.wait_for(
+            lambda: (
+                person.doc.get_cell(4)["execution_count"] == result["cells"][0]["executionCount"]
+                and str(person.doc.ycells[4]["execution_state"]) == "idle"
+            ),
+            "the count, and the cell idle",
+        )
+        # One stream output, printed on in place (not replaced at every write).
+        assert len(person.doc.ycells[4]["outputs"]) == 1
+        assert person.sources()[0] == "typed: typing meanwhile"
 
 
 class TestRealTimeCollaborationDisabled:

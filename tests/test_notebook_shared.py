@@ -163,3 +163,74 @@ async def test_a_transaction_another_task_keeps_open_is_waited_for_not_joined():
     await reload
     await change
     assert str(room.ycells[3]["source"]) == "agent"
+
+
+def _stream(text):
+    return [{"output_type": "stream", "name": "stdout", "text": text}]
+
+
+def _outputs(ynotebook, cell, outputs, count, running=False):
+    from jupyter_xcsh.notebook.outputs import set_cell_outputs
+    from jupyter_xcsh.notebook.shared import SharedNotebook
+
+    shared = SharedNotebook(ynotebook)
+    with ynotebook.ydoc.transaction():
+        place = set_cell_outputs(shared, cell, outputs, count, running=running)
+        shared.commit()
+    return place
+
+
+@pytest.mark.collaboration
+def test_run_outputs_append_to_a_growing_stream_in_the_arrays_open_tabs_observe():
+    from jupyter_xcsh.notebook.outputs import SelectedCell
+
+    room, person = _shared()
+    cell = SelectedCell(1, room.get_cell(1)["id"], "code", "x = 1\nprint(x)")
+    youtputs = room.ycells[1]["outputs"]
+
+    _outputs(room, cell, _stream("one\n"), None, running=True)
+    text = youtputs[0]["text"]
+    assert room.ycells[1]["execution_state"] == "running"
+    _outputs(room, cell, _stream("one\ntwo\n"), None, running=True)
+    error = {"output_type": "error", "ename": "E", "evalue": "v", "traceback": []}
+    _outputs(room, cell, [*_stream("one\ntwo\n"), error], 3)
+
+    # The array and the text the lab observes are the ones written to, not replacements.
+    assert len(youtputs) == 2 and str(text) == "one\ntwo\n"
+    assert room.ycells[1]["execution_state"] == "idle"
+    _sync(room, person)
+    assert person.get_cell(1)["execution_count"] == 3
+    assert person.get_cell(1)["outputs"] == [*_stream("one\ntwo\n"), error]
+    assert str(person.ycells[1]["source"]) == "x = 1\nprint(x)"
+
+
+@pytest.mark.collaboration
+def test_run_outputs_replace_what_a_person_cleared_meanwhile():
+    from jupyter_xcsh.notebook.outputs import SelectedCell
+
+    room, _ = _shared()
+    cell = SelectedCell(1, room.get_cell(1)["id"], "code", "x = 1\nprint(x)")
+    _outputs(room, cell, _stream("one\n"), None, running=True)
+    from pycrdt import Map, Text
+
+    # Someone else's output replaces what the run wrote: the run's next write is not an append.
+    room.ycells[1]["outputs"].clear()
+    theirs = {"output_type": "stream", "name": "stderr", "text": Text("theirs\n")}
+    room.ycells[1]["outputs"].append(Map(theirs))
+    _outputs(room, cell, _stream("one\ntwo\n"), 4)
+    assert room.get_cell(1)["outputs"] == _stream("one\ntwo\n")
+
+
+@pytest.mark.collaboration
+def test_run_outputs_follow_a_moved_cell_and_skip_a_deleted_one():
+    from jupyter_xcsh.notebook.outputs import SelectedCell
+
+    room, _ = _shared()
+    cell = SelectedCell(1, room.get_cell(1)["id"], "code", "x = 1\nprint(x)")
+    room.ycells.insert(0, room.create_ycell({"cell_type": "code", "source": "", "metadata": {}}))
+    assert _outputs(room, cell, _stream("done\n"), 4).cell.index == 2
+    assert room.get_cell(2)["outputs"] == _stream("done\n")
+    del room.ycells[2]
+    state = room.ydoc.get_state()
+    assert _outputs(room, cell, _stream("late\n"), 5).cell is None
+    assert room.ydoc.get_state() == state

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from jupyter_xcsh.errors import InvalidRequestError, NotFoundError
+from jupyter_xcsh.errors import InvalidRequestError
 from jupyter_xcsh.notebook.cells import apply_changes, parse_request
 from jupyter_xcsh.notebook.document import NotebookDocument
+from jupyter_xcsh.notebook.outputs import SelectedCell
 from jupyter_xcsh.notebook.revision import notebook_revision, source_hash
 
 from .notebooks import jupyter_text, load, raw_cells, sample_notebook
@@ -63,28 +64,46 @@ async def test_a_failing_change_leaves_the_notebook_as_it_was(store, notebook):
     assert notebook.read_bytes() == before
 
 
+def _selected(cell):
+    return SelectedCell(0, cell.get("id"), cell.cell_type, cell.source)
+
+
 async def test_outputs_of_a_run_change_only_that_cells_outputs_and_count(store, notebook):
     before = notebook.read_text()
     nb = load(before)
     outputs = [{"output_type": "stream", "name": "stdout", "text": "2\n"}]
-    assert await store.write_outputs(P, nb.cells[1].id, outputs, 12) == "file"
+    outcome = await store.write_outputs(P, _selected(nb.cells[1]), outputs, 12)
+    assert outcome.via == "file" and outcome.value.cell.index == 1
     after = notebook.read_text()
     cells_before, cells_after = raw_cells(before), raw_cells(after)
-    assert cells_after[1] == {**cells_before[1], "outputs": outputs, "execution_count": 12}
+    # As Jupyter writes outputs: multi-line strings as lists of lines.
+    stored = [{"name": "stdout", "output_type": "stream", "text": ["2\n"]}]
+    assert cells_after[1] == {**cells_before[1], "outputs": stored, "execution_count": 12}
     assert [json.dumps(c) for i, c in enumerate(cells_after) if i != 1] == [
         json.dumps(c) for i, c in enumerate(cells_before) if i != 1
     ]
     assert source_hash(cells_after[1]["source"]) == source_hash(cells_before[1]["source"])
-    assert notebook_revision(NotebookDocument.parse(after).cell_keys()) == notebook_revision(
-        NotebookDocument.parse(before).cell_keys()
+    revision = notebook_revision(NotebookDocument.parse(before).cell_keys())
+    assert notebook_revision(NotebookDocument.parse(after).cell_keys()) == revision
+    assert outcome.value.revision == revision
+
+
+async def test_outputs_go_only_to_a_code_cell_still_there(store, notebook, jp_serverapp):
+    saves = []
+    jp_serverapp.contents_manager.register_pre_save_hook(
+        lambda model, path, **kw: saves.append(path)
     )
-
-
-async def test_outputs_go_to_code_cells_found_by_id_only(store, notebook):
+    before = notebook.read_bytes()
     nb = load(notebook.read_text())
-    with pytest.raises(NotFoundError) as missing:
-        await store.write_outputs(P, "nope", [], None)
-    assert missing.value.message == "Cell id not found: nope in a.ipynb"
-    with pytest.raises(InvalidRequestError) as not_code:
-        await store.write_outputs(P, nb.cells[0].id, [], None)
-    assert not_code.value.message == "Cell 0 is not a code cell in a.ipynb"
+    gone = SelectedCell(1, "nope", "code", "x")
+    assert (await store.write_outputs(P, gone, [], None)).value.cell is None
+    assert (await store.write_outputs(P, _selected(nb.cells[0]), [], None)).value.cell is None
+    assert notebook.read_bytes() == before and saves == []
+
+
+async def test_outputs_of_a_running_cell_are_never_written_to_a_file(store, notebook):
+    before = notebook.read_bytes()
+    nb = load(notebook.read_text())
+    outputs = [{"output_type": "stream", "name": "stdout", "text": "so far\n"}]
+    assert await store.show_outputs(P, _selected(nb.cells[1]), outputs, None) is None
+    assert notebook.read_bytes() == before

@@ -10,7 +10,6 @@ import asyncio
 import json
 
 import pytest
-from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
 from jupyter_xcsh.activity import PYTHON_SCHEMA
@@ -18,7 +17,7 @@ from jupyter_xcsh.execution.stdin import STDIN_FAILURE, STDIN_NOTICE
 
 from .gateway import KERNELS, kernel_gateway, use_kernels  # noqa: F401
 from .openapi_check import assert_response_matches
-from .python_tool import REQUEST_TIMEOUT, eventually, kernel_ids, run, sessions, tool
+from .python_tool import REQUEST_TIMEOUT, answer, eventually, kernel_ids, run, sessions, tool
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -49,33 +48,6 @@ def python_events(jp_serverapp):
 
     jp_serverapp.event_logger.add_listener(schema_id=PYTHON_SCHEMA, listener=listener)
     return seen
-
-
-async def answer(jp_fetch, run_id, value, **kwargs):
-    """``POST /api/xcsh/runs/<runId>/input``; ``(status, body)`` for success and error."""
-    body = kwargs.pop("body", json.dumps({"value": value}))
-    try:
-        response = await jp_fetch(
-            "api",
-            "xcsh",
-            "runs",
-            run_id,
-            "input",
-            method="POST",
-            body=body,
-            request_timeout=REQUEST_TIMEOUT,
-            **kwargs,
-        )
-    except HTTPClientError as e:
-        assert e.response is not None
-        result = json.loads(e.response.body)
-        assert_response_matches("/api/xcsh/runs/{runId}/input", "post", e.code, result)
-        return e.code, result
-    if kwargs.get("headers", {}).get("Accept") == "application/x-ndjson":
-        return 200, [json.loads(line) for line in response.body.decode().splitlines()]
-    result = json.loads(response.body)
-    assert_response_matches("/api/xcsh/runs/{runId}/input", "post", 200, result)
-    return 200, result
 
 
 async def follow(jp_fetch, run_id):

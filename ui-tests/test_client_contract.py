@@ -98,6 +98,13 @@ def test_every_client_function_returns_what_rest_api_yml_promises(lab, lab_page)
     missing = fails(page, "notebook", {"action": "read", "notebook_path": "nope.ipynb"})
     assert missing["status"] == 404 and missing["message"] == "Notebook not found: nope.ipynb"
 
+    # A run in place, in the notebook's own kernel; its outputs go into the notebook.
+    ran = call(page, "runNotebook", {**base, "cell_index": 1, "timeout": 120})
+    assert_schema(ran, "RunResult")
+    assert ran["isError"] is False and ran["cells"][0]["outputsWritten"] is True
+    stale = fails(page, "runNotebook", {**base, "cell_index": 1, "expected_revision": "0" * 16})
+    assert (stale["status"], stale["reason"]) == (409, "stale_notebook")
+
     # The python tool, with output long enough to spill to an artifact.
     cells = [{"code": "print('x' * 100000)", "title": "long"}]
     result = call(page, "runPython", {"cells": cells, "session": "contract"})

@@ -8,7 +8,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..outputs.images import CapturedImage, ImageCapture, as_base64
 from ..outputs.sink import OutputSink, SinkResult
@@ -64,8 +64,61 @@ class CellRun:
         return body
 
 
+#: The IOPub messages that add to a cell's result: text, images, JSON values, status events.
+OUTPUT_MESSAGES = ("stream", "execute_result", "display_data", "update_display_data", "error")
+
+
+class CollectedDisplays(Protocol):
+    """Where a cell's displayed images and JSON values are collected for the call's result."""
+
+    images: list[CapturedImage]
+    json_outputs: list[Any]
+
+
+def report_output(
+    kind: str,
+    content: dict[str, Any],
+    cell: CellRun,
+    sink: OutputSink,
+    observer: ExecutionObserver,
+    capture: ImageCapture,
+    collected: CollectedDisplays,
+) -> None:
+    """Add one output message (``OUTPUT_MESSAGES``) to a cell's result, as tools return it.
+
+    Stream text and display text go to ``sink``; images are saved whole (``capture``) and
+    collected with JSON values; a ``status(...)`` display becomes a status event, no text.
+    """
+    if kind == "stream":
+        sink.push(str(content.get("text", "")))
+    elif kind == "error":
+        text, cell.error = error_output(content)
+        sink.push(text)
+    else:
+        display = reduce_display(content.get("data") or {})
+        if display.status is not None:
+            cell.status_events.append(display.status)
+            observer.status_event(cell.index, display.status)
+            return
+        if display.text is not None:
+            sink.push(display.text)
+        for image in display.images:
+            # Saved whole as an artifact; the result inlines it within the image budget.
+            captured = capture.capture(cell.index, image["mimeType"], image["data"])
+            if captured is not None:
+                collected.images.append(captured)
+                data = as_base64(image["mimeType"], image["data"])
+                observer.display(cell.index, "image", {**captured.describe(), "data": data})
+        for value in display.json_outputs:
+            collected.json_outputs.append(value)
+            observer.display(cell.index, "json", value)
+
+
 @dataclass
-class _CellState:
+class CellState:
+    """Where one execute request is: started, answered, idle, or cut off from its kernel."""
+
+    started: bool = False  # the kernel reported it busy (runs in place use it)
     reply: dict[str, Any] | None = None
     idle: bool = False
     lost: bool = False
@@ -74,7 +127,7 @@ class _CellState:
 
     @property
     def done(self) -> bool:
-        # A cell is complete only with both its execute_reply and its idle status.
+        """Complete: a cell is only with both its execute_reply and its idle status."""
         return self.reply is not None and self.idle
 
 
@@ -119,7 +172,7 @@ async def run_cell(
     outcome = CellOutcome("ok")
     capture = images or ImageCapture(None)
     policy = stdin or StdinPolicy(StdinSpec())
-    state = _CellState()
+    state = CellState()
 
     def echo(text: str) -> None:
         sink.push(text)
@@ -152,28 +205,8 @@ async def run_cell(
         kind = msg.get("msg_type")
         content = msg.get("content", {})
         if channel == "iopub":
-            if kind == "stream":
-                sink.push(str(content.get("text", "")))
-            elif kind in ("execute_result", "display_data", "update_display_data"):
-                display = reduce_display(content.get("data", {}))
-                if display.status is not None:
-                    cell.status_events.append(display.status)
-                    observer.status_event(cell.index, display.status)
-                    return
-                if display.text is not None:
-                    sink.push(display.text)
-                for image in display.images:
-                    captured = capture.capture(cell.index, image["mimeType"], image["data"])
-                    if captured is not None:
-                        outcome.images.append(captured)
-                        data = as_base64(image["mimeType"], image["data"])
-                        observer.display(cell.index, "image", {**captured.describe(), "data": data})
-                for value in display.json_outputs:
-                    outcome.json_outputs.append(value)
-                    observer.display(cell.index, "json", value)
-            elif kind == "error":
-                text, cell.error = error_output(content)
-                sink.push(text)
+            if kind in OUTPUT_MESSAGES:
+                report_output(kind, content, cell, sink, observer, capture, outcome)
             elif kind == "status" and content.get("execution_state") == "idle":
                 state.idle = True
                 if state.done:

@@ -59,6 +59,9 @@ class KernelConnection:
         self._routes: dict[str, Handler] = {}
         self._pumps: list[asyncio.Task[None]] = []
         self.lost: str | None = None
+        #: Called with every IOPub ``status`` message, whoever's request it answers (so a run in
+        #: place can tell when the kernel is busy with someone else's execution).
+        self.status_listener: Callable[[dict[str, Any]], None] | None = None
         self.kernel_info: dict[str, Any] = {}
         self.ready = False
         self.closed = False
@@ -309,6 +312,12 @@ class KernelConnection:
                     self._mark_lost(f"{name} channel closed")
                 return
             parent = (msg.get("parent_header") or {}).get("msg_id")
+            listener = self.status_listener
+            if listener is not None and name == "iopub" and msg.get("msg_type") == "status":
+                try:
+                    listener(msg)
+                except Exception:
+                    self.log.exception("xcsh: a kernel status listener failed")
             handler = self._routes.get(parent) if parent else None
             handled += 1
             if handled % FAIRNESS_BATCH == 0:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ExecutionObserver", "ObserverGroup"]
+if TYPE_CHECKING:
+    from .stdin import StdinPolicy
+
+__all__ = ["ExecutionObserver", "ObserverGroup", "report_input"]
 
 
 class ExecutionObserver:
@@ -75,3 +78,12 @@ class ObserverGroup(ExecutionObserver):
     def call_finished(self, result: dict[str, Any]) -> None:  # noqa: D102
         for observer in self.observers:
             observer.call_finished(result)
+
+
+def report_input(stdin: StdinPolicy, observer: ExecutionObserver) -> None:
+    """Tell a call's observer that one of its prompts started or stopped waiting for an answer."""
+    waiting = stdin.waiting
+    if waiting is not None:
+        observer.input_requested(waiting.cell_index, waiting.describe(stdin.run_id))
+    else:
+        observer.input_ended(stdin.last_end or "ended")

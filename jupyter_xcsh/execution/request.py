@@ -62,6 +62,20 @@ def _resolve_cwd(raw: str, root_dir: str) -> tuple[str, str]:
     return ("" if api_path == "." else api_path), os_path
 
 
+def parse_timeout(body: dict[str, Any]) -> float:
+    """A request's ``timeout``: a finite number of seconds, clamped to ``TIMEOUT_RANGE``."""
+    timeout = body.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise InvalidRequestError("timeout must be a number of seconds")
+    try:
+        seconds = float(timeout)
+    except OverflowError:  # an integer beyond any float
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise InvalidRequestError("timeout must be a finite number of seconds")
+    return min(max(seconds, TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
+
+
 def parse_python_request(
     body: dict[str, Any], *, root_dir: str, default_mode: str, allow_hidden: bool = True
 ) -> PythonRequest:
@@ -90,16 +104,7 @@ def parse_python_request(
             raise InvalidRequestError(f"cells[{i}] has unknown field(s): {', '.join(extra)}")
         cells.append(CellSpec(code=raw["code"], title=title))
 
-    timeout = body.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise InvalidRequestError("timeout must be a number of seconds")
-    try:
-        seconds = float(timeout)
-    except OverflowError:  # an integer beyond any float
-        seconds = math.inf
-    if not math.isfinite(seconds):
-        raise InvalidRequestError("timeout must be a finite number of seconds")
-    timeout = min(max(seconds, TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
+    timeout = parse_timeout(body)
 
     cwd = body.get("cwd", "")
     if not isinstance(cwd, str):

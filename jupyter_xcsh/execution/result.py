@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from ..outputs.images import CapturedImage, ImageResult
+from ..outputs.artifacts import ArtifactStore
+from ..outputs.images import CapturedImage, ImageResult, budget_images
 from ..outputs.sink import truncation_notice
 from .cell import CellRun
-from .stdin import STDIN_FAILURE
+from .stdin import STDIN_FAILURE, StdinPolicy
 
-__all__ = ["CallOutcome", "assemble_result", "image_lines", "timeout_notice", "whole_seconds"]
+__all__ = [
+    "CallOutcome",
+    "assemble_result",
+    "image_lines",
+    "partial_result",
+    "timeout_notice",
+    "whole_seconds",
+]
+
+OutcomeT = TypeVar("OutcomeT", bound="CallOutcome")
 
 
 def whole_seconds(seconds: float) -> int:
@@ -143,3 +155,35 @@ def assemble_result(outcome: CallOutcome) -> dict[str, Any]:
         body["artifactId"] = spilled[-1].artifact_id
         body["artifactPath"] = spilled[-1].artifact_path
     return body
+
+
+async def partial_result(
+    outcome: OutcomeT,
+    stdin: StdinPolicy,
+    call_id: str | None,
+    artifact_store: ArtifactStore,
+    assemble: Callable[[OutcomeT], dict[str, Any]],
+) -> dict[str, Any]:
+    """The result of a call so far (stdin ``ask``), its running cell's output included.
+
+    It says which prompt waits and how to answer it; nothing of a prompt answered meanwhile
+    (the result is then made again).
+    """
+    waiting = stdin.waiting
+    cells = list(outcome.cells)
+    images = list(outcome.images)
+    if waiting is not None:
+        sink, cell_images = waiting.snapshot()
+        cell = cells[waiting.cell_index]
+        cells[waiting.cell_index] = dataclasses.replace(cell, output=sink.output, sink=sink)
+        images += cell_images
+    partial = dataclasses.replace(outcome, cells=cells, images=images)
+    partial.image_results = await budget_images(images, artifact_store)
+    result = assemble(partial)
+    result["callId"] = call_id
+    result["isError"] = False
+    if waiting is not None and waiting is stdin.waiting:
+        result["stdinRequested"] = True
+        result["awaitingInput"] = waiting.describe(stdin.run_id)
+        result["text"] += "\n\n" + waiting.instructions(stdin.run_id, stdin.input_timeout)
+    return result

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import logging
 import os
@@ -18,11 +17,11 @@ from .call import PythonCall, describe_error
 from .cell import CellRun
 from .control import CallControl
 from .kernels import KernelLauncher
-from .observer import ExecutionObserver
+from .observer import ExecutionObserver, report_input
 from .pool import KernelSessionPool
 from .prelude import init_code
 from .request import PythonRequest
-from .result import CallOutcome, assemble_result
+from .result import CallOutcome, assemble_result, partial_result
 from .session import SessionKey
 from .stdin import StdinPolicy
 
@@ -159,8 +158,10 @@ class ExecutionService:
         cells = [CellRun(i, c.title, c.code) for i, c in enumerate(request.cells)]
         outcome = CallOutcome(cells=cells, max_output_bytes=self.max_output_bytes)
         outcome.session = {"name": key.name, "cwd": key.cwd, "kernelId": None, "restartCount": 0}
-        stdin.partial_result = lambda: self._partial_result(outcome, call_id, stdin)
-        unlisten = stdin.listen(lambda: _report_input(stdin, observer))
+        stdin.partial_result = lambda: partial_result(
+            outcome, stdin, call_id, self.artifact_store, assemble_result
+        )
+        unlisten = stdin.listen(lambda: report_input(stdin, observer))
         observer.call_started(
             {
                 "callId": call_id,
@@ -197,29 +198,6 @@ class ExecutionService:
         observer.call_finished(result)
         return result
 
-    async def _partial_result(
-        self, outcome: CallOutcome, call_id: str | None, stdin: StdinPolicy
-    ) -> dict[str, Any]:
-        """The result of a call so far, its running cell's output included (stdin ``ask``)."""
-        waiting = stdin.waiting
-        cells = list(outcome.cells)
-        images = list(outcome.images)
-        if waiting is not None:
-            sink, cell_images = waiting.snapshot()
-            cell = cells[waiting.cell_index]
-            cells[waiting.cell_index] = dataclasses.replace(cell, output=sink.output, sink=sink)
-            images += cell_images
-        partial = dataclasses.replace(outcome, cells=cells, images=images)
-        partial.image_results = await budget_images(images, self.artifact_store)
-        result = assemble_result(partial)
-        result["callId"] = call_id
-        result["isError"] = False
-        if waiting is not None and waiting is stdin.waiting:
-            result["stdinRequested"] = True
-            result["awaitingInput"] = waiting.describe(stdin.run_id)
-            result["text"] += "\n\n" + waiting.instructions(stdin.run_id, stdin.input_timeout)
-        return result
-
 
 def _normal_cwd(cwd: str | None) -> str | None:
     """A session ``cwd`` as the sessions API lists it (``""`` for the root)."""
@@ -233,15 +211,6 @@ def _no_session(name: str, cwd: str | None) -> str:
     if cwd is None:
         return f"No python session named {name}"
     return f"No python session named {name} with cwd '{cwd}'"
-
-
-def _report_input(stdin: StdinPolicy, observer: ExecutionObserver) -> None:
-    """Tell the call's observers that a prompt started or stopped waiting for an answer."""
-    waiting = stdin.waiting
-    if waiting is not None:
-        observer.input_requested(waiting.cell_index, waiting.describe(stdin.run_id))
-    else:
-        observer.input_ended(stdin.last_end or "ended")
 
 
 def _failure_summary(outcome: CallOutcome, error: BaseException) -> dict[str, Any]:

@@ -87,9 +87,16 @@ async def _artifact_call(context: ToolContext, arguments: dict[str, Any]) -> dic
     return await context.services.artifacts.call(arguments, context.caller)
 
 
+async def _run_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    return await context.services.run.call(
+        arguments, context.caller, context.observer, context.control
+    )
+
+
 NOTEBOOK = Operation("/api/xcsh/notebook", ("read", "contents"), _notebook_call)
 PYTHON = Operation("/api/xcsh/python", ("execute", "kernels"), _python_call)
 ARTIFACT = Operation("/api/xcsh/artifacts/{artifact_id}", ("read", "contents"), _artifact_call)
+RUN = Operation("/api/xcsh/notebook/run", ("write", "contents"), _run_call)
 
 
 async def _notebook(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +111,7 @@ async def _notebook(context: ToolContext, arguments: dict[str, Any]) -> dict[str
 #: /api/xcsh/notebook``, by action name. The operation's request body (without ``action``,
 #: which its path implies) is what it is called with, and its request schema joins the tool's
 #: input schema. Adding such an action is one entry here.
-NOTEBOOK_ACTIONS: dict[str, Operation] = {}
+NOTEBOOK_ACTIONS: dict[str, Operation] = {"run": RUN}
 
 
 NOTEBOOK_DESCRIPTION = """\
@@ -122,7 +129,13 @@ while people edit), code unless cell_type says otherwise.
 - move: move a cell to to_index, or to_after_cell_id / to_before_cell_id.
 - several changes at once: no action, changes: [{action, ...}, ...] applied in order as one \
 atomic change (all or nothing; later indices see the earlier changes).
-content is the whole new source ("" allowed). notebook_path is relative to the root."""
+- run: run code cells in the notebook's own kernel (the one its JupyterLab tab uses, else a \
+new session) and write their outputs into the notebook: one cell (cell_id or cell_index), \
+cell_ids, cell_index to end_index, or all. Returns what the cells printed, as the python tool \
+does; timeout (default 30 s) is one deadline for the whole run.
+content is the whole new source ("" allowed). notebook_path is relative to the root. A change \
+or run may carry expected_revision / expected_source_hash from an earlier answer: if the \
+notebook or cell changed since, nothing happens and the answer shows it as it is now."""
 
 PYTHON_DESCRIPTION = """\
 Run Python code in a Jupyter kernel of the server. Each call runs one or more cells in order \

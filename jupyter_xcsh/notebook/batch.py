@@ -26,7 +26,7 @@ from .request import (
     CHANGE_ACTIONS,
     FIELDS,
     NotebookRequest,
-    check_hash,
+    check_expected,
     parse_request,
     type_name,
 )
@@ -93,7 +93,7 @@ def parse_batch(body: dict[str, Any]) -> NotebookBatch:
             raise InvalidRequestError(
                 f"expected_revision must be a string, got {type_name(expected)}"
             )
-        check_hash("expected_revision", expected)
+        check_expected("expected_revision", expected)
     changes = body["changes"]
     if not isinstance(changes, list):
         raise InvalidRequestError(f"changes must be an array, got {type_name(changes)}")

@@ -35,7 +35,6 @@ __all__ = [
     "apply_changes",
     "locate_cell",
     "parse_request",
-    "set_outputs",
     "split_source",
 ]
 
@@ -303,25 +302,3 @@ def apply_changes(
     commits it), so a batch is all or nothing.
     """
     return [apply_change(document, request) for request in requests]
-
-
-def set_outputs(
-    document: CellDocument,
-    cell_id: str,
-    outputs: list[dict[str, Any]],
-    execution_count: int | None,
-    path: str,
-) -> int:
-    """Give code cell ``cell_id`` new outputs and execution count (a run in place, SPEC §6).
-
-    Only those two fields change: source, id and metadata are kept, so neither the cell's
-    ``sourceHash`` nor the notebook's ``revision`` moves. Returns the cell's index.
-    """
-    index = index_of_id(document, cell_id)
-    if index is None:
-        raise NotFoundError(f"Cell id not found: {cell_id} in {path}")
-    cell = document.cells[index]
-    if _cell_type(cell) != "code":
-        raise InvalidRequestError(f"Cell {index} is not a code cell in {path}")
-    document.replace(index, {**cell, "outputs": outputs, "execution_count": execution_count})
-    return index

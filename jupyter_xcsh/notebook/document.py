@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
+from .outputs import splice_members, stored_outputs
 from .revision import CellKey, cell_key
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
@@ -182,6 +183,12 @@ class NotebookDocument:
         """Whether cells carry ids (nbformat 4.5 and later)."""
         return self.nbformat >= (4, 5)
 
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The notebook's top-level metadata (to read, not to change); ``{}`` when absent."""
+        metadata = self.data.get("metadata")
+        return metadata if isinstance(metadata, dict) else {}
+
     def cell_keys(self) -> list[CellKey]:
         """Each cell's id, type and joined source."""
         return [cell_key(cell) for cell in self.cells]
@@ -240,6 +247,30 @@ class NotebookDocument:
         cell = self.delete(index)
         self.insert(to_index, cell)
         layout.items[to_index] = item
+
+    def set_outputs(
+        self,
+        index: int,
+        outputs: list[dict[str, Any]],
+        execution_count: int | None,
+        *,
+        running: bool = False,
+    ) -> None:
+        """Give code cell ``index`` new outputs and count, as Jupyter writes them.
+
+        Only the text of those two values changes: every other byte of the file, the rest of
+        that cell included, stays as it was (a cell lacking either key is rewritten whole).
+        A file cannot show a cell running: ``running`` changes nothing here.
+        """
+        cell = self.cells[index]
+        values = {"outputs": stored_outputs(outputs), "execution_count": execution_count}
+        updated = {**cell, **values}
+        if updated == cell:
+            return
+        self.changed = True
+        self.cells[index] = updated
+        text = splice_members(self._layout.items[index], values)
+        self._layout.items[index] = text if text is not None else self._serialise(updated)
 
     # -- formatting --------------------------------------------------------------------------
 

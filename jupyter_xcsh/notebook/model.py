@@ -28,6 +28,10 @@ class CellDocument(Protocol):
     def uses_cell_ids(self) -> bool:
         """Whether cells carry ids (nbformat 4.5 and later)."""
 
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The notebook's top-level metadata (to read, not to change)."""
+
     def cell_keys(self) -> Sequence[CellKey]:
         """Each cell's id, type and source (cheap: no outputs are converted)."""
 
@@ -42,6 +46,19 @@ class CellDocument(Protocol):
 
     def move(self, index: int, to_index: int) -> None:
         """Move the cell at ``index`` to ``to_index``."""
+
+    def set_outputs(
+        self,
+        index: int,
+        outputs: list[dict[str, Any]],
+        execution_count: int | None,
+        *,
+        running: bool = False,
+    ) -> None:
+        """Give code cell ``index`` new outputs and count, changing nothing else of it.
+
+        ``running``: the cell still runs (shown as such where the document can show it).
+        """
 
 
 def index_of_id(document: CellDocument, cell_id: str) -> int | None:

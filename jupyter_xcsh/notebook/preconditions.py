@@ -9,7 +9,7 @@ A 409 carries the cell as it is now, so the caller can retry without another rea
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import ConflictError, InvalidRequestError
 from .model import CellDocument
@@ -18,6 +18,22 @@ from .revision import notebook_revision, source_hash
 
 #: Values of ``XcshSettings.require_preconditions``.
 POLICIES = ("never", "index", "always")
+
+
+class Expectations(Protocol):
+    """What a request expects of the notebook: a notebook tool change, or a run in place."""
+
+    @property
+    def notebook_path(self) -> str:
+        """The notebook as the caller named it (for messages)."""
+
+    @property
+    def expected_source_hash(self) -> str | None:
+        """The ``sourceHash`` the addressed cell must still have."""
+
+    @property
+    def expected_revision(self) -> str | None:
+        """The ``revision`` the notebook must still have."""
 
 
 def current_cell(document: CellDocument, index: int | None) -> dict[str, Any]:
@@ -45,7 +61,7 @@ def current_cell(document: CellDocument, index: int | None) -> dict[str, Any]:
     return details
 
 
-def check_revision(document: CellDocument, request: NotebookRequest, index: int | None) -> None:
+def check_revision(document: CellDocument, request: Expectations, index: int | None) -> None:
     """Raise a 409 ``stale_notebook`` unless the notebook has the revision the caller expects."""
     check_notebook_revision(document, request.expected_revision, request.notebook_path, index)
 
@@ -69,7 +85,7 @@ def check_notebook_revision(
         )
 
 
-def check_source(document: CellDocument, request: NotebookRequest, index: int) -> None:
+def check_source(document: CellDocument, request: Expectations, index: int) -> None:
     """Raise a 409 ``stale_cell`` unless cell ``index`` has the source hash the caller expects."""
     expected = request.expected_source_hash
     if expected is None:

@@ -129,16 +129,6 @@ class NotebookRequest:
         return self.action == "insert" and isinstance((self.cell or {}).get("id"), str)
 
 
-def check_hash(name: str, value: str) -> None:
-    """Refuse (400) an ``expected_source_hash``/``expected_revision`` that is not a hash."""
-    if not _HASH.fullmatch(value):
-        kind = "a sourceHash" if name == "expected_source_hash" else "a revision"
-        raise InvalidRequestError(
-            f"{name} must be 16 lowercase hex digits ({kind} from an earlier response), "
-            f"got {value!r}"
-        )
-
-
 def _check_type(name: str, value: Any) -> None:
     expected = FIELDS[name]
     if expected is bool:
@@ -178,6 +168,16 @@ def as_integer(value: Any) -> Any:
     return value
 
 
+def check_expected(name: str, value: str) -> None:
+    """Refuse an ``expected_source_hash``/``expected_revision`` that no response could carry."""
+    if not _HASH.fullmatch(value):
+        kind = "a sourceHash" if name == "expected_source_hash" else "a revision"
+        raise InvalidRequestError(
+            f"{name} must be 16 lowercase hex digits ({kind} from an earlier response), "
+            f"got {value!r}"
+        )
+
+
 def parse_request(body: dict[str, Any]) -> NotebookRequest:
     """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
     unknown = next((name for name in body if name not in FIELDS), None)
@@ -206,7 +206,7 @@ def parse_request(body: dict[str, Any]) -> NotebookRequest:
     if "max_chars" in body and body["max_chars"] < 1:
         raise InvalidRequestError(f"max_chars must be positive, got {body['max_chars']}")
     for name in sorted(_STALE_CHECKS & body.keys()):
-        check_hash(name, body[name])
+        check_expected(name, body[name])
     if body.get("old_content") == "":
         raise InvalidRequestError("old_content must not be empty")
     cell_type = body.get("cell_type")

@@ -11,7 +11,10 @@ batch is all or nothing), and a person's concurrent typing is merged by the CRDT
 - a change of type replaces the cell with one of the new type, keeping its id and metadata (the
   lab's shared cell models cannot change type in place);
 - a move deletes the cell and inserts a copy — never a CRDT move, which the lab cannot decode;
-- new outputs and an execution count change only those fields.
+- new outputs and an execution count change only those fields, inside the cell's own output
+  list (the one open tabs observe); outputs that only grew — a stream printing on, new outputs
+  after the old ones — are appended, as the lab appends the outputs of the cells it runs, so
+  open tabs do not redraw the whole output at every write of a running cell.
 
 Only the documented ``YNotebook`` API (``ycells``, ``get_cell``, ``create_ycell``, ``ydoc`` and
 the ``meta`` map of its schema) is used, which jupyter_ydoc 3 and 4 share. No I/O happens here.
@@ -123,6 +126,15 @@ class SharedNotebook:
         """Whether cells carry ids in the saved file (nbformat 4.5 and later)."""
         return self._nbformat >= (4, 5)
 
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The notebook's top-level metadata, from the shared ``meta`` map."""
+        from pycrdt import Map
+
+        metadata = self._doc.ydoc.get("meta", type=Map).get("metadata")
+        value = metadata.to_py() if hasattr(metadata, "to_py") else metadata
+        return value if isinstance(value, dict) else {}
+
     def cell_keys(self) -> list[CellKey]:
         """Each cell's id, type and source as the view holds them."""
         return [cell.key for cell in self._cells]
@@ -148,6 +160,23 @@ class SharedNotebook:
         """Move the cell at ``index`` to ``to_index`` (recorded; applied by ``commit``)."""
         self._changes.ops.append(("move", index, to_index))
         self._cells.insert(to_index, self._cells.pop(index))
+
+    def set_outputs(
+        self,
+        index: int,
+        outputs: list[dict[str, Any]],
+        execution_count: int | None,
+        *,
+        running: bool = False,
+    ) -> None:
+        """Give code cell ``index`` new outputs and count (recorded; applied by ``commit``).
+
+        ``running`` shows the cell as running (``[*]``) in open tabs, until a write without it.
+        """
+        self._changes.ops.append(("outputs", index, outputs, execution_count, running))
+        cell = self._cells[index]
+        if cell.value is not None:
+            cell.value = {**cell.value, "outputs": outputs, "execution_count": execution_count}
 
     # -- committing ----------------------------------------------------------------------------
 
@@ -187,6 +216,22 @@ class SharedNotebook:
             _set_outputs(ycell, cell.get("outputs") or [])
         if "execution_count" in changed:
             ycell["execution_count"] = cell.get("execution_count")
+
+    def _commit_outputs(
+        self,
+        index: int,
+        outputs: list[dict[str, Any]],
+        execution_count: int | None,
+        running: bool,
+    ) -> None:
+        ycell = self._doc.ycells[index]
+        _set_outputs(ycell, outputs)
+        if ycell.get("execution_count") != execution_count:
+            ycell["execution_count"] = execution_count
+        # jupyter_ydoc gives code cells an execution_state, which the lab shows as [*].
+        state = "running" if running else "idle"
+        if "execution_state" in ycell and ycell.get("execution_state") != state:
+            ycell["execution_state"] = state
 
     def _commit_insert(self, index: int, cell: dict[str, Any]) -> None:
         self._doc.ycells.insert(index, self._doc.create_ycell(cell))
@@ -247,22 +292,59 @@ def _text(value: str) -> Any:
     return Text(value)
 
 
+def _youtput(output: dict[str, Any]) -> Any:
+    """One output as jupyter_ydoc holds it: stream text as shared text."""
+    from pycrdt import Map, Text
+
+    output = dict(output)
+    if output.get("output_type") == "stream":
+        output["text"] = Text(source_text(output.get("text", "")))
+    return Map(output)
+
+
 def _set_outputs(ycell: Any, outputs: list[dict[str, Any]]) -> None:
-    """Replace a shared cell's outputs inside its own output list (the one open tabs observe).
+    """Give a shared cell ``outputs`` inside its own output list (the one open tabs observe).
 
-    Stream text becomes shared text, as jupyter_ydoc makes it.
+    A new list set on the cell would go unseen by open tabs. Outputs that only grew since
+    what the cell holds are appended (:func:`_append`); anything else replaces the list's
+    contents.
     """
-    from pycrdt import Array, Map, Text
+    from pycrdt import Array
 
-    youtputs = []
-    for output in outputs:
-        output = dict(output)
-        if output.get("output_type") == "stream":
-            output["text"] = Text(source_text(output.get("text", "")))
-        youtputs.append(Map(output))
     current = ycell.get("outputs")
-    if isinstance(current, Array):
+    if not isinstance(current, Array):
+        ycell["outputs"] = Array([_youtput(output) for output in outputs])
+        return
+    if not _append(current, outputs):
         current.clear()
-        current.extend(youtputs)
-    else:
-        ycell["outputs"] = Array(youtputs)
+        current.extend([_youtput(output) for output in outputs])
+
+
+def _append(youtputs: Any, outputs: list[dict[str, Any]]) -> bool:
+    """Turn ``youtputs`` into ``outputs`` by appending only; False when it takes more."""
+    before = youtputs.to_py()
+    if len(outputs) < len(before):
+        return False
+    if before:
+        last, new = before[-1], outputs[len(before) - 1]
+        if outputs[: len(before) - 1] != before[:-1]:
+            return False
+        if last != new:
+            grown = _grown(last, new)
+            ytext = youtputs[len(before) - 1].get("text")
+            if grown is None or ytext is None or isinstance(ytext, str):
+                return False
+            ytext += grown
+    for output in outputs[len(before) :]:
+        youtputs.append(_youtput(output))
+    return True
+
+
+def _grown(before: dict[str, Any], after: dict[str, Any]) -> str | None:
+    """The text a stream output gained, when ``after`` is ``before`` printed on; else None."""
+    if not before.get("output_type") == after.get("output_type") == "stream":
+        return None
+    if before.get("name") != after.get("name"):
+        return None
+    old, new = source_text(before.get("text", "")), source_text(after.get("text", ""))
+    return new[len(old) :] if new.startswith(old) else None

@@ -30,10 +30,11 @@ from tornado.web import HTTPError
 from ..errors import InvalidDocumentError, NotFoundError, RefusedError
 from ..paths import escapes_root, to_api_path
 from .batch import NotebookBatch, apply_batch, batch_result
-from .cells import NotebookRequest, apply_changes, set_outputs
+from .cells import NotebookRequest, apply_changes
 from .document import NoCellsError, NotebookDocument, NotJSONError
 from .live import LiveDocuments, in_transaction
 from .model import CellDocument, Snapshot
+from .outputs import CellPlace, SelectedCell, set_cell_outputs
 from .reader import ReadLimits, read_view
 from .saves import SaveGuard
 from .trust import NotebookTrust
@@ -167,22 +168,27 @@ class NotebookStore:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    async def read(self, request: NotebookRequest) -> dict[str, Any]:
-        """Answer a ``read`` request with the bounded view of the notebook."""
-        api_path, key = await self.resolve(request.notebook_path)
+    async def view(self, path: str, look: Callable[[CellDocument], T]) -> _Outcome:
+        """Run ``look`` (a pure function that changes nothing) on the notebook as people see it.
+
+        On the live shared document when a room is open (unsaved typing included), else on the
+        file; the outcome's ``last_modified`` is the file's (None for the live document).
+        """
+        api_path, key = await self.resolve(path)
         live = await self._live_document(api_path)
         if live is not None:
-            result = await in_transaction(
-                live,
-                request.notebook_path,
-                lambda shared: read_view(shared, request, self.limits),
-                commit=False,
-            )
-            result["details"].update(via="document", lastModified=None)
-            return result
-        loaded = await self._load(api_path, key, request.notebook_path)
-        result = read_view(loaded.document, request, self.limits)
-        result["details"].update(via="file", lastModified=_timestamp(loaded.last_modified))
+            value = await in_transaction(live, path, look, commit=False)
+            return _Outcome(value, "document", None)
+        loaded = await self._load(api_path, key, path)
+        return _Outcome(look(loaded.document), "file", _timestamp(loaded.last_modified))
+
+    async def read(self, request: NotebookRequest) -> dict[str, Any]:
+        """Answer a ``read`` request with the bounded view of the notebook."""
+        outcome = await self.view(
+            request.notebook_path, lambda document: read_view(document, request, self.limits)
+        )
+        result: dict[str, Any] = outcome.value
+        result["details"].update(via=outcome.via, lastModified=outcome.last_modified)
         return result
 
     async def snapshot(self, path: str) -> Snapshot:
@@ -232,15 +238,43 @@ class NotebookStore:
     async def write_outputs(
         self,
         path: str,
-        cell_id: str,
+        cell: SelectedCell,
         outputs: list[dict[str, Any]],
         execution_count: int | None,
-    ) -> str:
-        """Give code cell ``cell_id`` new outputs and count (runs in place); return ``via``."""
-        outcome = await self.update(
-            path, lambda d: set_outputs(d, cell_id, outputs, execution_count, path)
+    ) -> _Outcome:
+        """Store a run's outputs and count in its cell (runs in place, SPEC §6), atomically.
+
+        Into the live document when a room is open, else into the file (only that cell's
+        ``outputs`` and ``execution_count`` bytes change). The cell is found again first
+        (``outputs.find_cell``); the outcome's value is a ``CellPlace``, whose ``cell`` is None
+        when the cell was gone and nothing was written.
+        """
+        return await self.update(
+            path, lambda document: set_cell_outputs(document, cell, outputs, execution_count)
         )
-        return outcome.via
+
+    async def show_outputs(
+        self,
+        path: str,
+        cell: SelectedCell,
+        outputs: list[dict[str, Any]],
+        execution_count: int | None,
+    ) -> _Outcome | None:
+        """Show the outputs of a cell still running in the live document, if a room is open.
+
+        None, and nothing written, without a room: a file gets a run's outputs once each cell
+        has ended (``write_outputs``), as JupyterLab writes outputs only when a person saves.
+        """
+        api_path, key = await self.resolve(path)
+        async with self._lock(key):
+            live = await self._live_document(api_path)
+            if live is None:
+                return None
+
+            def show(document: CellDocument) -> CellPlace:
+                return set_cell_outputs(document, cell, outputs, execution_count, running=True)
+
+            return _Outcome(await in_transaction(live, path, show), "document", None)
 
     async def update(self, path: str, mutate: Callable[[CellDocument], T]) -> _Outcome:
         """Run ``mutate`` on the notebook and keep its changes, atomically.

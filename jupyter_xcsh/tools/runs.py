@@ -92,12 +92,14 @@ class BackgroundRun:
         *,
         session: str | None = None,
         cwd: str = "",
+        notebook: str | None = None,
     ) -> None:
         self.id = run_id
         self.stdin = stdin
         self.control = control
         self.session = session  # None for a call on a kernel of its own (per-call mode)
         self.cwd = cwd
+        self.notebook = notebook  # the API path of a run in place, which holds its kernel
         self.relay = RelayObserver()
         self.finished_at: float | None = None
         self._task: asyncio.Task[dict[str, Any]] | None = None
@@ -193,6 +195,13 @@ class RunRegistry:
         """The run waiting for input on the session ``session`` in ``cwd``, if any."""
         for run in self._runs.values():
             if run.session == session and run.cwd == cwd and run.waiting:
+                return run
+        return None
+
+    def waiting_in(self, notebook: str) -> BackgroundRun | None:
+        """The run in place waiting for input in notebook ``notebook`` (API path), if any."""
+        for run in self._runs.values():
+            if run.notebook == notebook and run.waiting:
                 return run
         return None
 

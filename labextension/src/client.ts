@@ -314,8 +314,8 @@ export type IInterruptResult = JsonResponse<
 >;
 
 /**
- * Cancel one running python call; other calls of its session go on. The
- * call's result then says `cancelled`.
+ * Cancel one running call (a python call or a run in place); other calls of
+ * its session or notebook go on. The call's result then says `cancelled`.
  *
  * @param callId - The `callId` of the call's result or of its lab events.
  * @param settings - The server settings.
@@ -339,7 +339,7 @@ export async function interruptCall(
  * ------------------------------------------------------------------------ */
 
 /**
- * Answer the prompt a python call waits on (stdin `ask`).
+ * Answer the prompt a python call or a run in place waits on (stdin `ask`).
  *
  * @param runId - The `awaitingInput.runId` of the call's result.
  * @param value - The answer (a password prompt's is never echoed or stored).
@@ -354,7 +354,7 @@ export async function answerInput(
   runId: string,
   value: string,
   settings: ServerConnection.ISettings
-): Promise<IPythonResult> {
+): Promise<IPythonResult | IRunResult> {
   const response = await requestAPI(
     `runs/${encodeURIComponent(runId)}/input`,
     jsonInit('POST', { value }),
@@ -368,7 +368,7 @@ export async function answerInput(
 }
 
 /**
- * Follow a python call waiting for input without answering it.
+ * Follow a python call or a run in place waiting for input without answering.
  *
  * @param runId - The `awaitingInput.runId` of the call's result.
  * @param settings - The server settings.
@@ -380,7 +380,7 @@ export async function answerInput(
 export async function followRun(
   runId: string,
   settings: ServerConnection.ISettings
-): Promise<IPythonResult> {
+): Promise<IPythonResult | IRunResult> {
   const response = await requestAPI(
     `runs/${encodeURIComponent(runId)}`,
     { method: 'GET' },
@@ -389,6 +389,60 @@ export async function followRun(
   return (await response.json()) as JsonResponse<
     '/api/xcsh/runs/{runId}',
     'get',
+    200
+  >;
+}
+
+/* ---------------------------------------------------------------------------
+ * Runs in place: POST api/xcsh/notebook/run
+ * ------------------------------------------------------------------------ */
+
+/**
+ * The body of a run in place: the notebook and exactly one selection of cells
+ * (`cell_id`, `cell_index`, `cell_ids`, `cell_index` + `end_index`, or
+ * `all: true`).
+ */
+export type IRunRequest = Schemas['RunRequest'];
+
+/**
+ * The outcome of one cell of a run in place.
+ */
+export type IRunCellResult = Schemas['RunCell'];
+
+/**
+ * The state of one cell of a run in place (`skipped` too).
+ */
+export type RunCellStatus = IRunCellResult['status'];
+
+/**
+ * The result of a run in place: the python tool's, with the kernel and the
+ * notebook. Errors, timeouts, a busy or dying kernel are results.
+ */
+export type IRunResult = Schemas['RunResult'];
+
+/**
+ * Run code cells of a notebook in its own kernel and write their outputs
+ * back into it.
+ *
+ * @param request - The run.
+ * @param settings - The server settings.
+ * @returns The result, also when the code failed or the kernel was busy.
+ *
+ * @throws {XcshResponseError} On an invalid request, e.g. 400 when a single
+ *   selected cell is not a code cell, 404 for a missing cell.
+ */
+export async function runNotebook(
+  request: IRunRequest,
+  settings: ServerConnection.ISettings
+): Promise<IRunResult> {
+  const response = await requestAPI(
+    'notebook/run',
+    jsonInit('POST', request),
+    settings
+  );
+  return (await response.json()) as JsonResponse<
+    '/api/xcsh/notebook/run',
+    'post',
     200
   >;
 }
@@ -508,12 +562,19 @@ export class XcshClient implements IXcshClient {
     return interruptSession(name, this.serverSettings);
   }
 
-  answerInput(runId: string, value: string): Promise<IPythonResult> {
+  answerInput(
+    runId: string,
+    value: string
+  ): Promise<IPythonResult | IRunResult> {
     return answerInput(runId, value, this.serverSettings);
   }
 
-  followRun(runId: string): Promise<IPythonResult> {
+  followRun(runId: string): Promise<IPythonResult | IRunResult> {
     return followRun(runId, this.serverSettings);
+  }
+
+  runNotebook(request: IRunRequest): Promise<IRunResult> {
+    return runNotebook(request, this.serverSettings);
   }
 }
 

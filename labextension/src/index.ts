@@ -8,11 +8,13 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { INotebookTracker } from '@jupyterlab/notebook';
 
 import { XcshClient } from './client';
 import { LiveSync } from './livesync';
 import { marksPlugin } from './marks/plugin';
+import { openNotebooks } from './notebooksync';
+import { RunSync } from './runsync';
 import { activityPlugin } from './panel/plugin';
 import { statusPlugin } from './status/plugin';
 import { IXcshClient } from './tokens';
@@ -20,6 +22,7 @@ import { IXcshClient } from './tokens';
 export * from './client';
 export * from './livesync';
 export * from './request';
+export * from './runsync';
 export * from './tokens';
 
 /**
@@ -47,18 +50,27 @@ const liveSyncPlugin: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   requires: [INotebookTracker],
   activate: (app: JupyterFrontEnd, tracker: INotebookTracker): void => {
-    const panels = (): NotebookPanel[] => {
-      const found: NotebookPanel[] = [];
-      tracker.forEach(panel => found.push(panel));
-      return found;
-    };
-    new LiveSync(app, panels).start();
+    new LiveSync(app, openNotebooks(tracker)).start();
+  }
+};
+
+/**
+ * Shows the outputs of agents' runs in place in the notebooks open in the lab (`runsync.ts`).
+ */
+const runSyncPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-xcsh:runsync',
+  description: 'Shows the outputs of runs in place in open notebooks.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker): void => {
+    new RunSync(app, openNotebooks(tracker)).start();
   }
 };
 
 export default [
   clientPlugin,
   liveSyncPlugin,
+  runSyncPlugin,
   marksPlugin,
   activityPlugin,
   statusPlugin

@@ -31,9 +31,9 @@
  *   duplicate cells.
  */
 
-import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { Contents, Event } from '@jupyterlab/services';
 
+import { NotebookEventSync } from './notebooksync';
 import {
   parseEmission,
   type INotebookCallEvent,
@@ -67,6 +67,15 @@ export interface ICellChangeEvent {
    * or left out of a large batch's event): take the cell from the saved file.
    */
   partial: boolean;
+}
+
+/**
+ * The cell changes of one call on one notebook: a single change, or a
+ * batch's in order.
+ */
+export interface ICellChanges {
+  path: string;
+  changes: ICellChangeEvent[];
 }
 
 /**
@@ -297,50 +306,17 @@ export function acknowledgeSave(
 /**
  * Keeps open notebooks in step with agent edits.
  */
-export class LiveSync {
-  constructor(
-    private readonly app: JupyterFrontEnd,
-    private readonly panels: () => Iterable<NotebookPanel>
-  ) {}
-
-  /**
-   * Start following the server's notebook events.
-   */
-  start(): void {
-    this.app.serviceManager.events.stream.connect(this._onEvent, this);
-  }
-
-  /**
-   * Stop following events.
-   */
-  dispose(): void {
-    this.app.serviceManager.events.stream.disconnect(this._onEvent, this);
-  }
-
-  private _onEvent(_: unknown, emission: Event.Emission): void {
+export class LiveSync extends NotebookEventSync<ICellChanges> {
+  protected parse(emission: Event.Emission): ICellChanges | null {
     const changes = parseCellChanges(emission);
-    if (changes === null) {
-      return;
-    }
-    const path = changes[0].path;
-    for (const panel of this.panels()) {
-      if (panel.context.path !== path || !panel.context.isReady) {
-        continue;
-      }
-      // One chain per document: events apply in the order the server saved them.
-      const previous = this._chains.get(panel) ?? Promise.resolve();
-      const next = previous
-        .then(() => this._follow(panel, changes))
-        .catch(reason =>
-          console.warn('jupyter-xcsh: could not show an agent edit', reason)
-        );
-      this._chains.set(panel, next);
-    }
+    return changes === null ? null : { path: changes[0].path, changes };
   }
 
-  private async _follow(
+  protected readonly failure = 'could not show an agent edit';
+
+  protected async follow(
     panel: NotebookPanel,
-    changes: ICellChangeEvent[]
+    { changes }: ICellChanges
   ): Promise<void> {
     const { context } = panel;
     if (context.isDisposed || !context.model) {
@@ -446,8 +422,6 @@ export class LiveSync {
       null
     );
   }
-
-  private _chains = new WeakMap<NotebookPanel, Promise<void>>();
 }
 
 /**

@@ -13,6 +13,8 @@ import type {
   INotebookToolRequest,
   IPythonRequest,
   IPythonResult,
+  IRunRequest,
+  IRunResult,
   ISessionModel,
   NotebookResult
 } from './client';
@@ -44,7 +46,7 @@ export interface IXcshClient {
   runPython(request: IPythonRequest): Promise<IPythonResult>;
 
   /**
-   * Cancel one running python call (by the `callId` of its events).
+   * Cancel one running call, python or run in place (by its `callId`).
    */
   interruptCall(callId: string): Promise<IInterruptResult>;
 
@@ -64,14 +66,22 @@ export interface IXcshClient {
   interruptSession(name: string): Promise<IInterruptResult>;
 
   /**
-   * Answer the prompt a python call waits on (stdin `ask`).
+   * Answer the prompt a python call or a run in place waits on (stdin `ask`).
    */
-  answerInput(runId: string, value: string): Promise<IPythonResult>;
+  answerInput(
+    runId: string,
+    value: string
+  ): Promise<IPythonResult | IRunResult>;
 
   /**
-   * Follow a python call waiting for input, without answering.
+   * Follow a call waiting for input, without answering.
    */
-  followRun(runId: string): Promise<IPythonResult>;
+  followRun(runId: string): Promise<IPythonResult | IRunResult>;
+
+  /**
+   * Run code cells of a notebook in its own kernel, outputs written back.
+   */
+  runNotebook(request: IRunRequest): Promise<IRunResult>;
 }
 
 /**

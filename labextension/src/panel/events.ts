@@ -26,6 +26,11 @@ export const PYTHON_SCHEMA_ID =
   'https://events.jupyter.org/jupyter_xcsh/python/v1';
 
 /**
+ * The schema id of the events of runs in place (shown as python calls on a notebook).
+ */
+export const RUN_SCHEMA_ID = 'https://events.jupyter.org/jupyter_xcsh/run/v1';
+
+/**
  * Bounds applied while parsing, so one odd emission cannot exhaust the page.
  */
 export namespace Limits {
@@ -107,7 +112,8 @@ export interface INotebookChangeEvent {
 /**
  * The state of one cell of a python tool call.
  */
-export type CellStatus = 'pending' | 'running' | 'complete' | 'error';
+export type CellStatus =
+  'pending' | 'running' | 'complete' | 'error' | 'skipped';
 
 /**
  * A cell as announced when a python call starts.
@@ -171,6 +177,10 @@ interface IPythonEventBase {
   callId: string;
   time: number;
   session: string | null;
+  /**
+   * The notebook of a run in place; null for a python tool call.
+   */
+  path: string | null;
 }
 
 /**
@@ -270,6 +280,11 @@ export function parseEmission(emission: unknown): XcshEvent | null {
     }
     if (emission.schema_id === PYTHON_SCHEMA_ID) {
       return parsePythonEvent(emission);
+    }
+    if (emission.schema_id === RUN_SCHEMA_ID) {
+      const event = parsePythonEvent(emission);
+      const path = name(emission.path);
+      return event === null || path === null ? null : { ...event, path };
     }
   } catch {
     // A getter or proxy that throws is as malformed as anything else.
@@ -371,7 +386,8 @@ function parsePythonEvent(raw: Record<string, unknown>): PythonEvent | null {
     kind: 'python',
     callId,
     time: timestamp(raw.__timestamp__),
-    session: name(raw.session)
+    session: name(raw.session),
+    path: null
   };
   switch (raw.event) {
     case 'started':
@@ -580,7 +596,8 @@ function cellStatus(value: unknown): CellStatus | null {
   return value === 'pending' ||
     value === 'running' ||
     value === 'complete' ||
-    value === 'error'
+    value === 'error' ||
+    value === 'skipped'
     ? value
     : null;
 }

@@ -82,6 +82,10 @@ export interface IPythonCall {
   readonly time: number;
   version: number;
   session: string | null;
+  /**
+   * The notebook of a run in place; null for a python tool call.
+   */
+  path: string | null;
   status: PythonCallStatus;
   /** Whether the started event was seen (else cells are placeholders). */
   started: boolean;
@@ -306,6 +310,9 @@ export class ActivityModel {
     if (event.session !== null) {
       call.session = event.session;
     }
+    if (event.path !== null) {
+      call.path = event.path;
+    }
     if (isNew) {
       this._add(call);
     } else {
@@ -385,6 +392,7 @@ function newPythonCall(id: string, time: number): IPythonCall {
     time,
     version: 0,
     session: null,
+    path: null,
     status: 'running',
     started: false,
     cells: [],

@@ -48,8 +48,8 @@ export function renderPythonCall(
   // Without the started event the number of cells is unknown.
   const total = call.started ? String(n) : '?';
   const summary = [
-    'Python',
-    call.session,
+    call.path !== null ? 'Run' : 'Python',
+    call.path ?? call.session,
     n > 0 ? `${n} cell${n === 1 ? '' : 's'}` : null
   ]
     .filter(part => part !== null)
@@ -130,7 +130,10 @@ function interruptButton(
   call: IPythonCall,
   ctx: IRenderContext
 ): HTMLButtonElement | null {
-  if (call.status !== 'running' || call.session === null) {
+  if (
+    call.status !== 'running' ||
+    (call.session === null && call.path === null)
+  ) {
     return null;
   }
   const button = h(
@@ -139,7 +142,10 @@ function interruptButton(
       type: 'button',
       class: 'jp-xcsh-Interrupt',
       disabled: call.interrupting,
-      title: `Interrupt the call running in session ${call.session}`,
+      title:
+        call.path !== null
+          ? `Interrupt the run in ${call.path}`
+          : `Interrupt the call running in session ${call.session}`,
       'data-xcsh-key': `${call.id}/interrupt`
     },
     call.interrupting ? 'Interrupting…' : 'Interrupt'

@@ -1,0 +1,142 @@
+"""The run-in-place tool's one call path (SPEC §6), shared by REST, MCP and the lab."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..activity import ActivityEvents, new_call_id
+from ..execution import CallControl, ExecutionObserver
+from ..execution.inplace import RunService
+from ..execution.observer import ObserverGroup
+from ..execution.run_request import AcceptedRun, RunRequest, accept_run, parse_run_request
+from ..execution.stdin import StdinPolicy
+from ..notebook.outputs_target import NotebookOutputs
+from ..notebook.store import NotebookStore
+from ..run_events import RunCallEvents
+from .caller import Caller
+from .python import CallRegistry
+from .runs import BackgroundRun, RunRegistry, session_waiting
+
+__all__ = ["RunTool"]
+
+#: What running cells in place needs: changing the notebook and executing code in a kernel.
+PERMISSIONS = (("write", "contents"), ("execute", "kernels"))
+
+
+class RunTool:
+    """Run code cells of a notebook in its own kernel and write their outputs back into it."""
+
+    def __init__(
+        self,
+        runs: RunService,
+        store: NotebookStore,
+        activity: ActivityEvents,
+        calls: CallRegistry,
+        background: RunRegistry,
+        *,
+        input_timeout: float = 300.0,
+        stream_interval: float = 0.25,
+    ) -> None:
+        self.runs = runs
+        self.store = store
+        self.activity = activity
+        self.calls = calls
+        self.background = background
+        self.input_timeout = input_timeout
+        self.stream_interval = stream_interval
+
+    async def call(
+        self,
+        body: dict[str, Any],
+        caller: Caller,
+        observer: ExecutionObserver | None = None,
+        control: CallControl | None = None,
+    ) -> dict[str, Any]:
+        """Validate ``body``, check the caller's rights, run the cells, return the result.
+
+        Needs ``write`` on ``contents`` and ``execute`` on ``kernels``. Errors in the code,
+        timeouts, a busy or dying kernel are results (``isError``); a bad request, a missing
+        notebook or cell, a stale ``expected_revision``/``expected_source_hash`` (409), a
+        notebook whose run waits for input (409) or a refused caller raise domain errors
+        before anything runs. With ``stdin: "ask"`` the call returns at its first prompt and
+        goes on in the background (``RunRegistry``), as the python tool's.
+        """
+        request = parse_run_request(body)
+        for action, resource in PERMISSIONS:
+            await caller.require(action, resource)
+        api_path, _ = await self.store.resolve(request.notebook_path)
+        if self.background.waiting_in(api_path) is not None:
+            raise session_waiting(request.notebook_path)
+        # The cells as people see them (a room's unsaved typing included), checked against
+        # what the caller expects in the same step.
+        outcome = await self.store.view(
+            request.notebook_path, lambda document: accept_run(request, document)
+        )
+        run = _Run(request, api_path, outcome.via, outcome.value)
+        if request.stdin.asks:
+            return await self._start_background(run, observer, control)
+        stdin = StdinPolicy(request.stdin, self.input_timeout)
+        return await self._run(run, observer, control or CallControl(), stdin, new_call_id())
+
+    async def _run(
+        self,
+        run: _Run,
+        observer: ExecutionObserver | None,
+        control: CallControl,
+        stdin: StdinPolicy,
+        call_id: str,
+    ) -> dict[str, Any]:
+        request, accepted = run.request, run.accepted
+        with self.calls.running(control, call_id):
+            events = RunCallEvents(self.activity, call_id, run.api_path, self.stream_interval)
+            target = NotebookOutputs(
+                self.store,
+                request.notebook_path,
+                run.api_path,
+                events.outputs,
+                via=run.via,
+                total_cells=accepted.total_cells,
+                revision=accepted.revision,
+            )
+            progress = events if observer is None else ObserverGroup(observer, events)
+            return await self.runs.run(
+                request,
+                accepted.cells,
+                target,
+                api_path=run.api_path,
+                kernel_name=request.kernel_name or accepted.kernel_name,
+                observer=progress,
+                control=control,
+                call_id=call_id,
+                stdin=stdin,
+            )
+
+    async def _start_background(
+        self, run: _Run, observer: ExecutionObserver | None, control: CallControl | None
+    ) -> dict[str, Any]:
+        """Run in the background; return at the end of the run or at its first prompt."""
+        run_id = new_call_id()
+        stdin = StdinPolicy(run.request.stdin, self.input_timeout, run_id)
+        background = BackgroundRun(run_id, stdin, CallControl(), notebook=run.api_path)
+        refusal = session_waiting(run.request.notebook_path)
+
+        def refuse_queued() -> None:
+            # Runs of this notebook queued behind this one would only wait out their deadline.
+            if stdin.waiting is not None:
+                self.runs.reject_queued(run.api_path, refusal)
+
+        stdin.listen(refuse_queued)
+        background.start(self._run(run, background.relay, background.control, stdin, run_id))
+        self.background.add(background)
+        return await background.next_stop(observer, control)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A request accepted against its notebook: what the run will do."""
+
+    request: RunRequest
+    api_path: str
+    via: str
+    accepted: AcceptedRun
