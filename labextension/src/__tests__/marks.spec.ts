@@ -112,6 +112,13 @@ describe('marksForNotebookCall', () => {
           cellIndex: 3,
           previousCell: { cell_type: 'code', id: 'gone' }
         },
+        { action: 'insert', cellIndex: 3, cellId: 'big', source: 'x' },
+        {
+          action: 'delete',
+          cellIndex: 3,
+          cellId: 'big',
+          previousCellArtifactId: '20250101T120000-0123456789ab'
+        },
         {
           action: 'move',
           cellIndex: 0,

@@ -246,10 +246,11 @@ export function marksForNotebookCall(event: INotebookCallEvent): ICellMark[] {
   const byCell = new Map<string, ICellMark>();
   for (const change of event.changes) {
     if (change.action === 'delete') {
-      const id = change.previousCell?.id;
-      byCell.delete(
-        typeof id === 'string' ? `id:${id}` : `#${change.cellIndex}`
-      );
+      // The deleted cell's id: kept in the cell as it was, or in the change
+      // when that cell went to an artifact.
+      const kept = change.previousCell?.id;
+      const id = typeof kept === 'string' ? kept : change.cellId;
+      byCell.delete(id !== null ? `id:${id}` : `#${change.cellIndex}`);
       continue;
     }
     const mark = markForNotebookCall({
