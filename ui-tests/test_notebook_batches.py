@@ -3,7 +3,8 @@
 An agent applies several changes of one open notebook in one call (``changes: [...]``). The
 activity panel shows that call once, listing its changes, and reverts it as a whole; with
 jupyter-collaboration the open tab receives the whole batch as one update of its shared document
-(``-m collaboration``), never the changes one by one.
+(``-m collaboration``), never the changes one by one: every update of its cells the tab receives
+is recorded, and none shows a state between the notebook before and after the batch.
 """
 
 from __future__ import annotations
@@ -41,14 +42,17 @@ MODEL_CELLS = """() => {
   return model.sharedModel.cells.map(c => [c.getId(), c.cell_type, c.getSource()]);
 }"""
 
-#: Count the transactions from elsewhere (the server, the room) that change the tab's cells.
-COUNT_CELL_UPDATES = """() => {
+#: Record the tab's cells after every transaction from elsewhere (the server, the room) that
+#: changes them: each state the person could have seen.
+RECORD_CELL_STATES = """() => {
   const shared = window.jupyterapp.shell.currentWidget.context.model.sharedModel;
   const cells = shared.ydoc.getArray('cells');
-  window.xcshCellUpdates = 0;
+  window.xcshCellStates = [];
   shared.ydoc.on('afterTransaction', transaction => {
     if (!transaction.local && transaction.changedParentTypes.has(cells)) {
-      window.xcshCellUpdates += 1;
+      window.xcshCellStates.push(
+        shared.cells.map(c => [c.getId(), c.cell_type, c.getSource()])
+      );
     }
   });
 }"""
@@ -123,22 +127,28 @@ def test_a_batch_under_rtc_reaches_the_tab_as_one_update(lab, lab_page):
     assert page.evaluate(
         "() => window.jupyterapp.shell.currentWidget.context.model.collaborative === true"
     )
-    page.evaluate(COUNT_CELL_UPDATES)
+    before = page.evaluate(MODEL_CELLS)
+    page.evaluate(RECORD_CELL_STATES)
 
     result = lab.notebook(notebook_path="batch-rtc.ipynb", changes=CHANGES)
 
     assert result["details"]["via"] == "document"
-    _wait_for_cells(page, _expected_cells(result))
-    assert page.evaluate("() => window.xcshCellUpdates") == 1
+    after = _expected_cells(result)
+    _wait_for_cells(page, after)
+    # One update: the tab went from the notebook before to the notebook after, never through
+    # a state in between (a room reloading the same content may add updates that change
+    # nothing; changes applied one by one would show four states in between).
+    states = page.evaluate("() => window.xcshCellStates")
+    assert after in states
+    assert [s for s in states if s not in (before, after)] == []
     expect(cells).to_have_count(4)
     for index, text in enumerate(["z = y * 2", "# Analysis", "x = 50", "## Why 50"]):
         expect(cells.nth(index)).to_contain_text(text)
 
-    # Nothing of the batch trails behind: the next change is the tab's second update.
+    # Nothing of the batch trails behind: the next change finds the tab as the batch left it.
     lab.notebook(action="edit", notebook_path="batch-rtc.ipynb", cell_id="last", content="z = 0")
-    page.wait_for_function(
-        "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells[0]"
-        ".getSource() === 'z = 0'"
-    )
-    assert page.evaluate("() => window.xcshCellUpdates") == 2
+    edited = [["last", "code", "z = 0"], *after[1:]]
+    _wait_for_cells(page, edited)
+    states = page.evaluate("() => window.xcshCellStates")
+    assert [s for s in states if s not in (before, after, edited)] == []
     lab_page.screenshot("batch")
