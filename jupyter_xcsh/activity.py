@@ -35,6 +35,9 @@ MAX_EVENT_SOURCE = 64 * 1024
 #: Largest cell before a change (its JSON, in characters) carried by a notebook event; a larger
 #: one is kept as an artifact and the event carries its id.
 MAX_EVENT_CELL = 64 * 1024
+#: Most characters of sources and cells-as-they-were one batch's event carries in all; past it,
+#: later changes' cells go to artifacts and their sources are left out.
+MAX_EVENT_BATCH = 1024 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,33 @@ def new_call_id() -> str:
     return uuid.uuid4().hex
 
 
-def _source_text(source: Any) -> str | None:
+def change_entry(
+    details: dict[str, Any],
+    *,
+    source: str | None,
+    previous_cell: dict[str, Any] | None = None,
+    previous_cell_artifact: str | None = None,
+    restored: bool = False,
+) -> dict[str, Any]:
+    """One change of a batch as its event lists it: the fields a single change's event has."""
+    entry = {
+        "action": details.get("action"),
+        "cellIndex": details.get("cellIndex"),
+        "fromIndex": details.get("fromIndex"),
+        "cellId": details.get("cellId"),
+        "cellType": details.get("cellType"),
+        "source": source,
+        "sourceHash": details.get("sourceHash"),
+        "revision": details.get("revision"),
+        "previousCell": previous_cell,
+        "previousCellArtifactId": previous_cell_artifact,
+        "restored": True if restored else None,
+    }
+    return {key: value for key, value in entry.items() if value is not None}
+
+
+def event_source(source: Any) -> str | None:
+    """A cell source as a notebook event carries it: one string, cut to ``MAX_EVENT_SOURCE``."""
     if isinstance(source, list):
         source = "".join(s for s in source if isinstance(s, str))
     if not isinstance(source, str):
@@ -117,13 +146,15 @@ class ActivityEvents:
         previous_cell: dict[str, Any] | None = None,
         previous_cell_artifact: str | None = None,
         restored: bool = False,
+        changes: list[dict[str, Any]] | None = None,
     ) -> None:
         """Report one finished notebook tool call (its result, or its error message).
 
         A change also carries what the lab needs to revert it: the hashes the call left
         (``sourceHash``, ``revision``), the cell as it was before an edit or a delete
         (``previous_cell``, or the id of the artifact keeping a large one), and whether the call
-        wrote a whole cell (``restored``: outputs and metadata too, not only a source).
+        wrote a whole cell (``restored``: outputs and metadata too, not only a source). A batch
+        is one call: ``changes`` lists its changes (``change_entry``), in order.
         """
         details = (result or {}).get("details", {})
         self.emit(
@@ -137,7 +168,7 @@ class ActivityEvents:
                 "fromIndex": details.get("fromIndex"),
                 "cellId": details.get("cellId"),
                 "cellType": details.get("cellType"),
-                "source": _source_text(details.get("cellSource")),
+                "source": event_source(details.get("cellSource")),
                 "totalCells": details.get("totalCells"),
                 "lastModified": details.get("lastModified"),
                 "sourceHash": details.get("sourceHash"),
@@ -145,6 +176,7 @@ class ActivityEvents:
                 "previousCell": previous_cell,
                 "previousCellArtifactId": previous_cell_artifact,
                 "restored": True if restored else None,
+                "changes": changes,
                 "error": error,
             },
         )

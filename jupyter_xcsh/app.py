@@ -22,8 +22,10 @@ from .handlers import run as run_handlers
 from .handlers import runs as runs_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
+from .notebook.find import NotebookFinder
 from .notebook.live import LiveDocuments
 from .notebook.reader import ReadLimits
+from .notebook.regex_workers import RegexWorkers
 from .notebook.saves import SaveGuard
 from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
@@ -119,7 +121,11 @@ class XcshApp(ExtensionApp):
             activity=activity,
             calls=calls,
             notebook=NotebookTool(
-                notebook_store, activity, settings.require_preconditions, artifact_store
+                notebook_store,
+                activity,
+                settings.require_preconditions,
+                artifact_store,
+                NotebookFinder(notebook_store, limits, RegexWorkers(settings.find_timeout)),
             ),
             python=PythonTool(
                 execution,
@@ -179,6 +185,8 @@ class XcshApp(ExtensionApp):
                 await self._prune_task
             self._prune_task = None
         if self.services is not None:
+            # The find action's regex search processes.
+            await self.services.notebook.finder.close()
             # Runs in place leave their kernels to their sessions: only connections close.
             await self.services.notebook_runs.close()
             # Every kernel the python tool started goes with the server; bounded, not forever.

@@ -177,6 +177,18 @@ class XcshSettings(Configurable):
         ),
     )
 
+    find_timeout = Float(
+        2.0,
+        min=0.1,
+        config=True,
+        help=(
+            "Seconds a regex search of the notebook tool's find action may run (default 2.0) "
+            "before it is stopped and answered with a 400 (a pattern such as (a+)+$ can "
+            "backtrack for hours). Regex searches run in a separate process, so a slow one "
+            "never blocks the server."
+        ),
+    )
+
     require_preconditions = Enum(
         ["never", "index", "always"],
         default_value="never",

@@ -38,6 +38,18 @@ VALID_NOTEBOOK_REQUESTS = [
     {"action": "insert", "notebook_path": "a", "cell_index": 0, "content": "#", "cell_id": None},
     {"action": "delete", "notebook_path": "a.ipynb", "cell_id": "x", "content": None},
     {"action": "move", "notebook_path": "a.ipynb", "cell_index": 3, "to_index": 0},
+    {"action": "insert", "notebook_path": "a", "after_cell_id": "x", "content": "", "regex": None},
+    {"action": "move", "notebook_path": "a", "cell_id": "x", "to_before_cell_id": "y"},
+    {"action": "find", "notebook_path": "a", "pattern": "df", "regex": True, "cell_type": "code"},
+    {
+        "notebook_path": "a.ipynb",
+        "changes": [
+            {"action": "edit", "cell_id": "x", "content": "y"},
+            {"action": "insert", "before_cell_id": "x", "content": "# z", "cell_type": "markdown"},
+        ],
+        "expected_revision": "0123456789abcdef",
+        "action": None,
+    },
 ]
 
 
@@ -65,6 +77,13 @@ def stripped(node):
 def rest_request(path):
     body = spec()["paths"][path]["post"]["requestBody"]["content"]["application/json"]
     return stripped(body["schema"])
+
+
+def leaf_requests(schema):
+    """The request shapes a REST request schema offers, nested alternatives (oneOf) expanded."""
+    if "oneOf" in schema and "properties" not in schema:
+        return [leaf for part in schema["oneOf"] for leaf in leaf_requests(part)]
+    return [schema]
 
 
 def rest_properties(schema):
@@ -103,9 +122,13 @@ async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
     assert set(rest_properties(rest)) | set(rest_properties(run_rest)) == set(
         notebook["properties"]
     )
-    actions = {a["properties"]["action"]["const"] for a in rest.get("oneOf", [rest])}
-    assert set(notebook["properties"]["action"]["enum"]) == actions | {"run"}
-    for alternative in rest.get("oneOf", [rest]):
+    shapes = leaf_requests(rest)
+    actions = {
+        a["properties"]["action"]["const"] for a in shapes if "const" in a["properties"]["action"]
+    }
+    # A batch has no action of its own (null); every single request has one, and run its own.
+    assert set(notebook["properties"]["action"]["enum"]) == actions | {None, "run"}
+    for alternative in shapes:
         assert set(notebook["required"]) <= set(alternative["required"])
     assert notebook["additionalProperties"] is False
     # Every request REST accepts, MCP's schema accepts (the tool then checks it exactly).
@@ -168,7 +191,7 @@ def test_an_action_served_by_another_operation_is_one_entry(monkeypatch):
     schema = tool.input_schema
     assert schema["properties"]["action"]["enum"][-1] == "run"
     assert schema["properties"]["all"]["description"] == "run only: Every code cell."
-    assert schema["required"] == ["action", "notebook_path"]
+    assert schema["required"] == ["notebook_path"]  # a batch (changes) has no action
     context = mcp_tools.ToolContext(None, Caller.trusted(), None, None)  # type: ignore[arg-type]
     body = {"action": "run", "notebook_path": "a.ipynb", "all": True}
     assert asyncio.run(tool.call(context, body)) == {"text": "ran", "isError": False}

@@ -77,7 +77,7 @@ def test_missing_path_index_and_bad_cell_type_are_explained():
         "cell_index or cell_id is required for delete action"
     )
     assert _error({"action": "insert", "notebook_path": P, "content": ""}) == (
-        "cell_index is required for insert action"
+        "cell_index, after_cell_id or before_cell_id is required for insert action"
     )
     body = {
         "action": "insert",

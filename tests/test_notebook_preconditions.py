@@ -194,7 +194,8 @@ async def test_old_content_replaces_its_one_occurrence_and_refuses_zero_or_two(
         ),
         (
             {"action": "insert", "cell_index": 0, "content": "", "expected_source_hash": "0" * 16},
-            "Field expected_source_hash is not accepted by the insert action",
+            "expected_source_hash on an insert guards the cell it goes next to: "
+            "give after_cell_id or before_cell_id",
         ),
         (
             {"action": "edit", "cell_index": 0, "content": "", "old_content": ""},

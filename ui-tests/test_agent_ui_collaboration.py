@@ -16,6 +16,9 @@ from test_agent_at_a_glance import (
     test_an_agent_edit_marks_the_cell_until_the_person_types_in_it,
     test_status_bar_counts_a_running_call_and_opens_the_panel_on_it,
 )
+from test_notebook_batches import (
+    test_a_batch_is_one_call_listing_its_changes_and_reverts_as_one,
+)
 from test_revert import (
     test_a_revert_after_the_person_typed_in_the_cell_is_refused,
     test_a_revert_of_a_cell_changed_since_is_refused_by_the_server,
@@ -30,6 +33,7 @@ from test_revert import (
 pytestmark = pytest.mark.collaboration
 
 __all__ = [
+    "test_a_batch_is_one_call_listing_its_changes_and_reverts_as_one",
     "test_a_mark_can_be_dismissed_and_inserted_cells_are_marked",
     "test_a_revert_after_the_person_typed_in_the_cell_is_refused",
     "test_a_revert_of_a_cell_changed_since_is_refused_by_the_server",

@@ -141,6 +141,9 @@ def merge_variants(variants: list[Schema]) -> Schema:
     for variant in variants:
         if variant not in distinct:
             distinct.append(variant)
+    # "Only null here" adds nothing to a variant that already accepts null.
+    if any(_accepts_null(v) for v in distinct if not _only_null(v)):
+        distinct = [v for v in distinct if not _only_null(v)] or distinct
     if len(distinct) == 1:
         return distinct[0]
     # A placeholder ("a field of another action, accepted only as null") describes nothing.
@@ -169,6 +172,19 @@ def merge_variants(variants: list[Schema]) -> Schema:
     if description is not None:
         merged["description"] = description
     return merged
+
+
+def _only_null(schema: Schema) -> bool:
+    """Whether ``schema`` accepts only null (a field of another shape, "not given")."""
+    return schema.get("type") == "null" and not set(schema) - {"type", "description"}
+
+
+def _accepts_null(schema: Schema) -> bool:
+    """Whether ``schema`` visibly accepts null: in its ``type`` or one of its alternatives."""
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(_accepts_null(v) for k in ("anyOf", "oneOf") for v in schema.get(k, []))
 
 
 def _note_users(

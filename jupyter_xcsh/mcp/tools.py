@@ -119,11 +119,16 @@ Read or change cells of a Jupyter notebook (.ipynb) in the server's contents roo
 through the server (a notebook open in JupyterLab shows the change live).
 - read: an agent-friendly view of the cells (index, id, type, source, output summaries), \
 from cell_index (default 0) to end_index, bounded by max_chars with a "continue at" notice.
+- find: the cells whose source contains pattern (regex: true for a Python regex; cell_type to \
+search one type), with each matching line and its number; bounded like read.
 - edit: replace the source of cell_index (or cell_id); type, outputs and id are kept; a \
 different cell_type converts the cell.
-- insert: a new cell at cell_index (0..N), code unless cell_type says otherwise.
+- insert: a new cell at cell_index (0..N), or after_cell_id / before_cell_id (ids stay right \
+while people edit), code unless cell_type says otherwise.
 - delete: remove a cell; its source is returned.
-- move: move a cell to to_index.
+- move: move a cell to to_index, or to_after_cell_id / to_before_cell_id.
+- several changes at once: no action, changes: [{action, ...}, ...] applied in order as one \
+atomic change (all or nothing; later indices see the earlier changes).
 - run: run code cells in the notebook's own kernel (the one its JupyterLab tab uses, else a \
 new session) and write their outputs into the notebook: one cell (cell_id or cell_index), \
 cell_ids, cell_index to end_index, or all. Returns what the cells printed, as the python tool \

@@ -92,9 +92,7 @@ def locate_cell(document: CellDocument, request: NotebookRequest) -> int:
     path = request.notebook_path
     index = request.cell_index
     if request.cell_id is not None:
-        found = index_of_id(document, request.cell_id)
-        if found is None:
-            raise NotFoundError(f"Cell id not found: {request.cell_id} in {path}")
+        found = _index_of(document, request.cell_id, path)
         if index is not None and index != found:
             raise InvalidRequestError(
                 f"cell_index {index} and cell_id {request.cell_id} name different cells "
@@ -105,6 +103,14 @@ def locate_cell(document: CellDocument, request: NotebookRequest) -> int:
     total = len(document.cells)
     if index >= total:
         raise InvalidRequestError(f"Cell index {index} out of range (0-{total - 1}) in {path}")
+    return index
+
+
+def _index_of(document: CellDocument, cell_id: str, path: str) -> int:
+    """The index of the cell with id ``cell_id``; 404 when no cell has it."""
+    index = index_of_id(document, cell_id)
+    if index is None:
+        raise NotFoundError(f"Cell id not found: {cell_id} in {path}")
     return index
 
 
@@ -183,14 +189,27 @@ def _edit(document: CellDocument, request: NotebookRequest) -> ChangeResult:
     return _result(summary, details, previous=cell)
 
 
-def _insert(document: CellDocument, request: NotebookRequest) -> ChangeResult:
+def _insert_index(document: CellDocument, request: NotebookRequest) -> tuple[int, str]:
+    """Where an insert goes (checking the anchor cell's hash), and how the summary says so."""
+    anchor = request.anchor
+    if anchor is not None:
+        at = _index_of(document, anchor, request.notebook_path)
+        check_source(document, request, at)
+        if request.after_cell_id is not None:
+            return at + 1, f", after cell {anchor}"
+        return at, f", before cell {anchor}"
     total = len(document.cells)
     index = request.cell_index
-    assert index is not None
+    assert index is not None  # parse_request guarantees one place
     if index > total:
         raise InvalidRequestError(
             f"Cell index {index} out of range for insert (0-{total}) in {request.notebook_path}"
         )
+    return index, ""
+
+
+def _insert(document: CellDocument, request: NotebookRequest) -> ChangeResult:
+    index, where = _insert_index(document, request)
     cell_id = new_cell_id(_cell_ids(document)) if document.uses_cell_ids else None
     if request.cell is not None:
         cell = cell_to_insert(document, request, cell_id)
@@ -199,7 +218,7 @@ def _insert(document: CellDocument, request: NotebookRequest) -> ChangeResult:
         cell_type = request.cell_type or "code"
         cell = new_cell(cell_type, split_source(request.content or ""), cell_id)
     document.insert(index, cell)
-    summary = f"Inserted {cell_type} cell at position {index}"
+    summary = f"Inserted {cell_type} cell at position {index}{where}"
     return _result(summary, _details("insert", index, cell, len(document.cells)))
 
 
@@ -211,15 +230,31 @@ def _delete(document: CellDocument, request: NotebookRequest) -> ChangeResult:
     return _result(summary, details, previous=cell)
 
 
+def _move_target(document: CellDocument, request: NotebookRequest, index: int) -> int:
+    """Where a move takes cell ``index``: ``to_index``, or next to the cell with an id."""
+    path = request.notebook_path
+    anchor = request.to_after_cell_id or request.to_before_cell_id
+    if anchor is None:
+        to_index = request.to_index
+        assert to_index is not None  # parse_request guarantees one place
+        total = len(document.cells)
+        if to_index >= total:
+            raise InvalidRequestError(
+                f"Target index {to_index} out of range (0-{total - 1}) in {path}"
+            )
+        return to_index
+    at = _index_of(document, anchor, path)
+    if at == index:
+        raise InvalidRequestError(f"Cannot move cell {anchor} next to itself in {path}")
+    if at > index:
+        at -= 1  # where the anchor is once the moving cell has left its place
+    return at + 1 if request.to_after_cell_id is not None else at
+
+
 def _move(document: CellDocument, request: NotebookRequest) -> ChangeResult:
     index = _addressed(document, request)
     total = len(document.cells)
-    to_index = request.to_index
-    assert to_index is not None
-    if to_index >= total:
-        raise InvalidRequestError(
-            f"Target index {to_index} out of range (0-{total - 1}) in {request.notebook_path}"
-        )
+    to_index = _move_target(document, request, index)
     cell = document.cells[index]
     if to_index != index:
         document.move(index, to_index)
@@ -234,8 +269,13 @@ _APPLY = {"edit": _edit, "insert": _insert, "delete": _delete, "move": _move}
 def _stale_notebook_check(document: CellDocument, request: NotebookRequest) -> None:
     if request.expected_revision is None:
         return
+    index: int | None
     try:
-        index = None if request.action == "insert" else locate_cell(document, request)
+        if request.action != "insert":
+            index = locate_cell(document, request)
+        else:  # the cell it goes next to, if any
+            anchor = request.anchor
+            index = None if anchor is None else index_of_id(document, anchor)
     except (InvalidRequestError, NotFoundError):
         index = None  # the addressed cell is gone: the 409 still says what the notebook is now
     check_revision(document, request, index)

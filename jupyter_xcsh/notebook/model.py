@@ -7,6 +7,7 @@ document) both implement :class:`CellDocument`, so one pure core applies every a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .revision import CellKey, notebook_revision
@@ -68,3 +69,13 @@ def index_of_id(document: CellDocument, cell_id: str) -> int | None:
 def revision_of(document: CellDocument) -> str:
     """The notebook's current revision (SPEC §5)."""
     return notebook_revision(document.cell_keys())
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Every cell's key at one moment, and where they were read (SPEC §5 ``via``)."""
+
+    keys: Sequence[CellKey]
+    nbformat: tuple[int, int]
+    via: str
+    last_modified: str | None

@@ -63,14 +63,23 @@ def current_cell(document: CellDocument, index: int | None) -> dict[str, Any]:
 
 def check_revision(document: CellDocument, request: Expectations, index: int | None) -> None:
     """Raise a 409 ``stale_notebook`` unless the notebook has the revision the caller expects."""
-    expected = request.expected_revision
+    check_notebook_revision(document, request.expected_revision, request.notebook_path, index)
+
+
+def check_notebook_revision(
+    document: CellDocument, expected: str | None, path: str, index: int | None = None
+) -> None:
+    """Raise a 409 ``stale_notebook`` unless the notebook's revision is ``expected`` (if given).
+
+    ``index`` is the cell the 409's ``details`` describe (none: only the notebook's state).
+    """
     if expected is None:
         return
     found = notebook_revision(document.cell_keys())
     if found != expected:
         raise ConflictError(
             f"Notebook changed since it was read (expected revision {expected}, found {found}): "
-            f"{request.notebook_path}",
+            f"{path}",
             reason="stale_notebook",
             details=current_cell(document, index),
         )
@@ -126,16 +135,17 @@ def require_preconditions(request: NotebookRequest, policy: str) -> None:
     """Refuse (400) a change without a precondition where the server's policy asks for one.
 
     ``policy`` is ``XcshSettings.require_preconditions``: ``never``, ``index`` (changes
-    addressed by index — an insert always is) or ``always``.
+    addressed by index — an insert is, unless it goes next to a cell id) or ``always``.
     """
     if not request.changes or request.guarded or policy == "never":
         return
-    by_index = request.cell_id is None
-    if policy == "index" and not by_index:
+    by_id = request.anchor if request.action == "insert" else request.cell_id
+    if policy == "index" and by_id is not None:
         return
+    # An insert by index addresses no cell: only the notebook's revision can guard it.
     needs = (
         "expected_revision"
-        if request.action == "insert"
+        if request.action == "insert" and request.anchor is None
         else "expected_source_hash or expected_revision"
     )
     scope = "Changes addressed by cell_index need" if policy == "index" else "Changes need"

@@ -1,4 +1,4 @@
-"""A notebook tool request: the body's fields checked and typed (SPEC §1, §5). Pure."""
+"""A notebook tool request: the body's fields checked and typed (SPEC §1, §5, §10). Pure."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import Any
 
 from ..errors import InvalidRequestError
 
-ACTIONS = ("edit", "insert", "delete", "move", "read")
+ACTIONS = ("edit", "insert", "delete", "move", "read", "find")
 CHANGE_ACTIONS = ("edit", "insert", "delete", "move")
 CELL_TYPES = ("code", "markdown", "raw")
 
-_FIELDS = {
+#: Every field of a request body, and its JSON type (``changes`` only as null: see batch.py).
+FIELDS = {
     "action": str,
     "notebook_path": str,
     "cell_index": int,
@@ -26,13 +27,20 @@ _FIELDS = {
     "expected_revision": str,
     "old_content": str,
     "cell": dict,
+    "after_cell_id": str,
+    "before_cell_id": str,
+    "to_after_cell_id": str,
+    "to_before_cell_id": str,
+    "pattern": str,
+    "regex": bool,
+    "changes": list,
 }
 _STALE_CHECKS = {"expected_source_hash", "expected_revision"}
 #: A ``sourceHash`` or ``revision`` as responses carry them.
 _HASH = re.compile(r"[0-9a-f]{16}")
 # Which optional fields each action accepts; anything else is a caller's mistake worth a 400.
-# An insert addresses no existing cell, so only the notebook's revision (or a whole cell's own
-# id, see ``guarded``) can guard it.
+# An insert by index addresses no existing cell, so only the notebook's revision (or a whole
+# cell's own id, see ``guarded``) can guard it; next to a cell id, that cell's source hash can.
 _ACCEPTED = {
     "edit": {
         "cell_index",
@@ -43,11 +51,32 @@ _ACCEPTED = {
         "cell",
         *_STALE_CHECKS,
     },
-    "insert": {"cell_index", "content", "cell_type", "cell", "expected_revision"},
+    "insert": {
+        "cell_index",
+        "after_cell_id",
+        "before_cell_id",
+        "content",
+        "cell_type",
+        "cell",
+        *_STALE_CHECKS,
+    },
     "delete": {"cell_index", "cell_id", *_STALE_CHECKS},
-    "move": {"cell_index", "cell_id", "to_index", *_STALE_CHECKS},
+    "move": {
+        "cell_index",
+        "cell_id",
+        "to_index",
+        "to_after_cell_id",
+        "to_before_cell_id",
+        *_STALE_CHECKS,
+    },
     "read": {"cell_index", "cell_id", "end_index", "max_chars"},
+    "find": {"pattern", "regex", "cell_type", "cell_index", "end_index", "max_chars"},
 }
+#: Where an insert goes, and where a move takes its cell: exactly one of each is given.
+INSERT_PLACES = ("cell_index", "after_cell_id", "before_cell_id")
+MOVE_PLACES = ("to_index", "to_after_cell_id", "to_before_cell_id")
+#: Longest ``pattern`` of a find, in characters.
+MAX_PATTERN_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -68,11 +97,25 @@ class NotebookRequest:
     old_content: str | None = None
     #: A whole cell to write instead of ``content``/``cell_type`` (a revert puts one back).
     cell: dict[str, Any] | None = None
+    #: insert: next to the cell with this id, instead of at ``cell_index``.
+    after_cell_id: str | None = None
+    before_cell_id: str | None = None
+    #: move: next to the cell with this id, instead of to ``to_index``.
+    to_after_cell_id: str | None = None
+    to_before_cell_id: str | None = None
+    #: find: what to look for in cell sources, literally or as a Python regex.
+    pattern: str | None = None
+    regex: bool | None = None
 
     @property
     def changes(self) -> bool:
         """Whether the request modifies the notebook (a write) rather than reading it."""
         return self.action in CHANGE_ACTIONS
+
+    @property
+    def anchor(self) -> str | None:
+        """insert: the id of the cell it goes next to (``after_cell_id``/``before_cell_id``)."""
+        return self.after_cell_id if self.after_cell_id is not None else self.before_cell_id
 
     @property
     def guarded(self) -> bool:
@@ -86,7 +129,27 @@ class NotebookRequest:
         return self.action == "insert" and isinstance((self.cell or {}).get("id"), str)
 
 
-def _type_name(value: Any) -> str:
+def _check_type(name: str, value: Any) -> None:
+    expected = FIELDS[name]
+    if expected is bool:
+        if not isinstance(value, bool):
+            raise InvalidRequestError(
+                f"{name} must be a boolean, got {type_name(value)}: {value!r}"
+            )
+        return
+    # bool is an int subclass in Python; 1.5, "2" and true are all not integers here.
+    if not isinstance(value, expected) or isinstance(value, bool):
+        if expected is dict:  # a whole cell: its repr could be megabytes
+            raise InvalidRequestError(f"{name} must be an object, got {type_name(value)}")
+        article = "an" if expected is int else "a"
+        kind = "integer" if expected is int else "string"
+        raise InvalidRequestError(
+            f"{name} must be {article} {kind}, got {type_name(value)}: {value!r}"
+        )
+
+
+def type_name(value: Any) -> str:
+    """The JSON name of a value's type, for error messages."""
     if isinstance(value, bool):
         return "boolean"
     return {int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(
@@ -117,30 +180,23 @@ def check_expected(name: str, value: str) -> None:
 
 def parse_request(body: dict[str, Any]) -> NotebookRequest:
     """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
-    unknown = next((name for name in body if name not in _FIELDS), None)
+    unknown = next((name for name in body if name not in FIELDS), None)
     if unknown is not None:
         raise InvalidRequestError(f"Unknown field: {unknown}")
     # A JSON null means "not given": agents often send every field, unused ones as null.
     body = {name: value for name, value in body.items() if value is not None}
-    body = {name: as_integer(v) if _FIELDS.get(name) is int else v for name, v in body.items()}
+    body = {name: as_integer(v) if FIELDS.get(name) is int else v for name, v in body.items()}
     action = body.get("action")
     if action is None:
         raise InvalidRequestError("action is required")
     if not isinstance(action, str) or action not in ACTIONS:
         raise InvalidRequestError(f"Invalid action: {action}")
+    if action == "insert" and "cell_id" in body:
+        raise InvalidRequestError("Use after_cell_id or before_cell_id to insert next to a cell")
     for name, value in body.items():
-        expected = _FIELDS[name]
         if name not in ("action", "notebook_path") and name not in _ACCEPTED[action]:
             raise InvalidRequestError(f"Field {name} is not accepted by the {action} action")
-        # bool is an int subclass in Python; 1.5, "2" and true are all not integers here.
-        if not isinstance(value, expected) or isinstance(value, bool):
-            if expected is dict:  # a whole cell: its repr could be megabytes
-                raise InvalidRequestError(f"{name} must be an object, got {_type_name(value)}")
-            article = "an" if expected is int else "a"
-            kind = "integer" if expected is int else "string"
-            raise InvalidRequestError(
-                f"{name} must be {article} {kind}, got {_type_name(value)}: {value!r}"
-            )
+        _check_type(name, value)
     path = body.get("notebook_path")
     if path is None or path == "":
         raise InvalidRequestError("notebook_path is required")
@@ -164,8 +220,40 @@ def parse_request(body: dict[str, Any]) -> NotebookRequest:
         raise InvalidRequestError(f"Content is required for {action} action")
     if action in ("edit", "delete", "move") and "cell_index" not in body and "cell_id" not in body:
         raise InvalidRequestError(f"cell_index or cell_id is required for {action} action")
-    if action == "insert" and "cell_index" not in body:
-        raise InvalidRequestError("cell_index is required for insert action")
-    if action == "move" and "to_index" not in body:
-        raise InvalidRequestError("to_index is required for move action")
+    if action == "insert":
+        _one_place(body, action, INSERT_PLACES)
+        if "expected_source_hash" in body and "cell_index" in body:
+            raise InvalidRequestError(
+                "expected_source_hash on an insert guards the cell it goes next to: "
+                "give after_cell_id or before_cell_id"
+            )
+    if action == "move":
+        _one_place(body, action, MOVE_PLACES)
+    if action == "find":
+        _check_pattern(body.get("pattern"))
     return NotebookRequest(**body)
+
+
+def _one_place(body: dict[str, Any], action: str, places: tuple[str, ...]) -> None:
+    """Refuse (400) a request giving none, or more than one, of ``places``."""
+    given = [name for name in places if name in body]
+    if len(given) == 1:
+        return
+    if not given:
+        raise InvalidRequestError(
+            f"{places[0]}, {places[1]} or {places[2]} is required for {action} action"
+        )
+    raise InvalidRequestError(
+        f"Give one of {places[0]}, {places[1]} or {places[2]} for {action} action"
+    )
+
+
+def _check_pattern(pattern: str | None) -> None:
+    if pattern is None:
+        raise InvalidRequestError("pattern is required for find action")
+    if pattern == "":
+        raise InvalidRequestError("pattern must not be empty")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise InvalidRequestError(
+            f"pattern must be at most {MAX_PATTERN_CHARS} characters, got {len(pattern)}"
+        )

@@ -29,10 +29,11 @@ from tornado.web import HTTPError
 
 from ..errors import InvalidDocumentError, NotFoundError, RefusedError
 from ..paths import escapes_root, to_api_path
+from .batch import NotebookBatch, apply_batch, batch_result
 from .cells import NotebookRequest, apply_changes
 from .document import NoCellsError, NotebookDocument, NotJSONError
 from .live import LiveDocuments, in_transaction
-from .model import CellDocument
+from .model import CellDocument, Snapshot
 from .outputs import CellPlace, SelectedCell, set_cell_outputs
 from .reader import ReadLimits, read_view
 from .saves import SaveGuard
@@ -121,8 +122,8 @@ class NotebookStore:
             raise NotFoundError(f"Notebook not found: {path}")
         return api_path, self.guard.key(api_path)
 
-    def api_path(self, request: NotebookRequest) -> str:
-        """The API path a (successfully resolved) request addressed."""
+    def api_path(self, request: NotebookRequest | NotebookBatch) -> str:
+        """The API path a (successfully resolved) request or batch addressed."""
         return to_api_path(request.notebook_path, self.contents_manager.root_dir)
 
     # -- reading -------------------------------------------------------------------------------
@@ -190,6 +191,21 @@ class NotebookStore:
         result["details"].update(via=outcome.via, lastModified=outcome.last_modified)
         return result
 
+    async def snapshot(self, path: str) -> Snapshot:
+        """Every cell's id, type and source as they are now (what ``find`` searches)."""
+        api_path, key = await self.resolve(path)
+        live = await self._live_document(api_path)
+        if live is not None:
+
+            def shared_snapshot(shared: CellDocument) -> Snapshot:
+                return Snapshot(shared.cell_keys(), shared.nbformat, "document", None)
+
+            return await in_transaction(live, path, shared_snapshot, commit=False)
+        loaded = await self._load(api_path, key, path)
+        document = loaded.document
+        keys = await asyncio.to_thread(document.cell_keys)
+        return Snapshot(keys, document.nbformat, "file", _timestamp(loaded.last_modified))
+
     # -- changing ------------------------------------------------------------------------------
 
     async def change(self, request: NotebookRequest) -> dict[str, Any]:
@@ -205,6 +221,19 @@ class NotebookStore:
         if result.previous is not None:
             changed["previousCell"] = result.previous
         return changed
+
+    async def change_batch(self, batch: NotebookBatch) -> dict[str, Any]:
+        """Apply a batch's changes in order as one atomic change and describe them (SPEC §10).
+
+        One save of the file, or one transaction on the live document; nothing when a change
+        fails. Returns ``{text, details}`` and ``previousCells`` (per change, the cell as it was
+        before an edit or a delete, else None) for the tool's event, not for the caller.
+        """
+        outcome = await self.update(batch.notebook_path, lambda d: apply_batch(d, batch))
+        result = batch_result(outcome.value)
+        result["details"].update(via=outcome.via, lastModified=outcome.last_modified)
+        result["previousCells"] = [change.previous for change in outcome.value]
+        return result
 
     async def write_outputs(
         self,

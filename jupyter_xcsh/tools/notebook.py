@@ -7,9 +7,18 @@ import json
 import logging
 from typing import Any
 
-from ..activity import MAX_EVENT_CELL, ActivityEvents, new_call_id
+from ..activity import (
+    MAX_EVENT_BATCH,
+    MAX_EVENT_CELL,
+    ActivityEvents,
+    change_entry,
+    event_source,
+    new_call_id,
+)
 from ..errors import XcshError
+from ..notebook.batch import is_batch, parse_batch, require_batch_preconditions
 from ..notebook.cells import parse_request
+from ..notebook.find import NotebookFinder
 from ..notebook.preconditions import require_preconditions
 from ..notebook.store import NotebookStore
 from ..outputs.artifacts import ArtifactStore
@@ -28,6 +37,7 @@ class NotebookTool:
 
     A change's event carries what the lab needs to revert it: the cell as it was before an edit
     or a delete, inline when small, else kept as an artifact the lab fetches (``artifacts``).
+    A batch (``changes``) is one call with one event listing its changes.
     """
 
     def __init__(
@@ -36,19 +46,24 @@ class NotebookTool:
         activity: ActivityEvents,
         require_preconditions: str = "never",
         artifacts: ArtifactStore | None = None,
+        finder: NotebookFinder | None = None,
     ) -> None:
         """``require_preconditions`` is ``XcshSettings.require_preconditions``."""
         self.store = store
         self.activity = activity
         self.require_preconditions = require_preconditions
         self.artifacts = artifacts
+        self.finder = finder or NotebookFinder(store, store.limits)
 
     async def call(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Validate ``body``, check the caller may, run it; return ``{callId, text, details}``.
 
-        Reads need ``read`` on ``contents``, changes ``write``. Raises the domain errors of
-        ``jupyter_xcsh.errors`` (a bad request, a missing notebook, a refusal, a stale read).
+        Reads and finds need ``read`` on ``contents``, changes and batches ``write``. Raises the
+        domain errors of ``jupyter_xcsh.errors`` (a bad request, a missing notebook, a refusal,
+        a stale read).
         """
+        if is_batch(body):
+            return await self._call_batch(body, caller)
         request = parse_request(body)
         await caller.require("write" if request.changes else "read", RESOURCE)
         require_preconditions(request, self.require_preconditions)
@@ -56,6 +71,8 @@ class NotebookTool:
         try:
             if request.changes:
                 result = await self.store.change(request)
+            elif request.action == "find":
+                result = await self.finder.find(request)
             else:
                 result = await self.store.read(request)
         except XcshError as e:
@@ -70,25 +87,64 @@ class NotebookTool:
             result,
             call_id=call_id,
             restored=request.cell is not None,
-            **(await self._previous_cell(previous)),
+            **(await self._previous_cell(previous))[0],
         )
         return {"callId": call_id, **result}
 
-    async def _previous_cell(self, cell: Any) -> dict[str, Any]:
-        """The event fields holding the cell as it was: inline, or an artifact when too large."""
+    async def _call_batch(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """Apply a batch (``changes``) as one atomic change; one event lists its changes."""
+        batch = parse_batch(body)
+        await caller.require("write", RESOURCE)
+        require_batch_preconditions(batch, self.require_preconditions)
+        call_id = new_call_id()
+        try:
+            result = await self.store.change_batch(batch)
+        except XcshError as e:
+            self.activity.notebook_call(
+                "batch", batch.notebook_path, error=e.message, call_id=call_id
+            )
+            raise
+        previous = result.pop("previousCells")
+        changes = []
+        budget = MAX_EVENT_BATCH  # one event stays bounded however many changes it lists
+        for request, details, cell in zip(
+            batch.changes, result["details"]["changes"], previous, strict=True
+        ):
+            source = event_source(details.get("cellSource"))
+            if source is not None and len(source) > budget:
+                source = None  # the lab then relies on the server's hash check alone
+            budget -= len(source or "")
+            fields, size = await self._previous_cell(cell, min(MAX_EVENT_CELL, budget))
+            budget -= size
+            entry = change_entry(
+                details, source=source, restored=request.cell is not None, **fields
+            )
+            changes.append(entry)
+        self.activity.notebook_call(
+            "batch", self.store.api_path(batch), result, call_id=call_id, changes=changes
+        )
+        return {"callId": call_id, **result}
+
+    async def _previous_cell(
+        self, cell: Any, limit: int = MAX_EVENT_CELL
+    ) -> tuple[dict[str, Any], int]:
+        """The event fields holding the cell as it was, and the characters they carry inline.
+
+        Inline up to ``limit`` characters of JSON, else an artifact (when there is a store).
+        """
         if cell is None:
-            return {}
+            return {}, 0
         text = json.dumps(cell, ensure_ascii=False)
-        if len(text) <= MAX_EVENT_CELL:
-            return {"previous_cell": cell}
+        if len(text) <= limit:
+            return {"previous_cell": cell}, len(text)
         if self.artifacts is None:
-            return {}
+            return {}, 0
         try:
             artifact_id = await asyncio.to_thread(self._write_artifact, text)
         except OSError as e:  # the change is saved; only its revert becomes unavailable
             log.warning("Could not keep a changed cell for the lab's revert: %s", e)
-            return {}
-        return {"previous_cell_artifact": artifact_id}
+            return {}, 0
+        return {"previous_cell_artifact": artifact_id}, 0
 
     def _write_artifact(self, text: str) -> str:
         assert self.artifacts is not None

@@ -43,9 +43,26 @@ type JsonResponse<
  * ------------------------------------------------------------------------ */
 
 /**
- * The body of a notebook tool call.
+ * The body of a notebook tool call: one action.
  */
 export type INotebookRequest = Schemas['NotebookRequest'];
+
+/**
+ * The body of a batch: several changes of one notebook applied in order as
+ * one atomic change (all or nothing).
+ */
+export type INotebookBatchRequest = Schemas['NotebookBatchRequest'];
+
+/**
+ * One change of a batch: an edit, insert, delete or move without
+ * `notebook_path` (the batch's).
+ */
+export type INotebookChange = Schemas['NotebookChange'];
+
+/**
+ * Anything the notebook tool takes: one action, or a batch.
+ */
+export type INotebookToolRequest = Schemas['NotebookToolRequest'];
 
 /**
  * An action of the notebook tool.
@@ -79,6 +96,28 @@ export type NotebookVia = Schemas['Via'];
 export type INotebookEditResult = Schemas['NotebookEditResult'];
 
 /**
+ * What one change did (the details of an edit, insert, delete or move; one
+ * entry of a batch's `details.changes`).
+ */
+export type INotebookChangeDetails = Schemas['NotebookChangeDetails'];
+
+/**
+ * The result of a batch: one summary line per change, each change's details.
+ */
+export type INotebookBatchResult = Schemas['NotebookBatchResult'];
+
+/**
+ * The result of a find: the matching cells, with their matching lines.
+ */
+export type INotebookFindResult = Schemas['NotebookFindResult'];
+
+/**
+ * One matching cell of a find.
+ */
+export type INotebookFindMatch =
+  INotebookFindResult['details']['matches'][number];
+
+/**
  * The result of a read: a text view of a range of cells.
  */
 export type INotebookReadResult = Schemas['NotebookReadResult'];
@@ -101,20 +140,23 @@ export type INotebookConflict = Schemas['NotebookConflict'];
 export type NotebookResult = JsonResponse<'/api/xcsh/notebook', 'post', 200>;
 
 /**
- * Edit, insert, delete, move or read cells of a notebook.
+ * Edit, insert, delete, move, read or find cells of a notebook, or apply a
+ * batch of changes.
  *
- * @param request - The notebook tool call.
+ * @param request - The notebook tool call: one action, or a batch.
  * @param settings - The server settings.
- * @returns The change made, or the view read.
+ * @returns The change made, the view read, the matches found, or the batch
+ *   applied.
  *
  * @throws {XcshResponseError} On 400 (bad request, index out of range),
  *   403/404 (path refused or not found), 409 (the cell or notebook changed
  *   since it was read, a whole cell's id is taken, or the live document stayed
  *   busy: the body is an `INotebookConflict`, `reason` says which) and 422
- *   (invalid notebook).
+ *   (invalid notebook). A batch's failing change says `Change <k> failed: `
+ *   before its message, and nothing of the batch was applied.
  */
 export async function notebook(
-  request: INotebookRequest,
+  request: INotebookToolRequest,
   settings: ServerConnection.ISettings
 ): Promise<NotebookResult> {
   const response = await requestAPI(
@@ -492,7 +534,7 @@ export class XcshClient implements IXcshClient {
 
   readonly serverSettings: ServerConnection.ISettings;
 
-  notebook(request: INotebookRequest): Promise<NotebookResult> {
+  notebook(request: INotebookToolRequest): Promise<NotebookResult> {
     return notebook(request, this.serverSettings);
   }
 

@@ -24,6 +24,8 @@
  * - when the operation cannot be placed (the person deleted that cell), nothing is
  *   acknowledged: their next save meets JupyterLab's own conflict dialog, so neither side is
  *   overwritten silently;
+ * - a batch (several changes in one call, SPEC §10) is followed as one step: its changes are
+ *   applied in order in one synchronous step, or the notebook is loaded from the file once;
  * - a collaborative document (jupyter-collaboration) is left to the collaboration server, which
  *   reloads the shared document from disk itself; applying the operation here as well would
  *   duplicate cells.
@@ -32,7 +34,11 @@
 import type { Contents, Event } from '@jupyterlab/services';
 
 import { NotebookEventSync } from './notebooksync';
-import { parseEmission } from './panel/events';
+import {
+  parseEmission,
+  type INotebookCallEvent,
+  type INotebookChangeEvent
+} from './panel/events';
 import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 
 type ISharedNotebook = INotebookModel['sharedModel'];
@@ -56,6 +62,20 @@ export interface ICellChangeEvent {
   lastModified: string | null;
   /** The call wrote a whole cell (a revert): follow it from the saved file. */
   restored: boolean;
+  /**
+   * The event has only part of the new source, or none of it (cut to 64 KiB,
+   * or left out of a large batch's event): take the cell from the saved file.
+   */
+  partial: boolean;
+}
+
+/**
+ * The cell changes of one call on one notebook: a single change, or a
+ * batch's in order.
+ */
+export interface ICellChanges {
+  path: string;
+  changes: ICellChangeEvent[];
 }
 
 /**
@@ -76,18 +96,46 @@ const CELL_TYPES = new Set(['code', 'markdown', 'raw']);
  */
 export function parseCellChange(raw: unknown): ICellChangeEvent | null {
   const event = parseEmission(raw);
-  if (
-    event === null ||
-    event.kind !== 'notebook' ||
-    event.status !== 'ok' ||
-    !CHANGE_ACTIONS.has(event.action) ||
-    event.cellIndex === null
-  ) {
+  if (event === null || event.kind !== 'notebook' || event.status !== 'ok') {
+    return null;
+  }
+  return cellChange(event, event.path, event.lastModified);
+}
+
+/**
+ * Read the successful cell changes out of a raw event emission: one for a
+ * single change, a batch's in order (SPEC §10); `null` for anything else, or
+ * for a batch with a change that does not say where it was made.
+ */
+export function parseCellChanges(raw: unknown): ICellChangeEvent[] | null {
+  const event = parseEmission(raw);
+  if (event === null || event.kind !== 'notebook' || event.status !== 'ok') {
+    return null;
+  }
+  if (event.changes === null) {
+    const change = cellChange(event, event.path, event.lastModified);
+    return change === null ? null : [change];
+  }
+  const changes = event.changes.map(c =>
+    cellChange(c, event.path, event.lastModified)
+  );
+  if (changes.length === 0 || changes.some(c => c === null)) {
+    return null;
+  }
+  return changes as ICellChangeEvent[];
+}
+
+function cellChange(
+  event: INotebookCallEvent | INotebookChangeEvent,
+  path: string,
+  lastModified: string | null
+): ICellChangeEvent | null {
+  if (!CHANGE_ACTIONS.has(event.action) || event.cellIndex === null) {
     return null;
   }
   return {
     action: event.action as ICellChangeEvent['action'],
-    path: event.path,
+    path,
     cellIndex: event.cellIndex,
     fromIndex: event.fromIndex,
     cellId: event.cellId,
@@ -95,7 +143,8 @@ export function parseCellChange(raw: unknown): ICellChangeEvent | null {
       ? (event.cellType as ICellChangeEvent['cellType'])
       : 'code',
     source: event.source ?? '',
-    lastModified: event.lastModified,
+    partial: event.source === null || event.source.length >= MAX_EVENT_SOURCE,
+    lastModified,
     restored: event.restored
   };
 }
@@ -209,6 +258,27 @@ export function applyChange(
 }
 
 /**
+ * Apply the changes of one call (a batch's, in order) to a notebook's shared
+ * model, each with the whole cell it wrote (or `null`), in one synchronous
+ * step: no save of the person's falls between them. Each change finds the
+ * cells as the previous one left them (the model's cell list follows its
+ * shared document at the end of each transaction, so they are not wrapped in
+ * one). Returns the first change that cannot be placed (the rest are then not
+ * applied), or `null`.
+ */
+export function applyChanges(
+  notebook: ISharedNotebook,
+  steps: readonly [ICellChangeEvent, WholeCell | null][]
+): ICellChangeEvent | null {
+  for (const [change, whole] of steps) {
+    if (!applyChange(notebook, change, whole)) {
+      return change;
+    }
+  }
+  return null;
+}
+
+/**
  * Tell an open document that the file's new modification time (and hash, when `saved` has the
  * key) are known, so its next save is not taken for a conflict with the agent's save.
  *
@@ -236,16 +306,17 @@ export function acknowledgeSave(
 /**
  * Keeps open notebooks in step with agent edits.
  */
-export class LiveSync extends NotebookEventSync<ICellChangeEvent> {
-  protected parse(emission: Event.Emission): ICellChangeEvent | null {
-    return parseCellChange(emission);
+export class LiveSync extends NotebookEventSync<ICellChanges> {
+  protected parse(emission: Event.Emission): ICellChanges | null {
+    const changes = parseCellChanges(emission);
+    return changes === null ? null : { path: changes[0].path, changes };
   }
 
   protected readonly failure = 'could not show an agent edit';
 
   protected async follow(
     panel: NotebookPanel,
-    change: ICellChangeEvent
+    { changes }: ICellChanges
   ): Promise<void> {
     const { context } = panel;
     if (context.isDisposed || !context.model) {
@@ -257,27 +328,18 @@ export class LiveSync extends NotebookEventSync<ICellChangeEvent> {
     ) {
       return;
     }
-    // The event's source may be cut, and a revert's outputs are not in it: take the saved cell.
-    let whole: WholeCell | null = null;
-    if (
-      (change.source.length >= MAX_EVENT_SOURCE || change.restored) &&
-      (change.action === 'edit' || change.action === 'insert')
-    ) {
-      whole = await this._savedCell(context.path, change);
-      if (whole !== null) {
-        change = { ...change, source: sourceText(whole.source) };
-      }
-      if (!change.restored) {
-        whole = null; // only the source was cut: apply the change itself
-      }
+    const steps: [ICellChangeEvent, WholeCell | null][] = [];
+    for (const change of changes) {
+      steps.push(await this._withSavedCell(context.path, change));
     }
     // Know the file's new state *before* touching the model, so that applying the edit and
     // acknowledging the agent's save are one synchronous step: a save by the person cannot
     // fall between them. The event's time is the file's; without a hash the document compares
     // times, and its next own save brings the hash back.
+    const lastModified = changes[0].lastModified;
     const saved: Partial<Contents.IModel> =
-      change.lastModified !== null
-        ? { last_modified: change.lastModified, hash: undefined }
+      lastModified !== null
+        ? { last_modified: lastModified, hash: undefined }
         : await this.app.serviceManager.contents.get(context.path, {
             content: false,
             hash: true
@@ -286,15 +348,39 @@ export class LiveSync extends NotebookEventSync<ICellChangeEvent> {
     if (!model.dirty && (await this._reload(panel))) {
       return;
     }
-    if (applyChange(model.sharedModel, change, whole)) {
+    const failed = applyChanges(model.sharedModel, steps);
+    if (failed === null) {
       acknowledgeSave(context, saved);
       return;
     }
+    const change = failed;
     // Not acknowledged: the person's next save meets JupyterLab's conflict dialog.
     console.warn(
       `jupyter-xcsh: agent ${change.action} of cell ${change.cellIndex} in ` +
         `${change.path} has no matching cell here; saving will ask what to keep`
     );
+  }
+
+  /**
+   * A change ready to apply: a cut source completed from the saved file, and
+   * the whole cell a revert wrote (the event carries neither).
+   */
+  private async _withSavedCell(
+    path: string,
+    change: ICellChangeEvent
+  ): Promise<[ICellChangeEvent, WholeCell | null]> {
+    if (
+      !(change.partial || change.restored) ||
+      (change.action !== 'edit' && change.action !== 'insert')
+    ) {
+      return [change, null];
+    }
+    const whole = await this._savedCell(path, change);
+    if (whole !== null) {
+      change = { ...change, source: sourceText(whole.source), partial: false };
+    }
+    // Only the source was cut: apply the change itself.
+    return [change, change.restored ? whole : null];
   }
 
   /**

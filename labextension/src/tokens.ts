@@ -10,7 +10,7 @@ import type { ISignal } from '@lumino/signaling';
 import type {
   IArtifactRange,
   IInterruptResult,
-  INotebookRequest,
+  INotebookToolRequest,
   IPythonRequest,
   IPythonResult,
   IRunRequest,
@@ -30,9 +30,10 @@ export interface IXcshClient {
   readonly serverSettings: ServerConnection.ISettings;
 
   /**
-   * Edit, insert, delete, move or read cells of a notebook.
+   * Edit, insert, delete, move, read or find cells of a notebook, or apply a
+   * batch of changes as one.
    */
-  notebook(request: INotebookRequest): Promise<NotebookResult>;
+  notebook(request: INotebookToolRequest): Promise<NotebookResult>;
 
   /**
    * Read the text of an artifact.

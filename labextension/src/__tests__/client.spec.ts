@@ -9,7 +9,9 @@ import {
   answerInput,
   followRun,
   getArtifact,
+  INotebookBatchResult,
   INotebookEditResult,
+  INotebookFindResult,
   interruptCall,
   interruptSession,
   IPythonResult,
@@ -178,6 +180,106 @@ describe('notebook', () => {
     );
 
     await expect(call).rejects.toBeInstanceOf(ServerConnection.NetworkError);
+  });
+});
+
+describe('notebook: anchors, batches and find (SPEC §10)', () => {
+  it('posts a batch of anchored changes and returns each change', async () => {
+    const result: INotebookBatchResult = {
+      callId: '0123456789abcdef0123456789abcdef',
+      text: 'Replaced cell 1 (code).\nInserted markdown cell at position 2. Notebook now has 5 cells.',
+      details: {
+        action: 'batch',
+        totalCells: 5,
+        revision: 'fedcba9876543210',
+        via: 'file',
+        changes: [
+          {
+            action: 'edit',
+            cellIndex: 1,
+            cellType: 'code',
+            totalCells: 4,
+            cellSource: ['x = 10'],
+            cellId: 'c1',
+            sourceHash: '0123456789abcdef',
+            revision: 'aaaaaaaaaaaaaaaa'
+          },
+          {
+            action: 'insert',
+            cellIndex: 2,
+            cellType: 'markdown',
+            totalCells: 5,
+            cellSource: ['## About x'],
+            cellId: 'n1',
+            sourceHash: 'bbbbbbbbbbbbbbbb',
+            revision: 'fedcba9876543210'
+          }
+        ]
+      }
+    };
+    const fetch = mockFetch(jsonResponse(result));
+    const request = {
+      notebook_path: 'a.ipynb',
+      expected_revision: '9999999999999999',
+      changes: [
+        { action: 'edit' as const, cell_id: 'c1', content: 'x = 10' },
+        {
+          action: 'insert' as const,
+          after_cell_id: 'c1',
+          content: '## About x',
+          cell_type: 'markdown' as const
+        }
+      ]
+    };
+
+    expect(await notebook(request, settingsWith(fetch))).toEqual(result);
+    const sent = sentRequest(fetch);
+    expect(sent.method).toBe('POST');
+    expect(await sent.json()).toEqual(request);
+  });
+
+  it('posts a find and returns the matching cells', async () => {
+    const result: INotebookFindResult = {
+      callId: '0123456789abcdef0123456789abcdef',
+      text: 'Found "df_clean =" in 1 cell (1 line) of a.ipynb.\n--- cell 3 · code · id c3 ---\n2: df_clean = df.dropna()',
+      details: {
+        action: 'find',
+        pattern: 'df_clean =',
+        regex: false,
+        cellType: null,
+        totalCells: 9,
+        startIndex: 0,
+        endIndex: 9,
+        truncated: false,
+        matchedCells: 1,
+        matchedLines: 1,
+        matches: [
+          {
+            index: 3,
+            cellId: 'c3',
+            cellType: 'code',
+            sourceHash: '0123456789abcdef',
+            matchCount: 1,
+            lines: [{ line: 2, text: 'df_clean = df.dropna()' }]
+          }
+        ],
+        revision: 'fedcba9876543210',
+        via: 'file'
+      }
+    };
+    const fetch = mockFetch(jsonResponse(result));
+
+    const found = await notebook(
+      { action: 'find', notebook_path: 'a.ipynb', pattern: 'df_clean =' },
+      settingsWith(fetch)
+    );
+
+    expect(found).toEqual(result);
+    expect(await sentRequest(fetch).json()).toEqual({
+      action: 'find',
+      notebook_path: 'a.ipynb',
+      pattern: 'df_clean ='
+    });
   });
 });
 

@@ -8,8 +8,11 @@ import { YNotebook } from '@jupyter/ydoc';
 import {
   acknowledgeSave,
   applyChange,
+  applyChanges,
   ICellChangeEvent,
+  MAX_EVENT_SOURCE,
   parseCellChange,
+  parseCellChanges,
   planSync
 } from '../livesync';
 import { NOTEBOOK_SCHEMA_ID } from '../panel/events';
@@ -62,7 +65,17 @@ describe('parseCellChange', () => {
       cellType: 'markdown',
       source: '# hi',
       lastModified: '2026-01-01T00:00:00Z',
-      restored: false
+      restored: false,
+      partial: false
+    });
+  });
+
+  it('says when the event has not the whole new source', () => {
+    const cut = 'x'.repeat(MAX_EVENT_SOURCE);
+    expect(parseCellChange(emission({ source: cut }))?.partial).toBe(true);
+    expect(parseCellChange(emission({ source: null }))).toMatchObject({
+      source: '',
+      partial: true
     });
   });
 
@@ -204,6 +217,95 @@ describe('applyChange', () => {
       applyChange(nb, change({ action: 'delete', cellId: 'zz', cellIndex: 9 }))
     ).toBe(false);
     expect(nb.cells.length).toBe(3);
+  });
+});
+
+describe('a batch', () => {
+  const batch = emission({
+    action: 'batch',
+    cellIndex: null,
+    cellId: null,
+    cellType: null,
+    source: null,
+    changes: [
+      {
+        action: 'edit',
+        cellIndex: 0,
+        cellId: 'a',
+        cellType: 'code',
+        source: 'x = 10'
+      },
+      {
+        action: 'insert',
+        cellIndex: 1,
+        cellId: 'n',
+        cellType: 'markdown',
+        source: '## x'
+      },
+      {
+        action: 'move',
+        cellIndex: 0,
+        fromIndex: 3,
+        cellId: 'c',
+        cellType: 'raw'
+      },
+      { action: 'delete', cellIndex: 3, cellId: 'b', cellType: 'markdown' }
+    ]
+  });
+
+  it("is read as its changes in order, with the batch's path and time", () => {
+    const changes = parseCellChanges(batch)!;
+    expect(changes.map(c => [c.action, c.cellId, c.cellIndex])).toEqual([
+      ['edit', 'a', 0],
+      ['insert', 'n', 1],
+      ['move', 'c', 0],
+      ['delete', 'b', 3]
+    ]);
+    expect(new Set(changes.map(c => c.path))).toEqual(new Set(['a.ipynb']));
+    expect(changes[0].lastModified).toBe('2026-01-01T00:00:00Z');
+    expect(parseCellChanges(emission())).toEqual([parseCellChange(emission())]);
+  });
+
+  it('is not followed when it failed or a change lacks its cell', () => {
+    expect(
+      parseCellChanges({ ...batch, status: 'error', error: 'Change 2 failed' })
+    ).toBeNull();
+    expect(
+      parseCellChanges({
+        ...batch,
+        changes: [{ action: 'edit', cellId: 'a', source: 'x' }]
+      })
+    ).toBeNull();
+    expect(parseCellChanges({ ...batch, changes: [] })).toBeNull();
+  });
+
+  it('is applied to the model in order, each change after the previous one', () => {
+    const nb = notebook();
+    const steps = parseCellChanges(batch)!.map(
+      c => [c, null] as [ICellChangeEvent, null]
+    );
+
+    expect(applyChanges(nb, steps)).toBeNull();
+
+    expect(nb.cells.map(c => [c.getId(), c.getSource()])).toEqual([
+      ['c', 'raw'],
+      ['a', 'x = 10'],
+      ['n', '## x']
+    ]);
+  });
+
+  it('stops at a change it cannot place and says which', () => {
+    const nb = notebook();
+    const steps = parseCellChanges(batch)!.map(
+      c => [c, null] as [ICellChangeEvent, null]
+    );
+    steps.splice(1, 0, [
+      change({ action: 'delete', cellId: 'zz', cellIndex: 9 }),
+      null
+    ]);
+
+    expect(applyChanges(nb, steps)?.cellId).toBe('zz');
+    expect(nb.cells.map(c => c.getId())).toEqual(['a', 'b', 'c']);
   });
 });
 

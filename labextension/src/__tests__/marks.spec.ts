@@ -8,7 +8,12 @@ import { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import { NBTestUtils } from '@jupyterlab/notebook/lib/testutils';
 import { Widget } from '@lumino/widgets';
 
-import { CellMarks, markForNotebookCall, markTitle } from '../marks/model';
+import {
+  CellMarks,
+  markForNotebookCall,
+  marksForNotebookCall,
+  markTitle
+} from '../marks/model';
 import { MARKED_CELL_CLASS, NotebookMarks } from '../marks/notebookmarks';
 import { NOTEBOOK_SCHEMA_ID, parseEmission } from '../panel/events';
 import type { ICellMark } from '../tokens';
@@ -82,6 +87,63 @@ describe('markForNotebookCall', () => {
       new Date(Date.parse('2024-05-01T10:00:00.000Z')).toLocaleTimeString()
     );
     expect(title).toContain('(call 3f2a9c1e)');
+  });
+});
+
+describe('marksForNotebookCall', () => {
+  function marksOf(fields: Record<string, unknown>) {
+    const event = parseEmission(emission(fields));
+    return event?.kind === 'notebook' ? marksForNotebookCall(event) : [];
+  }
+
+  it('marks each cell a batch left, with the source of its last change', () => {
+    const marks = marksOf({
+      action: 'batch',
+      cellIndex: null,
+      cellId: null,
+      source: null,
+      changes: [
+        { action: 'edit', cellIndex: 1, cellId: 'c1', source: 'x = 10' },
+        { action: 'insert', cellIndex: 2, cellId: 'new', source: '## x' },
+        { action: 'edit', cellIndex: 1, cellId: 'c1', source: 'x = 100' },
+        { action: 'insert', cellIndex: 3, cellId: 'gone', source: 'tmp' },
+        {
+          action: 'delete',
+          cellIndex: 3,
+          previousCell: { cell_type: 'code', id: 'gone' }
+        },
+        { action: 'insert', cellIndex: 3, cellId: 'big', source: 'x' },
+        {
+          action: 'delete',
+          cellIndex: 3,
+          cellId: 'big',
+          previousCellArtifactId: '20250101T120000-0123456789ab'
+        },
+        {
+          action: 'move',
+          cellIndex: 0,
+          fromIndex: 0,
+          cellId: 'c0',
+          source: 'a'
+        }
+      ]
+    });
+    expect(marks.map(m => [m.cellId, m.cellIndex, m.action, m.source])).toEqual(
+      [
+        ['new', 2, 'insert', '## x'],
+        ['c1', 1, 'edit', 'x = 100']
+      ]
+    );
+    expect(new Set(marks.map(m => m.callId))).toEqual(
+      new Set(['3f2a9c1e00000000000000000000beef'])
+    );
+  });
+
+  it('marks nothing for a failed batch, and one cell for a single change', () => {
+    expect(
+      marksOf({ action: 'batch', status: 'error', error: 'Change 2 failed: x' })
+    ).toEqual([]);
+    expect(marksOf({}).map(m => m.cellId)).toEqual(['c1']);
   });
 });
 

@@ -67,7 +67,86 @@ describe('parseEmission', () => {
       revision: 'fedcba9876543210',
       previousCell,
       previousCellArtifactId: null,
-      restored: false
+      restored: false,
+      changes: null
+    });
+  });
+
+  it('reads a batch as one call listing its changes in order', () => {
+    const event = parseEmission(
+      notebookEmission({
+        action: 'batch',
+        cellIndex: null,
+        cellType: null,
+        source: null,
+        revision: 'fedcba9876543210',
+        changes: [
+          {
+            action: 'edit',
+            cellIndex: 1,
+            cellId: 'c1',
+            cellType: 'code',
+            source: 'x = 10',
+            sourceHash: '0123456789abcdef',
+            revision: 'aaaaaaaaaaaaaaaa',
+            previousCell: { cell_type: 'code', id: 'c1', source: 'x = 1' }
+          },
+          'not a change',
+          { cellIndex: 3 },
+          { action: 'move', cellIndex: 0, fromIndex: 4, cellId: 'c3' }
+        ]
+      })
+    );
+    expect(event).toMatchObject({ action: 'batch', cellIndex: null });
+    if (event?.kind !== 'notebook') {
+      throw new Error('not a notebook event');
+    }
+    expect(event.changes).toEqual([
+      {
+        action: 'edit',
+        cellIndex: 1,
+        fromIndex: null,
+        cellId: 'c1',
+        cellType: 'code',
+        source: 'x = 10',
+        sourceHash: '0123456789abcdef',
+        revision: 'aaaaaaaaaaaaaaaa',
+        previousCell: { cell_type: 'code', id: 'c1', source: 'x = 1' },
+        previousCellArtifactId: null,
+        restored: false
+      },
+      {
+        action: 'move',
+        cellIndex: 0,
+        fromIndex: 4,
+        cellId: 'c3',
+        cellType: null,
+        source: null,
+        sourceHash: null,
+        revision: null,
+        previousCell: null,
+        previousCellArtifactId: null,
+        restored: false
+      }
+    ]);
+  });
+
+  it("keeps at most its bound of a batch's changes, and none for other calls", () => {
+    const many = Array.from({ length: Limits.MAX_CHANGES + 5 }, (_, k) => ({
+      action: 'insert',
+      cellIndex: k
+    }));
+    const batch = parseEmission(
+      notebookEmission({ action: 'batch', changes: many })
+    );
+    expect(batch?.kind === 'notebook' && batch.changes?.length).toBe(
+      Limits.MAX_CHANGES
+    );
+    expect(
+      parseEmission(notebookEmission({ action: 'batch', changes: 'x' }))
+    ).toMatchObject({ changes: [] });
+    expect(parseEmission(notebookEmission({ changes: many }))).toMatchObject({
+      changes: null
     });
   });
 

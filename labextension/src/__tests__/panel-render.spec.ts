@@ -122,6 +122,106 @@ describe('renderNotebookCall', () => {
     );
   });
 
+  describe('a batch', () => {
+    const changes = [
+      {
+        action: 'edit',
+        cellIndex: 1,
+        cellId: 'c1',
+        cellType: 'code',
+        source: lines(5, 'x'),
+        sourceHash: '0123456789abcdef',
+        previousCell: { cell_type: 'code', id: 'c1', source: 'x = 1' }
+      },
+      {
+        action: 'insert',
+        cellIndex: 2,
+        cellId: 'n1',
+        cellType: 'markdown',
+        source: '## About x',
+        sourceHash: 'fedcba9876543210'
+      },
+      {
+        action: 'move',
+        cellIndex: 0,
+        fromIndex: 4,
+        cellId: 'c3',
+        cellType: 'code',
+        source: 'z = 3',
+        sourceHash: 'aaaaaaaaaaaaaaaa'
+      }
+    ];
+    const batch = () =>
+      call({
+        action: 'batch',
+        cellIndex: null,
+        cellType: null,
+        source: null,
+        changes
+      });
+
+    it('is one call whose status line counts its changes', () => {
+      expect(notebookStatusLine(batch())).toBe(
+        'Notebook · batch · dir/a.ipynb · 3 changes'
+      );
+      expect(
+        notebookStatusLine(call({ action: 'batch', changes: [changes[1]] }))
+      ).toBe('Notebook · batch · dir/a.ipynb · 1 change');
+    });
+
+    it('lists each change with its cell, type and collapsed source', () => {
+      const { ctx } = fakeContext();
+      const element = renderNotebookCall(batch(), ctx);
+      const rows = [...element.querySelectorAll('.jp-xcsh-BatchChange')];
+      expect(
+        rows.map(row => text(row.querySelector('.jp-xcsh-BatchChangeTitle')))
+      ).toEqual([
+        '1. edit · cell 1 · code',
+        '2. insert · cell 2 · markdown',
+        '3. move · cell 4 → 0 · code'
+      ]);
+      expect(text(rows[0].querySelector('pre'))).toBe(lines(3, 'x'));
+      expect(text(rows[0].querySelector('.jp-xcsh-More'))).toBe(
+        'Show 2 more lines'
+      );
+      expect(text(rows[1].querySelector('pre'))).toBe('## About x');
+    });
+
+    it('opens the notebook at its first change and offers one revert', () => {
+      const { ctx, actions } = fakeContext();
+      const c = batch();
+      const element = renderNotebookCall(c, ctx);
+      element
+        .querySelector<HTMLButtonElement>('.jp-xcsh-OpenNotebook')!
+        .click();
+      expect(actions.openNotebook).toHaveBeenCalledWith('dir/a.ipynb', 1);
+      const reverts =
+        element.querySelectorAll<HTMLButtonElement>('.jp-xcsh-Revert');
+      expect(reverts).toHaveLength(1);
+      reverts[0].click();
+      expect(actions.revert).toHaveBeenCalledWith(c);
+    });
+
+    it('shows a failed batch as its error, without changes', () => {
+      const { ctx } = fakeContext();
+      const element = renderNotebookCall(
+        call({
+          action: 'batch',
+          status: 'error',
+          error: 'Change 2 failed: Cell id not found: c9 in dir/a.ipynb',
+          cellIndex: null,
+          source: null
+        }),
+        ctx
+      );
+      expect(text(element)).toContain(
+        'Change 2 failed: Cell id not found: c9 in dir/a.ipynb'
+      );
+      expect(element.querySelector('.jp-xcsh-BatchChange')).toBeNull();
+      expect(element.querySelector('.jp-xcsh-Revert')).toBeNull();
+    });
+  });
+
   it('collapses the source to 6 lines and expands it', () => {
     const { ctx } = fakeContext();
     const c = call({ source: lines(9), cellType: 'code' });

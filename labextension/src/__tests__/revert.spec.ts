@@ -199,6 +199,143 @@ describe('staleInOpenNotebook', () => {
   });
 });
 
+describe('a batch', () => {
+  const BIG_CELL_ID = '20250101T120000-0123456789ab';
+  const changes = [
+    {
+      action: 'edit',
+      cellIndex: 1,
+      cellId: 'c1',
+      source: 'x = 10',
+      sourceHash: '1111111111111111',
+      previousCell: OLD_CELL
+    },
+    {
+      action: 'insert',
+      cellIndex: 2,
+      cellId: 'n1',
+      source: '## About x',
+      sourceHash: '2222222222222222'
+    },
+    { action: 'move', cellIndex: 0, fromIndex: 0, cellId: 'c0', source: 'a' },
+    {
+      action: 'move',
+      cellIndex: 0,
+      fromIndex: 3,
+      cellId: 'c3',
+      source: 'z = 3',
+      sourceHash: '3333333333333333'
+    },
+    {
+      action: 'delete',
+      cellIndex: 3,
+      cellId: 'c2',
+      previousCellArtifactId: BIG_CELL_ID
+    }
+  ];
+  const batch = (fields: Record<string, unknown> = {}) =>
+    event({
+      action: 'batch',
+      cellIndex: null,
+      cellId: null,
+      source: null,
+      sourceHash: null,
+      previousCell: null,
+      changes,
+      ...fields
+    });
+  const BIG_CELL = { ...OLD_CELL, id: 'c2' };
+
+  it('is reverted by one batch: each change undone, last first', () => {
+    expect(canRevert(batch())).toBe(true);
+    expect(revertUnavailable(batch())).toBeNull();
+    expect(
+      revertRequest(batch(), [OLD_CELL, null, null, null, BIG_CELL])
+    ).toEqual({
+      notebook_path: 'dir/a.ipynb',
+      changes: [
+        { action: 'insert', cell_index: 3, cell: BIG_CELL },
+        {
+          action: 'move',
+          cell_id: 'c3',
+          to_index: 3,
+          expected_source_hash: '3333333333333333'
+        },
+        {
+          action: 'delete',
+          cell_id: 'n1',
+          expected_source_hash: '2222222222222222'
+        },
+        {
+          action: 'edit',
+          cell_id: 'c1',
+          cell: OLD_CELL,
+          expected_source_hash: '1111111111111111'
+        }
+      ]
+    });
+  });
+
+  it("cannot be reverted when it failed, changed nothing, or lacks a change's cell", () => {
+    expect(
+      canRevert(batch({ status: 'error', error: 'Change 2 failed' }))
+    ).toBe(false);
+    expect(canRevert(batch({ changes: [changes[2]] }))).toBe(false);
+    expect(
+      revertUnavailable(
+        batch({
+          changes: [changes[1], { ...changes[4], previousCellArtifactId: null }]
+        })
+      )
+    ).toBe(
+      'Change 2: The server did not keep the cell as it was before this call.'
+    );
+  });
+
+  it('is refused when the open notebook has unsaved changes to a cell it left', () => {
+    const cells = [
+      { id: 'c3', source: 'z = 3' },
+      { id: 'c0', source: 'a' },
+      { id: 'c1', source: 'x = 10' },
+      { id: 'n1', source: '## About x' }
+    ];
+    expect(staleInOpenNotebook(batch(), cells)).toBeNull();
+    const typed = cells.map(c =>
+      c.id === 'n1' ? { ...c, source: '## x!' } : c
+    );
+    expect(staleInOpenNotebook(batch(), typed)).toBe(
+      'the cell was changed in the open notebook after this call.'
+    );
+    const back = [...cells, { id: 'c2', source: 'y = 2' }];
+    expect(staleInOpenNotebook(batch(), back)).toBe(
+      'the cell is in the open notebook again.'
+    );
+  });
+
+  it('fetches each kept cell and sends the revert batch', async () => {
+    const model = modelWith({
+      action: 'batch',
+      cellIndex: null,
+      cellId: null,
+      source: null,
+      sourceHash: null,
+      previousCell: null,
+      changes
+    });
+    const client = fakeClient(() => Promise.resolve(reverted));
+    client.getArtifact.mockResolvedValueOnce(JSON.stringify(BIG_CELL));
+    const reverter = new Reverter({ client, model });
+
+    await reverter.revert(call(model));
+
+    expect(client.getArtifact).toHaveBeenCalledWith(BIG_CELL_ID);
+    expect(client.notebook).toHaveBeenCalledWith(
+      revertRequest(call(model).event, [OLD_CELL, null, null, null, BIG_CELL])
+    );
+    expect(call(model).revert).toEqual({ state: 'done', by: 'revert-1' });
+  });
+});
+
 describe('parseCellArtifact', () => {
   it('reads a kept cell', () => {
     expect(parseCellArtifact(JSON.stringify(OLD_CELL))).toEqual(OLD_CELL);

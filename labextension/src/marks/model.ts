@@ -97,13 +97,12 @@ export class CellMarks implements ICellMarks {
 
   /**
    * Take one raw emission of the event bus: a finished notebook change marks
-   * the cell it left (a delete leaves none).
+   * the cell it left (a delete leaves none); a batch, every cell it left.
    */
   handleEmission(emission: unknown): void {
     const event = parseEmission(emission);
     if (event?.kind === 'notebook') {
-      const mark = markForNotebookCall(event);
-      if (mark !== null) {
+      for (const mark of marksForNotebookCall(event)) {
         this.add(mark);
       }
     }
@@ -229,6 +228,43 @@ export function markForNotebookCall(
     time: event.time,
     source: event.source
   };
+}
+
+/**
+ * The marks a finished notebook tool call leaves: its cell's, or for a batch
+ * the cells its changes left (each cell's last change; none for a cell a
+ * later change deleted).
+ */
+export function marksForNotebookCall(event: INotebookCallEvent): ICellMark[] {
+  if (event.changes === null) {
+    const mark = markForNotebookCall(event);
+    return mark === null ? [] : [mark];
+  }
+  if (event.status !== 'ok') {
+    return [];
+  }
+  const byCell = new Map<string, ICellMark>();
+  for (const change of event.changes) {
+    if (change.action === 'delete') {
+      // The deleted cell's id: kept in the cell as it was, or in the change
+      // when that cell went to an artifact.
+      const kept = change.previousCell?.id;
+      const id = typeof kept === 'string' ? kept : change.cellId;
+      byCell.delete(id !== null ? `id:${id}` : `#${change.cellIndex}`);
+      continue;
+    }
+    const mark = markForNotebookCall({
+      ...event,
+      ...change,
+      changes: null
+    });
+    if (mark !== null) {
+      const key = keyOf(mark);
+      byCell.delete(key);
+      byCell.set(key, mark);
+    }
+  }
+  return [...byCell.values()];
 }
 
 /**

@@ -9,6 +9,8 @@
 export namespace Collapsed {
   /** Lines of a notebook cell's source. */
   export const NOTEBOOK_SOURCE_LINES = 6;
+  /** Lines of each changed cell's source shown in a collapsed batch. */
+  export const BATCH_SOURCE_LINES = 3;
   /** Lines of a python cell's code. */
   export const PYTHON_CODE_LINES = 12;
   /** Lines of a python cell's output tail. */

@@ -51,6 +51,8 @@ export namespace Limits {
    * 64 KiB, and an artifact id beyond).
    */
   export const CELL_JSON_CHARS = 128 * 1024;
+  /** Most changes of one batch kept (the server takes at most 100). */
+  export const MAX_CHANGES = 100;
 }
 
 /**
@@ -81,6 +83,29 @@ export interface INotebookCallEvent {
   /** edit and delete: the artifact holding a cell too large for the event. */
   previousCellArtifactId: string | null;
   /** The call wrote a whole cell (a revert), outputs and metadata included. */
+  restored: boolean;
+  /**
+   * A batch (`action` is `batch`): its changes in the order they were
+   * applied; `null` for any other call.
+   */
+  changes: INotebookChangeEvent[] | null;
+}
+
+/**
+ * One change of a batch, with the fields a single change's event has.
+ */
+export interface INotebookChangeEvent {
+  action: string;
+  cellIndex: number | null;
+  fromIndex: number | null;
+  cellId: string | null;
+  cellType: string | null;
+  /** Cut to 64 KiB; `null` when the batch's event had no room left for it. */
+  source: string | null;
+  sourceHash: string | null;
+  revision: string | null;
+  previousCell: Record<string, unknown> | null;
+  previousCellArtifactId: string | null;
   restored: boolean;
 }
 
@@ -299,8 +324,40 @@ function parseNotebookEvent(
     revision: name(raw.revision),
     previousCell: cellJson(raw.previousCell),
     previousCellArtifactId: name(raw.previousCellArtifactId),
-    restored: raw.restored === true
+    restored: raw.restored === true,
+    changes: action === 'batch' ? batchChanges(raw.changes) : null
   };
+}
+
+/**
+ * The changes of a batch event (at most `Limits.MAX_CHANGES`); malformed
+ * entries are dropped.
+ */
+function batchChanges(raw: unknown): INotebookChangeEvent[] {
+  if (!Array.isArray(raw)) {
+    return [];
+  }
+  const changes: INotebookChangeEvent[] = [];
+  for (const item of raw.slice(0, Limits.MAX_CHANGES)) {
+    const action = isRecord(item) ? name(item.action) : null;
+    if (!isRecord(item) || action === null) {
+      continue;
+    }
+    changes.push({
+      action,
+      cellIndex: index(item.cellIndex, Number.MAX_SAFE_INTEGER),
+      fromIndex: index(item.fromIndex, Number.MAX_SAFE_INTEGER),
+      cellId: name(item.cellId),
+      cellType: name(item.cellType),
+      source: text(item.source, Limits.SOURCE_CHARS),
+      sourceHash: name(item.sourceHash),
+      revision: name(item.revision),
+      previousCell: cellJson(item.previousCell),
+      previousCellArtifactId: name(item.previousCellArtifactId),
+      restored: item.restored === true
+    });
+  }
+  return changes;
 }
 
 /**

@@ -5,6 +5,7 @@
 
 import { Collapsed } from './collapse';
 import { Child, h } from './dom';
+import type { INotebookCallEvent, INotebookChangeEvent } from './events';
 import type { INotebookCall } from './model';
 import {
   BlockLanguage,
@@ -16,22 +17,48 @@ import { canRevert } from './revert';
 
 /**
  * The status line of a notebook call:
- * `Notebook · <action> · <path> · cell <n> · <type>`.
+ * `Notebook · <action> · <path> · cell <n> · <type>`, or for a batch
+ * `Notebook · batch · <path> · <k> changes`.
  */
 export function notebookStatusLine(call: INotebookCall): string {
   const e = call.event;
   const parts = ['Notebook', e.action, e.path];
-  if (e.cellIndex !== null) {
-    parts.push(
-      e.fromIndex !== null && e.fromIndex !== e.cellIndex
-        ? `cell ${e.fromIndex} → ${e.cellIndex}`
-        : `cell ${e.cellIndex}`
-    );
+  if (e.changes !== null && e.changes.length > 0) {
+    const k = e.changes.length;
+    parts.push(k === 1 ? '1 change' : `${k} changes`);
+    return parts.join(' · ');
+  }
+  const where = cellPlace(e);
+  if (where !== null) {
+    parts.push(where);
   }
   if (e.cellType) {
     parts.push(e.cellType);
   }
   return parts.join(' · ');
+}
+
+/**
+ * Where a change left its cell: `cell <n>`, or `cell <from> → <to>` for a
+ * move; `null` when the server did not say.
+ */
+function cellPlace(
+  change: INotebookChangeEvent | INotebookCallEvent
+): string | null {
+  if (change.cellIndex === null) {
+    return null;
+  }
+  return change.fromIndex !== null && change.fromIndex !== change.cellIndex
+    ? `cell ${change.fromIndex} → ${change.cellIndex}`
+    : `cell ${change.cellIndex}`;
+}
+
+/**
+ * The cell a click on the call opens the notebook at: the call's, or a
+ * batch's first change's.
+ */
+function targetCell(e: INotebookCallEvent): number | null {
+  return e.cellIndex ?? e.changes?.[0]?.cellIndex ?? null;
 }
 
 /**
@@ -47,6 +74,7 @@ export function renderNotebookCall(
   const statusLine = notebookStatusLine(call);
 
   const canOpen = e.status === 'ok' && e.path !== '';
+  const target = targetCell(e);
   const title = canOpen
     ? h(
         'button',
@@ -54,18 +82,16 @@ export function renderNotebookCall(
           type: 'button',
           class: 'jp-xcsh-CallTitle jp-xcsh-OpenNotebook',
           title:
-            e.cellIndex === null
+            target === null
               ? `Open ${e.path}`
-              : `Open ${e.path} at cell ${e.cellIndex}`,
+              : `Open ${e.path} at cell ${target}`,
           'data-xcsh-key': `${call.id}/open`
         },
         statusLine
       )
     : h('span', { class: 'jp-xcsh-CallTitle' }, statusLine);
   if (canOpen) {
-    title.addEventListener('click', () =>
-      ctx.openNotebook(e.path, e.cellIndex)
-    );
+    title.addEventListener('click', () => ctx.openNotebook(e.path, target));
   }
 
   const header = callHeader(ctx, call.id, {
@@ -95,6 +121,10 @@ export function renderNotebookCall(
         label: 'Error'
       })
     );
+  } else if (e.changes !== null) {
+    e.changes.forEach((change, k) =>
+      body.appendChild(renderChange(call, change, k, ctx))
+    );
   } else if (e.source !== null) {
     if (e.action === 'delete') {
       body.appendChild(h('div', { class: 'jp-xcsh-Note' }, 'Removed source'));
@@ -122,6 +152,44 @@ export function renderNotebookCall(
     header,
     body
   );
+}
+
+/**
+ * One change of a batch: `<k>. <action> · cell <n> · <type>` and its source
+ * (collapsed), as a single change's call shows it.
+ */
+function renderChange(
+  call: INotebookCall,
+  change: INotebookChangeEvent,
+  k: number,
+  ctx: IRenderContext
+): HTMLElement {
+  const parts = [`${k + 1}. ${change.action}`];
+  const where = cellPlace(change);
+  if (where !== null) {
+    parts.push(where);
+  }
+  if (change.cellType) {
+    parts.push(change.cellType);
+  }
+  const line = parts.join(' · ');
+  const element = h(
+    'section',
+    { class: 'jp-xcsh-BatchChange', 'aria-label': line },
+    h('div', { class: 'jp-xcsh-BatchChangeTitle' }, line)
+  );
+  if (change.source !== null) {
+    element.appendChild(
+      textBlock(ctx, `${call.id}/change-${k}/source`, change.source, {
+        lines: Collapsed.BATCH_SOURCE_LINES,
+        keep: 'head',
+        language: languageOf(change.cellType),
+        className: 'jp-xcsh-Source',
+        label: change.action === 'delete' ? 'Removed source' : 'Cell source'
+      })
+    );
+  }
+  return element;
 }
 
 /**

@@ -12,10 +12,18 @@
  * that touches a cell the call left carries `expected_source_hash` of the state the call left
  * (SPEC §5), so the server refuses (409) when someone changed that cell since, and nothing is
  * overwritten. A revert is itself a change with its own event, so it can be reverted in turn.
+ * A batch is reverted by one batch: each change's revert, last change first, so that every
+ * change finds the notebook as it left it, and the server refuses the whole revert (nothing
+ * applied) when any of its cells changed since.
  */
 
-import type { INotebookCell, INotebookRequest } from '../client';
-import type { INotebookCallEvent } from './events';
+import type {
+  INotebookBatchRequest,
+  INotebookCell,
+  INotebookChange,
+  INotebookRequest
+} from '../client';
+import type { INotebookCallEvent, INotebookChangeEvent } from './events';
 import { Limits } from './events';
 
 /**
@@ -27,9 +35,16 @@ export interface IPreconditions {
 }
 
 /**
- * The notebook tool request of a revert.
+ * The notebook tool request of a revert: one change's, or a batch's.
  */
-export type RevertRequest = INotebookRequest & IPreconditions;
+export type RevertRequest =
+  (INotebookRequest & IPreconditions) | INotebookBatchRequest;
+
+/**
+ * What a revert needs of one change: a single change's event, or one change
+ * of a batch's.
+ */
+type Change = INotebookChangeEvent | INotebookCallEvent;
 
 /**
  * The actions whose finished calls can be reverted.
@@ -41,13 +56,24 @@ const REVERTIBLE = new Set(['edit', 'insert', 'delete', 'move']);
  * changed something.
  */
 export function canRevert(event: INotebookCallEvent): boolean {
-  if (event.status !== 'ok' || !REVERTIBLE.has(event.action)) {
+  if (event.status !== 'ok') {
     return false;
   }
-  if (event.cellIndex === null) {
+  if (event.changes !== null) {
+    return event.action === 'batch' && event.changes.some(changedSomething);
+  }
+  return changedSomething(event);
+}
+
+/**
+ * Whether a change changed the notebook (a move to where the cell was did
+ * not): a revert has something to undo.
+ */
+function changedSomething(change: Change): boolean {
+  if (!REVERTIBLE.has(change.action) || change.cellIndex === null) {
     return false;
   }
-  return !(event.action === 'move' && event.fromIndex === event.cellIndex);
+  return !(change.action === 'move' && change.fromIndex === change.cellIndex);
 }
 
 /**
@@ -58,6 +84,34 @@ export function revertUnavailable(event: INotebookCallEvent): string | null {
   if (!canRevert(event)) {
     return 'Only a finished change of a notebook can be reverted.';
   }
+  if (event.changes !== null) {
+    for (const [k, change] of event.changes.entries()) {
+      const reason = isNoOp(change)
+        ? null
+        : changedSomething(change)
+          ? changeUnavailable(change)
+          : 'The server did not say which cell it changed.';
+      if (reason !== null) {
+        return `Change ${k + 1}: ${reason}`;
+      }
+    }
+    return null;
+  }
+  return changeUnavailable(event);
+}
+
+/**
+ * A move that left its cell where it was: a batch's revert skips it.
+ */
+function isNoOp(change: Change): boolean {
+  return (
+    change.action === 'move' &&
+    change.cellIndex !== null &&
+    change.fromIndex === change.cellIndex
+  );
+}
+
+function changeUnavailable(event: Change): string | null {
   if (event.action === 'move' && event.fromIndex === null) {
     return 'The server did not say where the cell was before it moved.';
   }
@@ -78,17 +132,48 @@ export function revertUnavailable(event: INotebookCallEvent): string | null {
 }
 
 /**
- * The notebook tool request that reverts a change.
+ * The notebook tool request that reverts a change, or a batch.
  *
  * @param event - The change, for which {@link revertUnavailable} is null.
  * @param previousCell - edit and delete: the cell as it was before the call
- *   (the event's, or the one fetched from its artifact).
+ *   (the event's, or the one fetched from its artifact); for a batch, one
+ *   per change (`null` for an insert or a move).
  */
 export function revertRequest(
   event: INotebookCallEvent,
-  previousCell: INotebookCell | null
+  previousCell: INotebookCell | null | readonly (INotebookCell | null)[]
 ): RevertRequest {
-  const path = event.path;
+  if (event.changes !== null) {
+    const cells = Array.isArray(previousCell) ? previousCell : [];
+    const changes: INotebookChange[] = [];
+    event.changes.forEach((change, k) => {
+      if (!isNoOp(change)) {
+        const revert: INotebookChange = changeRevert(
+          change,
+          event.path,
+          cells[k] ?? null
+        );
+        delete revert.notebook_path; // the batch's
+        changes.unshift(revert);
+      }
+    });
+    return { notebook_path: event.path, changes };
+  }
+  return changeRevert(
+    event,
+    event.path,
+    Array.isArray(previousCell) ? null : (previousCell as INotebookCell | null)
+  );
+}
+
+/**
+ * The request that reverts one change of the notebook at `path`.
+ */
+function changeRevert(
+  event: Change,
+  path: string,
+  previousCell: INotebookCell | null
+): INotebookRequest & IPreconditions & INotebookChange {
   const where =
     event.cellId !== null
       ? { cell_id: event.cellId }
@@ -181,9 +266,43 @@ export function staleInOpenNotebook(
   event: INotebookCallEvent,
   cells: readonly IOpenCell[]
 ): string | null {
+  if (event.changes === null) {
+    return staleChange(event, cells);
+  }
+  // Only the last change of each cell says what the batch left in it; a
+  // batch addressed by index is left to the server's check.
+  const seen = new Set<string>();
+  for (let k = event.changes.length - 1; k >= 0; k--) {
+    const change = event.changes[k];
+    const id = change.action === 'delete' ? deletedId(change) : change.cellId;
+    if (id === null || seen.has(id) || isNoOp(change)) {
+      continue;
+    }
+    seen.add(id);
+    const stale = staleChange(change, cells);
+    if (stale !== null) {
+      return stale;
+    }
+  }
+  return null;
+}
+
+/**
+ * The id of the cell a delete removed (kept in the cell as it was, or said
+ * by the event when that cell went to an artifact), or `null`.
+ */
+function deletedId(change: Change): string | null {
+  const id = change.previousCell?.id;
+  return typeof id === 'string' ? id : change.cellId;
+}
+
+function staleChange(
+  event: Change,
+  cells: readonly IOpenCell[]
+): string | null {
   if (event.action === 'delete') {
-    const id = event.previousCell?.id;
-    if (typeof id === 'string' && cells.some(cell => cell.id === id)) {
+    const id = deletedId(event);
+    if (id !== null && cells.some(cell => cell.id === id)) {
       return 'the cell is in the open notebook again.';
     }
     return null;

@@ -6,6 +6,7 @@
 import type { INotebookCell } from '../client';
 import { XcshResponseError } from '../request';
 import type { ICellMarks, IXcshClient } from '../tokens';
+import type { INotebookCallEvent, INotebookChangeEvent } from './events';
 import type { ActivityModel, INotebookCall } from './model';
 import {
   IOpenCell,
@@ -75,21 +76,41 @@ export class Reverter {
   }
 
   /**
-   * The cell as it was before an edit or a delete: from the event, or from
-   * the artifact the server kept it in when it was too large for the event.
+   * The cell as it was before an edit or a delete (for a batch, before each
+   * of its changes): from the event, or from the artifact the server kept it
+   * in when it was too large for the event.
    */
-  private async _previousCell(
+  private _previousCell(
     call: INotebookCall
-  ): Promise<INotebookCell | null> {
+  ): Promise<INotebookCell | null | (INotebookCell | null)[]> {
     const event = call.event;
-    if (event.action !== 'edit' && event.action !== 'delete') {
+    if (event.changes !== null) {
+      return this._cellsBefore(event.changes);
+    }
+    return this._cellBefore(event);
+  }
+
+  private async _cellsBefore(
+    changes: readonly INotebookChangeEvent[]
+  ): Promise<(INotebookCell | null)[]> {
+    const cells: (INotebookCell | null)[] = [];
+    for (const change of changes) {
+      cells.push(await this._cellBefore(change));
+    }
+    return cells;
+  }
+
+  private async _cellBefore(
+    change: INotebookCallEvent | INotebookChangeEvent
+  ): Promise<INotebookCell | null> {
+    if (change.action !== 'edit' && change.action !== 'delete') {
       return null;
     }
-    if (event.previousCell !== null) {
-      return event.previousCell as unknown as INotebookCell;
+    if (change.previousCell !== null) {
+      return change.previousCell as unknown as INotebookCell;
     }
     const text = await this._client.getArtifact(
-      event.previousCellArtifactId ?? ''
+      change.previousCellArtifactId ?? ''
     );
     const cell = parseCellArtifact(text);
     if (cell === null) {
