@@ -1,11 +1,11 @@
-"""Kernel messages read straight from ZMQ frames (``connection.decode_message``)."""
+"""Kernel messages read straight from ZMQ frames (``wire.decode_message``)."""
 
 from __future__ import annotations
 
 import pytest
 from jupyter_client.session import Session
 
-from jupyter_xcsh.execution.connection import decode_message
+from jupyter_xcsh.execution.wire import decode_message
 
 
 def frames(session: Session, content: dict) -> list[bytes]:
