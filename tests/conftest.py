@@ -17,6 +17,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
+from jupyter_xcsh.activity import NOTEBOOK_SCHEMA
 from jupyter_xcsh.run_events import RUN_SCHEMA
 
 from .mcp_client import tool_via_mcp
@@ -89,13 +90,24 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [item for item in items if wanted(item)]
 
 
-@pytest.fixture
-def run_events(jp_serverapp: Any) -> list[dict[str, Any]]:
-    """Every event of runs in place the server emits, as the lab receives them."""
+def collect_events(serverapp: Any, schema_id: str) -> list[dict[str, Any]]:
+    """The list every event of ``schema_id`` the server emits is appended to, as the lab gets it."""
     seen: list[dict[str, Any]] = []
 
     async def listener(logger: Any, schema_id: str, data: Any) -> None:
         seen.append(dict(data))
 
-    jp_serverapp.event_logger.add_listener(schema_id=RUN_SCHEMA, listener=listener)
+    serverapp.event_logger.add_listener(schema_id=schema_id, listener=listener)
     return seen
+
+
+@pytest.fixture
+def events(jp_serverapp: Any) -> list[dict[str, Any]]:
+    """Every notebook tool event the server emits."""
+    return collect_events(jp_serverapp, NOTEBOOK_SCHEMA)
+
+
+@pytest.fixture
+def run_events(jp_serverapp: Any) -> list[dict[str, Any]]:
+    """Every event of runs in place the server emits, as the lab receives them."""
+    return collect_events(jp_serverapp, RUN_SCHEMA)

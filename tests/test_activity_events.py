@@ -6,33 +6,17 @@ import asyncio
 
 import pytest
 
-from jupyter_xcsh.activity import NOTEBOOK_SCHEMA, PYTHON_SCHEMA
+from jupyter_xcsh.activity import PYTHON_SCHEMA
 
+from .conftest import collect_events
 from .notebooks import jupyter_text, sample_notebook
 from .python_tool import run
-
-
-def _collect(serverapp, schema_id):
-    """Return the list every event of ``schema_id`` the server emits is appended to."""
-    seen: list[dict] = []
-
-    async def listener(logger, schema_id, data):
-        seen.append(dict(data))
-
-    serverapp.event_logger.add_listener(schema_id=schema_id, listener=listener)
-    return seen
-
-
-@pytest.fixture
-def events(jp_serverapp):
-    """The xcsh notebook events the server emits."""
-    return _collect(jp_serverapp, NOTEBOOK_SCHEMA)
 
 
 @pytest.fixture
 def python_events(jp_serverapp):
     """The xcsh python events the server emits."""
-    return _collect(jp_serverapp, PYTHON_SCHEMA)
+    return collect_events(jp_serverapp, PYTHON_SCHEMA)
 
 
 async def _wait_for(seen, count):

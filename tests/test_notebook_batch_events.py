@@ -8,29 +8,16 @@ guarded by the source hash that change left (labextension/src/panel/revert.ts).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from jupyter_xcsh.activity import MAX_EVENT_BATCH, NOTEBOOK_SCHEMA
+from jupyter_xcsh.activity import MAX_EVENT_BATCH
 
 from .notebooks import jupyter_text
 from .test_notebook_revert import _event_of, _previous_cell, _revert_body
 
 P = "b.ipynb"
-
-
-@pytest.fixture
-def events(jp_serverapp):
-    """The xcsh notebook events the server emits."""
-    seen: list[dict[str, Any]] = []
-
-    async def listener(logger, schema_id, data):
-        seen.append(dict(data))
-
-    jp_serverapp.event_logger.add_listener(schema_id=NOTEBOOK_SCHEMA, listener=listener)
-    return seen
 
 
 @pytest.fixture

@@ -9,28 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import pytest
 
-from jupyter_xcsh.activity import MAX_EVENT_CELL, NOTEBOOK_SCHEMA
+from jupyter_xcsh.activity import MAX_EVENT_CELL
 
 from .notebooks import PNG_1x1, jupyter_text, load, sample_notebook
 from .openapi_check import assert_response_matches
 
 ENDPOINT = "/api/xcsh/notebook"
-
-
-@pytest.fixture
-def events(jp_serverapp):
-    """The xcsh notebook events the server emits."""
-    seen: list[dict[str, Any]] = []
-
-    async def listener(logger, schema_id, data):
-        seen.append(dict(data))
-
-    jp_serverapp.event_logger.add_listener(schema_id=NOTEBOOK_SCHEMA, listener=listener)
-    return seen
 
 
 @pytest.fixture
