@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import gc
 import importlib.util
 import json
@@ -28,6 +29,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +183,42 @@ class Room:
         self.thread.join(30)
 
 
+def write_big_notebook(root: str, cells: int) -> tuple[str, float]:
+    """Write ``build_notebook(cells)`` as ``<root>/big.ipynb``; its path and size in MB."""
+    text = build_notebook(cells)
+    path = os.path.join(root, "big.ipynb")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path, len(text.encode()) / 1e6
+
+
+def time_floor(path: str, runs: int, *, serialise: bool) -> list[float]:
+    """Seconds to read and ``json.loads`` the file (then ``json.dumps`` it when ``serialise``)."""
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        with open(path, encoding="utf-8") as f:
+            data = json.loads(f.read())
+        if serialise:
+            json.dumps(data)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+@contextlib.contextmanager
+def serving(root: str) -> Iterator[tuple[int, str]]:
+    """A Jupyter Server with the extension on ``root`` (``start_server``): its port and token."""
+    port, token = free_port(), secrets.token_hex(16)
+    state = tempfile.TemporaryDirectory()  # the collaboration databases, outside the root
+    server = start_server(root, port, token, state.name)
+    try:
+        yield port, token
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        state.cleanup()
+
+
 def main() -> None:
     """Run the benchmark and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -189,25 +227,10 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as root:
-        text = build_notebook(args.cells)
-        path = os.path.join(root, "big.ipynb")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        size_mb = len(text.encode()) / 1e6
-
-        floor = []
-        for _ in range(args.runs):
-            start = time.perf_counter()
-            with open(path, encoding="utf-8") as f:
-                data = json.loads(f.read())
-            json.dumps(data)
-            floor.append(time.perf_counter() - start)
-
-        port, token = free_port(), secrets.token_hex(16)
-        state = tempfile.TemporaryDirectory()  # the collaboration databases, outside the root
-        server = start_server(root, port, token, state.name)
+        path, size_mb = write_big_notebook(root, args.cells)
+        floor = time_floor(path, args.runs, serialise=True)
         live: list[float] = []
-        try:
+        with serving(root) as (port, token):
             middle = args.cells // 2 + 1
             post(port, token, {"action": "read", "notebook_path": "big.ipynb", "max_chars": 1000})
             ours = time_edits(port, token, middle, args.runs, "file")
@@ -217,10 +240,6 @@ def main() -> None:
                     opened = time.perf_counter() - start
                     live = time_edits(port, token, middle + 1, args.runs, "document")
                     wait_for_room_save(path, middle + 1, f"edited = {args.runs - 1}")
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
-            state.cleanup()
         with open(path, encoding="utf-8") as f:
             nbformat.validate(nbformat.reads(f.read(), as_version=4))
 

@@ -13,9 +13,6 @@ the notebook open (the search then reads the shared document, not the file).
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import secrets
 import sys
 import tempfile
 import time
@@ -25,12 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from notebook_edit import (
     Room,
-    build_notebook,
-    free_port,
     has_collaboration,
     p50,
     post,
-    start_server,
+    serving,
+    time_floor,
+    write_big_notebook,
 )
 
 #: What is searched: (label, request fields, cells expected to match in build_notebook's).
@@ -65,25 +62,11 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as root:
-        text = build_notebook(args.cells)
-        path = os.path.join(root, "big.ipynb")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        size_mb = len(text.encode()) / 1e6
-
-        floor = []
-        for _ in range(args.runs):
-            start = time.perf_counter()
-            with open(path, encoding="utf-8") as f:
-                json.loads(f.read())
-            floor.append(time.perf_counter() - start)
-
-        port, token = free_port(), secrets.token_hex(16)
-        state = tempfile.TemporaryDirectory()  # the collaboration databases, outside the root
-        server = start_server(root, port, token, state.name)
+        path, size_mb = write_big_notebook(root, args.cells)
+        floor = time_floor(path, args.runs, serialise=False)
         ours: dict[str, list[float]] = {}
         live: dict[str, list[float]] = {}
-        try:
+        with serving(root) as (port, token):
             # The first regex find starts its search process: not what is measured.
             post(port, token, {"action": "find", "notebook_path": "big.ipynb", "pattern": "x"})
             post(port, token, {**FINDS[1][1], "action": "find", "notebook_path": "big.ipynb"})
@@ -93,10 +76,6 @@ def main() -> None:
                 with Room(port, token):
                     for label, fields, _ in FINDS:
                         live[label] = time_finds(port, token, fields, args.runs, "document")
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
-            state.cleanup()
 
     print(f"notebook: {args.cells} cells, {size_mb:.1f} MB, {args.runs} runs")
     print(f"floor json.loads of the file          p50 {p50(floor):8.1f} ms")
