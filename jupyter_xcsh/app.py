@@ -194,6 +194,8 @@ class XcshApp(ExtensionApp):
                 await asyncio.wait_for(self._close_execution(self.services), 30)
             except TimeoutError:
                 self.log.warning("jupyter_xcsh: python tool kernels did not stop within 30 s")
+            # Last: the events of the calls that just ended go out while the loop still runs.
+            await self.services.activity.close()
         self.log.debug("jupyter_xcsh stopped")
 
     @staticmethod

@@ -6,6 +6,27 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 step() { printf '\n== %s\n' "$*"; }
 
+# Every Python process prints its threads' stacks on a fatal signal, and output is not held in
+# buffers: a stage that hangs shows where, in the log, up to the moment it was stopped.
+export PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1
+
+# Run one test command within a time limit. pytest-timeout fails a test that runs too long, but
+# cannot stop a process stuck where Python never gets control back (a C call that never
+# returns, a hang after the last test): past the limit the command gets SIGABRT (each Python
+# process then prints its stacks, see above) and is run once more. A second hang, or a
+# failure, fails the run.
+bounded() {  # <minutes> <command...>
+  local minutes=$1 rc=0
+  shift
+  timeout --signal=ABRT --kill-after=30 "${minutes}m" "$@" || rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    printf '\n== HUNG: %s ran past %s minutes (stacks above); once more\n' "$*" "$minutes"
+    rc=0
+    timeout --signal=ABRT --kill-after=30 "${minutes}m" "$@" || rc=$?
+  fi
+  return "$rc"
+}
+
 step "python environment ($VENV)"
 python3 -m venv "$VENV"
 . "$VENV/bin/activate"
@@ -32,10 +53,10 @@ npm test
 
 step "tests"
 # pytest exits 5 when it collects no test: set -e makes that a failure, as it must be.
-python -m pytest tests -p no:cacheprovider -q -ra
+bounded 30 python -m pytest tests -p no:cacheprovider -q -ra
 
 step "API fuzzing (Schemathesis over rest-api.yml, live server, fixed seed)"
-VENV="$VENV" bash scripts/fuzz.sh
+VENV="$VENV" bounded 15 bash scripts/fuzz.sh
 
 step "MCP with the official SDK client ($VENV-mcp)"
 # Its own environment: the SDK's tree (pydantic, httpx2, starlette, ...) is the client's, not
@@ -43,7 +64,7 @@ step "MCP with the official SDK client ($VENV-mcp)"
 python3 -m venv "$VENV-mcp"
 "$VENV-mcp/bin/python" -m pip install -q --upgrade pip
 "$VENV-mcp/bin/python" -m pip install -q ".[mcp-test]"
-"$VENV-mcp/bin/python" -m pytest mcp-tests -p no:cacheprovider -q -ra
+bounded 10 "$VENV-mcp/bin/python" -m pytest mcp-tests -p no:cacheprovider -q -ra
 
 step "image downscaling with Pillow installed ($VENV-images)"
 # A second environment with the images extra: the tests marked `pillow` run here (the main
@@ -51,12 +72,12 @@ step "image downscaling with Pillow installed ($VENV-images)"
 python3 -m venv "$VENV-images"
 "$VENV-images/bin/python" -m pip install -q --upgrade pip
 "$VENV-images/bin/python" -m pip install -q ".[test,images]"
-"$VENV-images/bin/python" -m pytest tests/test_image_budget.py tests/test_python_images.py \
+bounded 10 "$VENV-images/bin/python" -m pytest tests/test_image_budget.py tests/test_python_images.py \
   -p no:cacheprovider -q -ra
 
 step "browser tests (Playwright + Debian Chromium, a real jupyter lab)"
 command -v chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
-python -m pytest ui-tests -p no:cacheprovider -q -m "not collaboration"
+bounded 15 python -m pytest ui-tests -p no:cacheprovider -q -m "not collaboration"
 
 # jupyter-collaboration turns every open notebook into a shared document that the notebook tool
 # changes directly (SPEC §5). Each release line gets an environment of its own: the tests with a
@@ -67,11 +88,11 @@ rtc_checks() {  # <virtualenv> <requirement>
   "$1/bin/python" -m pip install -q --upgrade pip
   "$1/bin/python" -m pip install -q ".[test]" "$2"
   "$1/bin/python" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_]collaboration|jupyter[-_]server[-_]ydoc|pycrdt) "
-  "$1/bin/python" -m pytest tests -p no:cacheprovider -q -ra -m collaboration
-  XCSH_TEST_RTC=1 "$1/bin/python" -m pytest tests/test_notebook_*.py -p no:cacheprovider -q -ra \
+  bounded 10 "$1/bin/python" -m pytest tests -p no:cacheprovider -q -ra -m collaboration
+  XCSH_TEST_RTC=1 bounded 10 "$1/bin/python" -m pytest tests/test_notebook_*.py -p no:cacheprovider -q -ra \
     -k "not racing"
   XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/ui-tests-${1##*-}" \
-    "$1/bin/python" -m pytest ui-tests -p no:cacheprovider -q -m collaboration
+    bounded 10 "$1/bin/python" -m pytest ui-tests -p no:cacheprovider -q -m collaboration
 }
 
 step "with jupyter-collaboration, newest release ($VENV-rtc)"
