@@ -13,10 +13,8 @@ changes the shared document instead of the file.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import base64
 import contextlib
-import gc
 import importlib.util
 import json
 import os
@@ -26,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -160,40 +157,13 @@ def wait_for_room_save(path: str, cell: int, text: str) -> None:
     raise RuntimeError("the collaboration room did not save the notebook")
 
 
-class Room:
-    """A collaborator with the notebook open (a Yjs client on a thread's event loop)."""
+def room(port: int, token: str) -> Any:
+    """A collaborator with the notebook open: ``tests.yroom.RoomOnThread`` (needs pycrdt)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.yroom import RoomOnThread
 
-    def __init__(self, port: int, token: str) -> None:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from tests.yroom import RoomClient
-
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        headers = {"Authorization": f"token {token}"}
-        self._client = lambda: RoomClient(f"http://127.0.0.1:{port}/", headers, "big.ipynb", 600)
-
-    def _run(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(900)
-
-    def __enter__(self) -> Room:
-        async def join() -> None:
-            # Made on the loop's thread: pycrdt objects must live and die on one thread.
-            self.client = self._client()
-            await self.client.__aenter__()
-
-        self.thread.start()
-        self._run(join())
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def leave() -> None:
-            await self.client.__aexit__()
-            del self.client  # pycrdt objects must die on the thread that made them
-            gc.collect()
-
-        self._run(leave())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(30)
+    headers = {"Authorization": f"token {token}"}
+    return RoomOnThread(f"http://127.0.0.1:{port}/", headers, "big.ipynb", 600)
 
 
 def write_big_notebook(root: str, cells: int) -> tuple[str, float]:
@@ -257,7 +227,7 @@ def main() -> None:
             )
             if has_collaboration():
                 start = time.perf_counter()
-                with Room(port, token):
+                with room(port, token):
                     opened = time.perf_counter() - start
                     live = time_edits(port, token, middle + 1, args.runs, "document")
                     wait_for_room_save(path, middle + 1, f"edited = {args.runs - 1}")

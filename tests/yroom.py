@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
+import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, Self, TypeVar
 from urllib.parse import quote
 
 from jupyter_ydoc import YNotebook
 from pycrdt import Provider
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
+
+T = TypeVar("T")
 
 
 class _Channel:
@@ -129,3 +133,54 @@ class RoomClient:
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {what}")
             await asyncio.sleep(0.05)
+
+
+class RoomOnThread:
+    """A ``RoomClient`` run on an event loop of its own thread, for synchronous callers.
+
+    ``with RoomOnThread(...) as room: room.run(coroutine)``; ``room.client`` is the
+    ``RoomClient`` (use it only from coroutines run on that loop). pycrdt objects must live and
+    die on one thread: the client is made, left and released on the loop's thread.
+    """
+
+    def __init__(
+        self, server_url: str, headers: dict[str, str], path: str, load_timeout: float = 60.0
+    ) -> None:
+        """The arguments are ``RoomClient``'s."""
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self._make = lambda: RoomClient(server_url, headers, path, load_timeout)
+        self._join_timeout = load_timeout + 60
+        self.client: RoomClient
+
+    def _serve(self) -> None:
+        self.loop.run_forever()
+        # Everything the client made is released here, on its own thread (pycrdt < 0.14
+        # raises when an object of a document is dropped on another thread).
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+        gc.collect()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 90) -> T:
+        """Run ``coro`` on the room's loop; wait up to ``timeout`` seconds for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def __enter__(self) -> Self:
+        async def join() -> None:
+            self.client = self._make()
+            await self.client.__aenter__()
+
+        self.thread.start()
+        self.run(join(), timeout=self._join_timeout)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        async def leave() -> None:
+            await self.client.__aexit__()
+            del self.client  # dropped on this thread (see _serve)
+
+        try:
+            self.run(leave())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(60)

@@ -10,11 +10,9 @@ and every change must reach the shared document, the tab, and (once the room sav
 from __future__ import annotations
 
 import asyncio
-import gc
 import importlib.util
 import json
 import sys
-import threading
 import time
 from concurrent.futures import Future
 from pathlib import Path
@@ -29,6 +27,8 @@ pytestmark = pytest.mark.collaboration
 if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the tests package (yroom)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.yroom import RoomOnThread  # noqa: E402
+
 MODEL_SOURCES = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
   const model = panel && panel.content && panel.content.model;
@@ -36,48 +36,11 @@ MODEL_SOURCES = """() => {
 }"""
 
 
-class PersonInRoom:
+class PersonInRoom(RoomOnThread):
     """A collaborator in the room, run on an event loop of its own thread."""
 
     def __init__(self, lab: Any, path: str) -> None:
-        from tests.yroom import RoomClient
-
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        headers = {"Authorization": f"token {lab.token}"}
-        self._client = lambda: RoomClient(f"{lab.url}/", headers, path)
-
-    def _serve(self) -> None:
-        self.loop.run_forever()
-        # Everything the client made is released here, on its own thread (pycrdt < 0.14
-        # raises when an object of a document is dropped on another thread).
-        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-        self.loop.close()
-        gc.collect()
-
-    def _run(self, coro: Any, timeout: float = 90) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def __enter__(self) -> PersonInRoom:
-        async def join() -> None:
-            # Made on the loop's thread: pycrdt objects must live and die on one thread.
-            self.client = self._client()
-            await self.client.__aenter__()
-
-        self.thread.start()
-        self._run(join())
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def leave() -> None:
-            await self.client.__aexit__()
-            del self.client  # dropped on this thread (see _serve)
-
-        try:
-            self._run(leave())
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(60)
+        super().__init__(f"{lab.url}/", {"Authorization": f"token {lab.token}"}, path)
 
     def start_typing(self, cell_index: int, text: str) -> Future[None]:
         """Type ``text`` into a cell key by key (20 ms apart), in the background."""
@@ -93,7 +56,7 @@ class PersonInRoom:
         async def read() -> list[str]:
             return self.client.sources()
 
-        return self._run(read())  # type: ignore[no-any-return]
+        return self.run(read())
 
 
 def _wait_for_model(page: Any, expected: list[list[str]]) -> None:
