@@ -26,8 +26,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jupyter_events import EventLogger
-from jupyter_events.logger import EVENTS_METADATA_VERSION
-from jupyter_events.validators import JUPYTER_EVENTS_CORE_VALIDATOR
+
+try:
+    from jupyter_events.logger import EVENTS_METADATA_VERSION
+    from jupyter_events.validators import JUPYTER_EVENTS_CORE_VALIDATOR
+except ImportError:  # another jupyter_events: every event goes through EventLogger.emit
+    EVENTS_METADATA_VERSION = 0  # unused: see JUPYTER_EVENTS_CORE_VALIDATOR
+    JUPYTER_EVENTS_CORE_VALIDATOR = None
 
 __all__ = ["emit_event"]
 
@@ -44,6 +49,9 @@ def emit_event(logger: EventLogger, schema_id: str, data: dict[str, Any]) -> Non
         active = logger._active_listeners
         internal = logger._logger
     except AttributeError:
+        logger.emit(schema_id=schema_id, data=data)
+        return
+    if JUPYTER_EVENTS_CORE_VALIDATOR is None:
         logger.emit(schema_id=schema_id, data=data)
         return
     schemas = logger.schemas  # traits: read once

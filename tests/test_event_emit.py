@@ -203,3 +203,22 @@ async def test_activity_events_go_out_in_order_after_the_delay_or_at_close(monke
     events.emit(PYTHON_SCHEMA, {"callId": "d", "event": "started", "cells": []})  # after close
     await asyncio.sleep(0)
     assert seen == ["started", "cell", "finished", "started"]
+
+
+async def test_without_the_jupyter_events_internals_it_uses_event_logger_emit(monkeypatch):
+    logger = new_logger()
+    seen = Receivers(logger)
+    stock: list[str] = []
+    emit = logger.emit
+
+    def spy(**kwargs: object) -> object:
+        stock.append(str(kwargs["schema_id"]))
+        return emit(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(logger, "emit", spy)
+    monkeypatch.setattr(event_emit, "JUPYTER_EVENTS_CORE_VALIDATOR", None)
+    emit_event(logger, ID, copy.deepcopy(EVENT))
+    await asyncio.gather(*logger._active_listeners)
+
+    assert stock == [ID]
+    assert seen.modified == [(ID, EVENT)]
