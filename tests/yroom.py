@@ -2,8 +2,8 @@
 
 It does what a JupyterLab tab does to join a notebook's room — ``PUT
 /api/collaboration/session/<path>`` then the room's websocket, speaking the Yjs sync protocol
-through ``pycrdt.Provider`` — and can type into cells. Needs jupyter-collaboration (pycrdt,
-jupyter_ydoc) in the environment.
+through ``pycrdt.Provider`` — and can type into cells. Joining a room needs jupyter-collaboration
+(pycrdt, jupyter_ydoc) in the environment; importing this module does not.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Self, TypeVar
 from urllib.parse import quote
 
-from jupyter_ydoc import YNotebook
-from pycrdt import Provider
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
@@ -65,6 +63,8 @@ class RoomClient:
         self.load_timeout = load_timeout
         self.headers = headers
         self.path = path
+        from jupyter_ydoc import YNotebook  # here: the module imports without collaboration
+
         self.doc = YNotebook()
         self._connection: WebSocketClientConnection | None = None
         self._provider: Any = None
@@ -88,6 +88,8 @@ class RoomClient:
         )
         # A large notebook comes as one message (tornado's default cap is 10 MiB).
         self._connection = await websocket_connect(request, max_message_size=1 << 30)
+        from pycrdt import Provider
+
         self._provider = Provider(self.doc.ydoc, _Channel(self._connection, room))
         started = asyncio.Event()
 
