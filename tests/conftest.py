@@ -21,6 +21,7 @@ from jupyter_xcsh.activity import NOTEBOOK_SCHEMA
 from jupyter_xcsh.run_events import RUN_SCHEMA
 
 from .mcp_client import tool_via_mcp
+from .threads import stop_anyio_workers
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -67,6 +68,11 @@ def notebook_tool(jp_fetch, transport):
         return response.code, json.loads(response.body)
 
     return call
+
+
+def pytest_unconfigure(config):
+    """Let the test process end: stop the AnyIO worker threads the servers left behind."""
+    stop_anyio_workers()
 
 
 def pytest_collection_modifyitems(config, items):
