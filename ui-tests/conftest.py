@@ -61,6 +61,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     _say(session.config, f"ui-tests: screenshots and lab log in {SCREENSHOTS}")
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Let the process end: stop AnyIO worker threads left behind (``tests.threads``)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from tests.threads import stop_anyio_workers
+
+    stop_anyio_workers()
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.write_line(f"ui-tests: screenshots and lab log in {SCREENSHOTS}")
 
