@@ -48,15 +48,11 @@ def emit_event(logger: EventLogger, schema_id: str, data: dict[str, Any]) -> Non
         unmodified = logger._unmodified_listeners.get(schema_id) or ()
         active = logger._active_listeners
         internal = logger._logger
-    except AttributeError:
-        logger.emit(schema_id=schema_id, data=data)
-        return
-    if JUPYTER_EVENTS_CORE_VALIDATOR is None:
-        logger.emit(schema_id=schema_id, data=data)
-        return
+    except AttributeError:  # another jupyter_events: the stock path below
+        modifiers = True
     schemas = logger.schemas  # traits: read once
     handlers = logger.handlers
-    if modifiers or schema_id not in schemas:
+    if modifiers or JUPYTER_EVENTS_CORE_VALIDATOR is None or schema_id not in schemas:
         logger.emit(schema_id=schema_id, data=data)
         return
     if not (handlers or modified or unmodified):

@@ -21,23 +21,9 @@ from jupyter_xcsh.activity import PYTHON_SCHEMA, ActivityEvents
 from jupyter_xcsh.event_emit import emit_event
 from jupyter_xcsh.event_validation import ShapeValidatedSchema
 
-SCHEMA = {
-    "$id": "https://events.jupyter.org/test/emit/v1",
-    "version": "1",
-    "title": "emit",
-    "personal-data": True,
-    "description": "a test schema",
-    "type": "object",
-    "required": ["callId", "event"],
-    "properties": {
-        "callId": {"type": "string"},
-        "event": {"enum": ["started", "finished"]},
-        "cells": {
-            "type": "array",
-            "items": {"type": "object", "properties": {"index": {"type": "integer"}}},
-        },
-    },
-}
+from .test_event_validation import BASE
+
+SCHEMA = {**BASE, "$id": "https://events.jupyter.org/test/emit/v1", "title": "emit"}
 ID = SCHEMA["$id"]
 EVENT = {"callId": "c1", "event": "started", "cells": [{"index": 0}, {"index": 1}]}
 

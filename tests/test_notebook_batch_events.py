@@ -7,7 +7,6 @@ guarded by the source hash that change left (labextension/src/panel/revert.ts).
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -15,6 +14,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from jupyter_xcsh.activity import MAX_EVENT_BATCH
 
+from .notebook_run import wait_until
 from .notebooks import jupyter_text
 from .test_notebook_revert import _event_of, _previous_cell, _revert_body
 
@@ -87,10 +87,7 @@ async def test_a_failing_batch_is_one_error_event(notebook_tool, notebook, event
         notebook_tool, events, [CHANGES[0], {"action": "delete", "cell_index": 9}], 400
     )
 
-    for _ in range(200):  # events go out a moment after the answer
-        if any(e["action"] == "batch" for e in events):
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: any(e["action"] == "batch" for e in events))  # goes out just after
     [event] = [e for e in events if e["action"] == "batch"]
     assert event["status"] == "error" and event["error"] == result["message"]
     assert result["message"] == f"Change 2 failed: Cell index 9 out of range (0-3) in {P}"
