@@ -28,6 +28,7 @@ from jupyter_core.utils import ensure_async
 from tornado.web import HTTPError
 
 from ..errors import InvalidDocumentError, NotFoundError, RefusedError
+from ..gc_pause import collection_paused
 from ..paths import escapes_root, to_api_path
 from .batch import NotebookBatch, apply_batch, batch_result
 from .cells import NotebookRequest, apply_changes
@@ -179,6 +180,12 @@ class NotebookStore:
         if live is not None:
             value = await in_transaction(live, path, look, commit=False)
             return _Outcome(value, "document", None)
+        with collection_paused():  # the parsed file is freed before the collector resumes
+            return await self._view_file(api_path, key, path, look)
+
+    async def _view_file(
+        self, api_path: str, key: str, path: str, look: Callable[[CellDocument], T]
+    ) -> _Outcome:
         loaded = await self._load(api_path, key, path)
         return _Outcome(look(loaded.document), "file", _timestamp(loaded.last_modified))
 
@@ -201,6 +208,10 @@ class NotebookStore:
                 return Snapshot(shared.cell_keys(), shared.nbformat, "document", None)
 
             return await in_transaction(live, path, shared_snapshot, commit=False)
+        with collection_paused():
+            return await self._file_snapshot(api_path, key, path)
+
+    async def _file_snapshot(self, api_path: str, key: str, path: str) -> Snapshot:
         loaded = await self._load(api_path, key, path)
         document = loaded.document
         keys = await asyncio.to_thread(document.cell_keys)
@@ -307,6 +318,12 @@ class NotebookStore:
         None when the change must start again: a room opened, or someone saved the file since
         the load (never on the ``final`` attempt, which holds the file's save lock throughout).
         """
+        with collection_paused():  # the parsed file is freed before the collector resumes
+            return await self._change_loaded_file(api_path, key, path, mutate, final)
+
+    async def _change_loaded_file(
+        self, api_path: str, key: str, path: str, mutate: Callable[[CellDocument], T], final: bool
+    ) -> _Outcome | None:
         loaded = await self._load(api_path, key, path)
         document = loaded.document
         value, before = await asyncio.to_thread(_mutate_file, document, mutate, self.trust)

@@ -1,0 +1,83 @@
+"""Pause Python's cyclic garbage collector while a notebook file is parsed, changed and saved.
+
+A parsed notebook is tens of thousands of dicts and lists (a 21 MB notebook: ~25,000) that
+live for the ~100 ms of one edit. While they live, the collector's young-generation passes
+see them survive and move them into the oldest generation, and every ~50,000 objects moved
+there trigger a full collection of the whole server's heap: 60-100 ms on a Jupyter Server,
+paid by whichever edit crosses the line (measured: 4 full collections, 345 ms, in 15 edits
+of that notebook). JSON data has no reference cycles, so reference counting frees all of it
+when the edit ends: the collector has nothing to find there. With the collector paused for
+the edit, those objects are born and freed without it, and nothing reaches the oldest
+generation.
+
+The pause is process-wide (``gc.disable``), so it is bounded: overlapping holders share one
+pause, which ends when the last one leaves, or for good once it has lasted ``MAX_PAUSE``
+seconds (a stream of overlapping edits cannot keep the collector off); a collector already
+disabled by someone else stays disabled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+__all__ = ["MAX_PAUSE", "CollectorPause", "collection_paused"]
+
+#: Longest one pause of the collector lasts, in seconds, however many holders overlap.
+MAX_PAUSE = 2.0
+
+
+class CollectorPause:
+    """Holders of ``paused()`` keep the collector off, together, for at most ``max_pause`` s."""
+
+    def __init__(
+        self, max_pause: float = MAX_PAUSE, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._max = max_pause
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._since = 0.0
+        self._pausing = False  # whether this pause turned the collector off (and must resume it)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Keep the collector off while the block runs (see the module's text for bounds)."""
+        with self._lock:
+            if self._holders == 0:
+                self._since = self._clock()
+                self._pausing = gc.isenabled()
+                if self._pausing:
+                    gc.disable()
+            else:
+                self._expire()
+            self._holders += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holders -= 1
+                if self._holders == 0:
+                    self._resume()
+                else:
+                    self._expire()
+
+    def _expire(self) -> None:
+        if self._pausing and self._clock() - self._since >= self._max:
+            self._resume()
+
+    def _resume(self) -> None:
+        if self._pausing:
+            self._pausing = False
+            gc.enable()
+
+
+_PAUSE = CollectorPause()
+
+
+def collection_paused() -> contextlib.AbstractContextManager[None]:
+    """The server-wide pause of the cyclic collector (``CollectorPause.paused``)."""
+    return _PAUSE.paused()

@@ -1,0 +1,122 @@
+"""The pause of the cyclic garbage collector around notebook file work (issue 14)."""
+
+from __future__ import annotations
+
+import gc
+import json
+
+import pytest
+
+from jupyter_xcsh import gc_pause
+from jupyter_xcsh.gc_pause import CollectorPause
+from jupyter_xcsh.notebook.document import NotebookDocument
+from jupyter_xcsh.notebook.trust import NotebookTrust
+
+from .notebooks import jupyter_text, sample_notebook
+
+
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def collector_on():
+    """The collector enabled for the test, and as it was afterwards."""
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if was:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+def test_the_collector_is_off_while_held_and_on_after(collector_on):
+    pause = CollectorPause()
+    with pause.paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_the_collector_comes_back_when_the_block_raises(collector_on):
+    pause = CollectorPause()
+    with pytest.raises(ValueError), pause.paused():
+        raise ValueError("boom")
+    assert gc.isenabled()
+
+
+def test_overlapping_holders_share_one_pause_until_the_last_leaves(collector_on):
+    pause = CollectorPause(clock=Clock())
+    first, second = pause.paused(), pause.paused()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()  # the second holder still holds it
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
+
+
+def test_a_stream_of_overlapping_holders_cannot_keep_the_collector_off(collector_on):
+    clock = Clock()
+    pause = CollectorPause(max_pause=2.0, clock=clock)
+    holders = [pause.paused()]
+    holders[0].__enter__()
+    for _ in range(5):  # each new holder comes before the previous one leaves
+        clock.now += 0.5
+        holder = pause.paused()
+        holder.__enter__()
+        holders.pop().__exit__(None, None, None)
+        holders.append(holder)
+    assert gc.isenabled()  # 2.5 s after the pause began: it ended for good
+    clock.now += 0.5
+    late = pause.paused()
+    late.__enter__()
+    assert gc.isenabled()  # joining an ended pause does not restart it
+    late.__exit__(None, None, None)
+    holders.pop().__exit__(None, None, None)
+    assert gc.isenabled()
+    with pause.paused():  # a pause after everyone left is a new one
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_a_collector_someone_else_disabled_stays_disabled(collector_on):
+    gc.disable()
+    with CollectorPause().paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()
+
+
+async def test_an_edit_and_a_read_parse_and_sign_with_the_collector_off(
+    notebook_tool, jp_root_dir, monkeypatch, collector_on
+):
+    (jp_root_dir / "pause.ipynb").write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+    seen: list[tuple[str, bool]] = []
+    parse, signature = NotebookDocument.parse.__func__, NotebookTrust.signature
+
+    def recording_parse(cls, text):
+        seen.append(("parse", gc.isenabled()))
+        return parse(cls, text)
+
+    def recording_signature(self, data):
+        seen.append(("signature", gc.isenabled()))
+        return signature(self, data)
+
+    monkeypatch.setattr(NotebookDocument, "parse", classmethod(recording_parse))
+    monkeypatch.setattr(NotebookTrust, "signature", recording_signature)
+    body = {"notebook_path": "pause.ipynb", "action": "edit", "cell_index": 0, "content": "x = 1"}
+    status, result = await notebook_tool(body)
+    assert status == 200, result
+    status, result = await notebook_tool({"notebook_path": "pause.ipynb", "action": "read"})
+    assert status == 200, result
+    assert seen == [("parse", False), ("signature", False), ("parse", False)]
+    assert gc.isenabled()
+    assert gc_pause._PAUSE._holders == 0
+    saved = json.loads((jp_root_dir / "pause.ipynb").read_text())
+    assert "".join(saved["cells"][0]["source"]) == "x = 1"
