@@ -293,3 +293,18 @@ def test_retention_on_finish_is_rate_limited(tmp_path):
     make_artifact(store, b"a" * 100, age=30)  # the first finish runs a pass (nothing to do)
     make_artifact(store, b"b" * 100)  # within the interval: no second pass
     assert len(store.entries()) == 2
+
+
+def test_a_writer_gathers_output_into_few_large_writes(tmp_path):
+    store = ArtifactStore(str(tmp_path))
+    writer = store.create("python")
+    chunk = b"x" * 65_536
+    for _ in range(4):  # 256 KiB: still gathered (the default 8 KiB buffer would have written)
+        writer.write(chunk)
+    assert os.path.getsize(writer.os_path) == 0
+    writer.write(chunk)  # past 256 KiB: the gathered bytes go out
+    assert os.path.getsize(writer.os_path) >= 4 * len(chunk)
+    writer.write(b"tail")
+    writer.close()
+    with open(writer.os_path, "rb") as f:
+        assert f.read() == chunk * 5 + b"tail"

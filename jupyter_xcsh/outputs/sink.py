@@ -42,8 +42,7 @@ def count_newlines(data: bytes) -> int:
     jumps between them with ``memchr`` and copies the runs, which is 2-3x faster once lines
     average 40 bytes or more, and slower for very short lines. A small sample picks the method.
     """
-    sample = data[:2048]
-    if len(data) < 4096 or sample.count(b"\n") * 32 > len(sample):
+    if len(data) < 4096 or data.count(b"\n", 0, 2048) * 32 > 2048:
         return data.count(b"\n")
     return len(data) - len(data.replace(b"\n", b""))
 
@@ -180,10 +179,13 @@ class OutputSink:
             raise RuntimeError("OutputSink is closed")
         if not chunk:
             return
-        # A kernel may send tens of megabytes in one message: encode it a slice at a time, so
-        # no second full-size copy of it is ever held.
-        for start in range(0, len(chunk), ENCODE_SLICE):
-            self._push_text(chunk[start : start + ENCODE_SLICE])  # the chunk itself if short
+        if len(chunk) <= ENCODE_SLICE:
+            self._push_text(chunk)
+        else:
+            # A kernel may send tens of megabytes in one message: encode it a slice at a time,
+            # so no second full-size copy of it is ever held.
+            for start in range(0, len(chunk), ENCODE_SLICE):
+                self._push_text(chunk[start : start + ENCODE_SLICE])
         if self._on_chunk is not None:
             self._forward(chunk)
 
