@@ -1,0 +1,46 @@
+"""Kernel messages already queued are read without pyzmq's futures (issue 14)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import zmq.asyncio
+
+from jupyter_xcsh.execution import connection
+
+from .python_tool import run
+
+pytestmark = pytest.mark.timeout(300)
+
+
+async def test_queued_messages_are_taken_without_awaiting_the_socket(jp_fetch, monkeypatch):
+    awaited = decoded = 0
+    receive, decode = zmq.asyncio.Socket.recv_multipart, connection.decode_message
+
+    def counting_receive(self, *args, **kwargs):
+        nonlocal awaited
+        awaited += 1
+        return receive(self, *args, **kwargs)
+
+    def counting_decode(*args, **kwargs):
+        nonlocal decoded
+        decoded += 1
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(zmq.asyncio.Socket, "recv_multipart", counting_receive)
+    monkeypatch.setattr(connection, "decode_message", counting_decode)
+    await run(jp_fetch, "from IPython.display import display")  # the session kernel is up
+    awaited = decoded = 0
+    code = "import time\ntime.sleep(0.5)\nfor i in range(200):\n    display(i)"
+    call = asyncio.ensure_future(run(jp_fetch, code))
+    await asyncio.sleep(0.2)  # the request reached the kernel, which sleeps
+    # The server (this event loop) stops reading while the kernel displays: its messages queue.
+    time.sleep(1.5)
+    result = await call
+    cell = result["cells"][0]
+    assert cell["exitCode"] == 0, result
+    assert cell["output"].split() == [str(i) for i in range(200)]
+    assert decoded > 200
+    assert awaited < decoded / 2, (awaited, decoded)
