@@ -21,10 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from notebook_edit import (
-    Room,
     has_collaboration,
     p50,
     post,
+    room,
     serving,
     time_floor,
     write_big_notebook,
@@ -73,7 +73,7 @@ def main() -> None:
             for label, fields, _ in FINDS:
                 ours[label] = time_finds(port, token, fields, args.runs, "file")
             if has_collaboration():
-                with Room(port, token):
+                with room(port, token):
                     for label, fields, _ in FINDS:
                         live[label] = time_finds(port, token, fields, args.runs, "document")
 
