@@ -12,8 +12,9 @@ generation.
 
 The pause is process-wide (``gc.disable``), so it is bounded: overlapping holders share one
 pause, which ends when the last one leaves, or for good once it has lasted ``MAX_PAUSE``
-seconds (a stream of overlapping edits cannot keep the collector off); a collector already
-disabled by someone else stays disabled.
+seconds — a timer ends it then even while a holder still waits for a slow save, and a stream
+of overlapping edits cannot keep the collector off; a collector already disabled by someone
+else stays disabled.
 """
 
 from __future__ import annotations
@@ -30,18 +31,35 @@ __all__ = ["MAX_PAUSE", "CollectorPause", "collection_paused"]
 MAX_PAUSE = 2.0
 
 
+#: Calls a function after a delay (seconds) on some thread; returns what cancels the call.
+Scheduler = Callable[[float, Callable[[], None]], Callable[[], None]]
+
+
+def _thread_timer(delay: float, action: Callable[[], None]) -> Callable[[], None]:
+    timer = threading.Timer(delay, action)
+    timer.daemon = True
+    timer.start()
+    return timer.cancel
+
+
 class CollectorPause:
     """Holders of ``paused()`` keep the collector off, together, for at most ``max_pause`` s."""
 
     def __init__(
-        self, max_pause: float = MAX_PAUSE, clock: Callable[[], float] = time.monotonic
+        self,
+        max_pause: float = MAX_PAUSE,
+        clock: Callable[[], float] = time.monotonic,
+        schedule: Scheduler = _thread_timer,
     ) -> None:
         self._max = max_pause
         self._clock = clock
+        self._schedule = schedule
         self._lock = threading.Lock()
         self._holders = 0
         self._since = 0.0
         self._pausing = False  # whether this pause turned the collector off (and must resume it)
+        self._cancel_timer: Callable[[], None] | None = None
+        self._pause_number = 0  # which pause a timer belongs to (a late one ends no other)
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -52,6 +70,9 @@ class CollectorPause:
                 self._pausing = gc.isenabled()
                 if self._pausing:
                     gc.disable()
+                    self._pause_number += 1
+                    number = self._pause_number
+                    self._cancel_timer = self._schedule(self._max, lambda: self._timed_out(number))
             else:
                 self._expire()
             self._holders += 1
@@ -65,6 +86,11 @@ class CollectorPause:
                 else:
                     self._expire()
 
+    def _timed_out(self, number: int) -> None:
+        with self._lock:
+            if self._pausing and number == self._pause_number:
+                self._resume()
+
     def _expire(self) -> None:
         if self._pausing and self._clock() - self._since >= self._max:
             self._resume()
@@ -73,6 +99,9 @@ class CollectorPause:
         if self._pausing:
             self._pausing = False
             gc.enable()
+        cancel, self._cancel_timer = self._cancel_timer, None
+        if cancel is not None:
+            cancel()
 
 
 _PAUSE = CollectorPause()

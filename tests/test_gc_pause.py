@@ -86,6 +86,59 @@ def test_a_stream_of_overlapping_holders_cannot_keep_the_collector_off(collector
     assert gc.isenabled()
 
 
+class Timers:
+    """A scheduler whose timers the test fires."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[float, object]] = []
+        self.cancelled = 0
+
+    def __call__(self, delay, action):
+        entry = (delay, action)
+        self.pending.append(entry)
+
+        def cancel() -> None:
+            if entry in self.pending:
+                self.pending.remove(entry)
+                self.cancelled += 1
+
+        return cancel
+
+    def fire(self) -> None:
+        for _, action in list(self.pending):
+            action()
+
+
+def test_one_holder_waiting_long_cannot_keep_the_collector_off(collector_on):
+    timers = Timers()
+    pause = CollectorPause(max_pause=2.0, schedule=timers)
+    with pause.paused():
+        assert not gc.isenabled()
+        assert [delay for delay, _ in timers.pending] == [2.0]
+        timers.fire()  # 2 s later, the holder still waiting (a slow save, say)
+        assert gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_a_pause_that_ends_in_time_cancels_its_timer(collector_on):
+    timers = Timers()
+    pause = CollectorPause(schedule=timers)
+    with pause.paused():
+        pass
+    assert (timers.pending, timers.cancelled) == ([], 1)
+
+
+def test_a_late_timer_does_not_end_a_later_pause(collector_on):
+    timers = Timers()
+    pause = CollectorPause(schedule=timers)
+    with pause.paused():
+        late = timers.pending[0][1]
+    with pause.paused():
+        late()  # the first pause's timer, firing after its pause ended
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
 def test_a_collector_someone_else_disabled_stays_disabled(collector_on):
     gc.disable()
     with CollectorPause().paused():

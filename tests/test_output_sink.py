@@ -467,3 +467,14 @@ def test_newlines_are_counted_exactly_whatever_the_line_length(line_length):
         assert count_newlines(data) == data.count(b"\n")
     mixed = b"\n" * 3000 + b"x" * 3000 + b"\nabc\n" * 500
     assert count_newlines(mixed) == mixed.count(b"\n")
+
+
+def test_a_snapshot_names_an_artifact_that_already_holds_everything_pushed(store):
+    sink = OutputSink(max_bytes=1024, open_artifact=lambda: store.create("python"))
+    sink.push("x" * 10_000)  # spilled, but far less than the artifact's write buffer
+    partial = sink.snapshot()  # e.g. a result while the cell waits for input
+    assert partial.artifact_id is not None
+    with open(store.resolve(partial.artifact_id), "rb") as f:
+        assert f.read() == b"x" * 10_000
+    sink.push("y")
+    assert sink.dump().total_bytes == 10_001

@@ -15,7 +15,9 @@ from .python_tool import run
 pytestmark = pytest.mark.timeout(300)
 
 
-async def test_queued_messages_are_taken_without_awaiting_the_socket(jp_fetch, monkeypatch):
+async def test_queued_messages_are_taken_without_awaiting_the_socket(
+    jp_fetch, jp_root_dir, monkeypatch
+):
     awaited = decoded = 0
     receive, decode = zmq.asyncio.Socket.recv_multipart, connection.decode_message
 
@@ -33,10 +35,17 @@ async def test_queued_messages_are_taken_without_awaiting_the_socket(jp_fetch, m
     monkeypatch.setattr(connection, "decode_message", counting_decode)
     await run(jp_fetch, "from IPython.display import display")  # the session kernel is up
     awaited = decoded = 0
-    code = "import time\ntime.sleep(0.5)\nfor i in range(200):\n    display(i)"
+    code = (
+        "import pathlib, time\npathlib.Path('started').touch()\ntime.sleep(0.5)\n"
+        "for i in range(200):\n    display(i)"
+    )
     call = asyncio.ensure_future(run(jp_fetch, code))
-    await asyncio.sleep(0.2)  # the request reached the kernel, which sleeps
-    # The server (this event loop) stops reading while the kernel displays: its messages queue.
+    deadline = time.monotonic() + 60
+    while not (jp_root_dir / "started").exists():  # the kernel runs the cell, then sleeps
+        assert time.monotonic() < deadline, "the cell did not start"
+        await asyncio.sleep(0.01)
+    # The server (this event loop) stops reading while the kernel displays: its messages wait
+    # in the server's IOPub queue (8 messages for a session kernel) and in the kernel's.
     time.sleep(1.5)
     result = await call
     cell = result["cells"][0]

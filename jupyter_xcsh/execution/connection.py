@@ -268,11 +268,17 @@ class KernelConnection:
         """
         channel = getattr(self.client, f"{name}_channel")
         session = self.client.session
-        twin = self._twin(getattr(channel, "socket", None))
+        socket: Any = getattr(channel, "socket", None)
+        twin = self._twin(socket)
         if twin is None or session.adapt_version:
             channel.send(msg)
-        else:
-            twin.send_multipart(session.serialize(msg))
+            return
+        twin.send_multipart(session.serialize(msg))
+        # A send lets libzmq process the socket's pending commands, which can consume the edge
+        # of its file descriptor that a waiting receive counts on: read the socket's events
+        # through the asyncio socket, which then serves a message that arrived meanwhile (as
+        # pyzmq does after its own sends).
+        socket.get(zmq.EVENTS)
 
     def _twin(self, socket: Any) -> Any:
         """A synchronous view of an open asyncio ZMQ ``socket``; None for any other channel.

@@ -133,8 +133,12 @@ class ArtifactWriter:
         return self._file.closed
 
     def write(self, data: bytes) -> None:
-        """Append ``data`` to the artifact."""
+        """Append ``data`` to the artifact (buffered: on disk by ``flush`` or ``close``)."""
         self._file.write(data)
+
+    def flush(self) -> None:
+        """Put every byte appended so far into the file."""
+        self._file.flush()
 
     def close(self) -> None:
         """Flush and close the file; the artifact becomes eligible for pruning. Idempotent."""

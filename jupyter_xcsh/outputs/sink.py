@@ -59,7 +59,10 @@ class SpillFile(Protocol):
         """The artifact's contents API path."""
 
     def write(self, data: bytes) -> None:
-        """Append bytes."""
+        """Append bytes (they may wait in a buffer until ``flush`` or ``close``)."""
+
+    def flush(self) -> None:
+        """Put every appended byte into the file, for a reader of the artifact meanwhile."""
 
     def close(self) -> None:
         """Finish the artifact."""
@@ -289,7 +292,16 @@ class OutputSink:
         return self._result(notice)
 
     def snapshot(self) -> SinkResult:
-        """What ``dump()`` would return now, without closing the sink (for a partial result)."""
+        """What ``dump()`` would return now, without closing the sink (for a partial result).
+
+        The artifact it names gets every byte pushed so far: a caller told to read it while
+        the execution waits (for input, say) finds the whole output up to now.
+        """
+        if self._artifact is not None:
+            try:
+                self._artifact.flush()
+            except OSError as e:
+                log.warning("Could not flush output artifact %s: %s", self._artifact_id, e)
         return self._result(None)
 
     def _result(self, notice: str | None) -> SinkResult:
