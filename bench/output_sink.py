@@ -2,9 +2,9 @@
 
 Reports the peak RSS growth while pushing (target: at most 2 x the limit + a few MB) and the
 throughput against a plain ``file.write`` of the same bytes in the same run (target: at least
-0.5x of it), the best of five alternating runs of each: on a shared VM the kernel's side of a
-write (page cache, file system) sometimes takes twice its usual system time for seconds at a
-time, whichever code writes (the sink's own, user-space work stays the same). Usage::
+0.5x of it), the best of five alternating runs of each: on a shared VM the kernel's side of
+the writes (page cache, file system) sometimes takes twice its usual system time for minutes,
+while the sink's own, user-space work stays the same. Usage::
 
     python bench/output_sink.py            # 1 GB in 64 KiB chunks
     python bench/output_sink.py --gb 0.1   # quicker
