@@ -12,9 +12,8 @@ generation.
 
 The pause is process-wide (``gc.disable``), so it is bounded: overlapping holders share one
 pause, which ends when the last one leaves, or for good once it has lasted ``MAX_PAUSE``
-seconds — a timer ends it then even while a holder still waits for a slow save, and a stream
-of overlapping edits cannot keep the collector off; a collector already disabled by someone
-else stays disabled.
+seconds: a timer ends it then, even while a holder still waits for a slow save or a stream of
+overlapping edits keeps it held; a collector already disabled by someone else stays disabled.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 __all__ = ["MAX_PAUSE", "CollectorPause", "collection_paused"]
@@ -45,18 +43,11 @@ def _thread_timer(delay: float, action: Callable[[], None]) -> Callable[[], None
 class CollectorPause:
     """Holders of ``paused()`` keep the collector off, together, for at most ``max_pause`` s."""
 
-    def __init__(
-        self,
-        max_pause: float = MAX_PAUSE,
-        clock: Callable[[], float] = time.monotonic,
-        schedule: Scheduler = _thread_timer,
-    ) -> None:
+    def __init__(self, max_pause: float = MAX_PAUSE, schedule: Scheduler = _thread_timer) -> None:
         self._max = max_pause
-        self._clock = clock
         self._schedule = schedule
         self._lock = threading.Lock()
         self._holders = 0
-        self._since = 0.0
         self._pausing = False  # whether this pause turned the collector off (and must resume it)
         self._cancel_timer: Callable[[], None] | None = None
         self._pause_number = 0  # which pause a timer belongs to (a late one ends no other)
@@ -65,16 +56,12 @@ class CollectorPause:
     def paused(self) -> Iterator[None]:
         """Keep the collector off while the block runs (see the module's text for bounds)."""
         with self._lock:
-            if self._holders == 0:
-                self._since = self._clock()
-                self._pausing = gc.isenabled()
-                if self._pausing:
-                    gc.disable()
-                    self._pause_number += 1
-                    number = self._pause_number
-                    self._cancel_timer = self._schedule(self._max, lambda: self._timed_out(number))
-            else:
-                self._expire()
+            if self._holders == 0 and gc.isenabled():
+                gc.disable()
+                self._pausing = True
+                self._pause_number += 1
+                number = self._pause_number
+                self._cancel_timer = self._schedule(self._max, lambda: self._timed_out(number))
             self._holders += 1
         try:
             yield
@@ -83,17 +70,11 @@ class CollectorPause:
                 self._holders -= 1
                 if self._holders == 0:
                     self._resume()
-                else:
-                    self._expire()
 
     def _timed_out(self, number: int) -> None:
         with self._lock:
-            if self._pausing and number == self._pause_number:
+            if number == self._pause_number:
                 self._resume()
-
-    def _expire(self) -> None:
-        if self._pausing and self._clock() - self._since >= self._max:
-            self._resume()
 
     def _resume(self) -> None:
         if self._pausing:

@@ -15,14 +15,27 @@ from jupyter_xcsh.notebook.trust import NotebookTrust
 from .notebooks import jupyter_text, sample_notebook
 
 
-class Clock:
-    """A monotonic clock the test moves."""
+class Timers:
+    """A scheduler whose timers the test fires."""
 
     def __init__(self) -> None:
-        self.now = 100.0
+        self.pending: list[tuple[float, object]] = []
+        self.cancelled = 0
 
-    def __call__(self) -> float:
-        return self.now
+    def __call__(self, delay, action):
+        entry = (delay, action)
+        self.pending.append(entry)
+
+        def cancel() -> None:
+            if entry in self.pending:
+                self.pending.remove(entry)
+                self.cancelled += 1
+
+        return cancel
+
+    def fire(self) -> None:
+        for _, action in list(self.pending):
+            action()
 
 
 @pytest.fixture
@@ -52,7 +65,7 @@ def test_the_collector_comes_back_when_the_block_raises(collector_on):
 
 
 def test_overlapping_holders_share_one_pause_until_the_last_leaves(collector_on):
-    pause = CollectorPause(clock=Clock())
+    pause = CollectorPause(schedule=Timers())
     first, second = pause.paused(), pause.paused()
     first.__enter__()
     second.__enter__()
@@ -63,18 +76,18 @@ def test_overlapping_holders_share_one_pause_until_the_last_leaves(collector_on)
 
 
 def test_a_stream_of_overlapping_holders_cannot_keep_the_collector_off(collector_on):
-    clock = Clock()
-    pause = CollectorPause(max_pause=2.0, clock=clock)
+    timers = Timers()
+    pause = CollectorPause(max_pause=2.0, schedule=timers)
     holders = [pause.paused()]
     holders[0].__enter__()
     for _ in range(5):  # each new holder comes before the previous one leaves
-        clock.now += 0.5
         holder = pause.paused()
         holder.__enter__()
         holders.pop().__exit__(None, None, None)
         holders.append(holder)
-    assert gc.isenabled()  # 2.5 s after the pause began: it ended for good
-    clock.now += 0.5
+    assert [delay for delay, _ in timers.pending] == [2.0]  # one pause, one bound
+    timers.fire()  # 2 s after the pause began, a holder still in
+    assert gc.isenabled()  # it ended for good
     late = pause.paused()
     late.__enter__()
     assert gc.isenabled()  # joining an ended pause does not restart it
@@ -84,29 +97,6 @@ def test_a_stream_of_overlapping_holders_cannot_keep_the_collector_off(collector
     with pause.paused():  # a pause after everyone left is a new one
         assert not gc.isenabled()
     assert gc.isenabled()
-
-
-class Timers:
-    """A scheduler whose timers the test fires."""
-
-    def __init__(self) -> None:
-        self.pending: list[tuple[float, object]] = []
-        self.cancelled = 0
-
-    def __call__(self, delay, action):
-        entry = (delay, action)
-        self.pending.append(entry)
-
-        def cancel() -> None:
-            if entry in self.pending:
-                self.pending.remove(entry)
-                self.cancelled += 1
-
-        return cancel
-
-    def fire(self) -> None:
-        for _, action in list(self.pending):
-            action()
 
 
 def test_one_holder_waiting_long_cannot_keep_the_collector_off(collector_on):
