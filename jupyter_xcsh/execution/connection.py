@@ -379,9 +379,7 @@ class KernelConnection:
         if self._on_lost is not None:
             self._on_lost(reason)
 
-    async def _next(
-        self, channel: Any, idle_sleep: list[float], shadow: Any = None
-    ) -> dict[str, Any]:
+    async def _next(self, channel: Any, idle_sleep: list[float]) -> dict[str, Any]:
         if hasattr(channel, "get_nowait"):
             # A gateway channel is a thread-fed queue whose own get_msg spins the event loop;
             # poll it with a short, growing sleep instead.
@@ -403,9 +401,10 @@ class KernelConnection:
             # message already queued is taken at once from a synchronous twin of the socket:
             # pyzmq's future machinery costs ~20 us a message. (Never on a closed socket: the
             # twin does not own it.)
-            if shadow is not None and not socket.closed and shadow.underlying == socket.underlying:
+            twin = self._twin(socket)
+            if twin is not None:
                 try:
-                    return decode_message(channel.session, shadow.recv_multipart(zmq.NOBLOCK))
+                    return decode_message(channel.session, twin.recv_multipart(zmq.NOBLOCK))
                 except zmq.Again:
                     pass
             return decode_message(channel.session, await socket.recv_multipart())
@@ -415,10 +414,9 @@ class KernelConnection:
         channel = getattr(self.client, f"{name}_channel")
         idle_sleep = [0.0005]
         handled = 0
-        shadow = self._twin(getattr(channel, "socket", None))
         while True:
             try:
-                msg = await self._next(channel, idle_sleep, shadow)
+                msg = await self._next(channel, idle_sleep)
             except asyncio.CancelledError:
                 raise
             except Exception as e:
