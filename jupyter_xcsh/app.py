@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
+import time
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
@@ -26,7 +28,7 @@ from .notebook.find import NotebookFinder
 from .notebook.live import LiveDocuments
 from .notebook.reader import ReadLimits
 from .notebook.regex_workers import RegexWorkers
-from .notebook.saves import SaveGuard
+from .notebook.saves import SaveGuard, TemporaryFiles
 from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
 from .services import XcshServices
@@ -74,11 +76,21 @@ class XcshApp(ExtensionApp):
             max_source_chars=settings.read_max_source_chars,
             max_output_chars=settings.read_max_output_chars,
         )
+        temporaries = TemporaryFiles(
+            os.path.join(server.runtime_dir, "xcsh-temporary-folders.txt"), self.log
+        )
+        # Off the start-up path: the journal may name many folders.
+        threading.Thread(
+            target=self._remove_leftovers,
+            args=(temporaries, time.time()),
+            name="xcsh-leftovers",
+            daemon=True,
+        ).start()
         notebook_store = NotebookStore(
             server.contents_manager,
             limits,
             live=LiveDocuments(server.web_app.settings),
-            guard=SaveGuard(server.contents_manager),
+            guard=SaveGuard(server.contents_manager, temporaries),
         )
         activity = ActivityEvents(server.event_logger)
         artifact_store = ArtifactStore(
@@ -162,6 +174,16 @@ class XcshApp(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Start background work once the server's event loop runs: artifact retention."""
         self._prune_task = asyncio.create_task(self._prune_artifacts())
+
+    def _remove_leftovers(self, temporaries: TemporaryFiles, started: float) -> None:
+        """Remove the temporary files crashed servers left (run on a thread of its own)."""
+        try:
+            removed = temporaries.remove_leftovers(started)
+        except OSError as e:
+            self.log.warning("xcsh: could not remove leftover temporary files: %s", e)
+            return
+        for path in removed:
+            self.log.info("xcsh: removed %s, left by a server that stopped mid-save", path)
 
     async def _prune_artifacts(self) -> None:
         assert self.services is not None

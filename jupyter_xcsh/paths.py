@@ -58,9 +58,11 @@ def hide_root(message: str, root_dirs: Iterable[str]) -> str:
 def to_api_path(path: str, root_dir: str) -> str:
     """Return ``path`` as an API path relative to ``root_dir``.
 
-    Accepts a path relative to the root, or an absolute path inside it (translated). Refuses
-    ``..`` segments and absolute paths elsewhere with ``RefusedError`` before anything touches
-    the file system.
+    Accepts a path relative to the root, or an absolute path inside it (translated). A ``..``
+    segment takes back the name before it (``dir/../a.ipynb`` is ``a.ipynb``, as Jupyter
+    Server's own contents API resolves it); one that would climb above the root, and an
+    absolute path elsewhere, are refused with ``RefusedError`` before anything touches the file
+    system. (Symlinks are checked later, on the file system: ``escapes_root``.)
     """
     check_path(path, root_dir)
     relative = path
@@ -74,9 +76,16 @@ def to_api_path(path: str, root_dir: str) -> str:
         if inside is None:
             raise RefusedError(f"Path is outside the contents root: {path}")
         relative = inside.replace(os.sep, "/")
-    parts = [part for part in relative.split("/") if part not in ("", ".")]
-    if ".." in parts:
-        raise RefusedError(f"Path is outside the contents root: {path}")
+    parts: list[str] = []
+    for part in relative.split("/"):
+        if part == "..":
+            if not parts:
+                raise RefusedError(
+                    f"Path is outside the contents root: {path} (its .. climbs above the root)"
+                )
+            parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
     return "/".join(parts)
 
 

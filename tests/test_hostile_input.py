@@ -16,8 +16,10 @@ from traitlets.config import Config
 
 from jupyter_xcsh.paths import hide_root
 
+from .mcp_client import call_tool
 from .notebooks import jupyter_text, load, sample_notebook
 from .openapi_check import assert_response_matches, request_is_valid
+from .python_tool import run, sessions
 
 NOTEBOOK = "/api/xcsh/notebook"
 PYTHON = "/api/xcsh/python"
@@ -433,3 +435,106 @@ def test_hide_root_knows_the_root_by_its_resolved_name_too(tmp_path):
     (tmp_path / "link").symlink_to(tmp_path / "real")
     message = f"Error in {tmp_path / 'real' / 'a.ipynb'}"
     assert hide_root(message, [str(tmp_path / "link")]) == "Error in a.ipynb"
+
+
+# --- empty cell ids (notebook/request.py, execution/run_request.py; issue 20) -------------
+
+
+@pytest.mark.parametrize(
+    ("field", "change"),
+    [
+        ("to_after_cell_id", {"action": "move", "cell_index": 0, "to_after_cell_id": ""}),
+        ("to_before_cell_id", {"action": "move", "cell_index": 0, "to_before_cell_id": ""}),
+        ("cell_id", {"action": "move", "cell_id": "", "to_index": 1}),
+        ("cell_id", {"action": "edit", "cell_id": "", "content": "x"}),
+        ("cell_id", {"action": "delete", "cell_id": ""}),
+        ("cell_id", {"action": "read", "cell_id": ""}),
+        ("after_cell_id", {"action": "insert", "after_cell_id": "", "content": "x"}),
+        ("before_cell_id", {"action": "insert", "before_cell_id": "", "content": "x"}),
+    ],
+    ids=lambda value: value if isinstance(value, str) else value["action"],
+)
+async def test_an_empty_cell_id_is_a_400_naming_the_field_and_changes_nothing(
+    fetch, notebook, field, change
+):
+    # An empty to_after_cell_id was read as "no anchor" and fired an assertion (a 500).
+    before = notebook.read_bytes()
+    body = {**change, "notebook_path": "dir/a.ipynb"}
+    await _refused(fetch, NOTEBOOK, 400, f"{field} must not be empty", body=body)
+    if change["action"] != "read":
+        batch = {
+            "notebook_path": "dir/a.ipynb",
+            "changes": [{"action": "edit", "cell_index": 0, "content": "changed"}, change],
+        }
+        message = f"Change 2 failed: {field} must not be empty"  # changes count from 1
+        await _refused(fetch, NOTEBOOK, 400, message, body=batch)
+    assert notebook.read_bytes() == before
+
+
+async def test_an_empty_cell_id_over_mcp_is_the_tools_400_not_an_internal_error(jp_fetch, notebook):
+    arguments = {
+        "action": "move",
+        "notebook_path": "dir/a.ipynb",
+        "cell_index": 0,
+        "to_after_cell_id": "",
+    }
+    result = await call_tool(jp_fetch, "notebook", arguments)
+    assert result["isError"] is True
+    assert result["structuredContent"]["status"] == 400
+    assert result["content"][0]["text"] == "to_after_cell_id must not be empty"
+
+
+async def test_an_empty_cell_id_of_a_run_is_a_400_naming_the_field(fetch, notebook):
+    body = {"notebook_path": "dir/a.ipynb", "cell_id": ""}
+    await _refused(fetch, "/api/xcsh/notebook/run", 400, "cell_id must not be empty", body=body)
+
+
+# --- paths with .. inside the root (paths.py; issue 20) ------------------------------------
+
+
+async def test_a_dotdot_that_stays_inside_the_root_is_resolved(fetch, notebook, jp_root_dir):
+    top = sample_notebook()
+    top.cells = top.cells[:1]
+    (jp_root_dir / "top.ipynb").write_text(jupyter_text(top), encoding="utf-8")
+    for path, cells in (
+        ("./dir/../top.ipynb", 1),
+        ("dir/./../dir/a.ipynb", 4),
+        ("dir/x/../a.ipynb", 4),
+    ):
+        status, _, result = await fetch(
+            "POST", NOTEBOOK, body={"action": "read", "notebook_path": path}
+        )
+        assert status == 200, (path, result)
+        assert result["details"]["totalCells"] == cells, (path, result["details"])
+
+
+async def test_a_dotdot_climbing_above_the_root_says_so(fetch, notebook):
+    path = "dir/../../a.ipynb"
+    message = f"Path is outside the contents root: {path} (its .. climbs above the root)"
+    body = {"action": "read", "notebook_path": path}
+    await _refused(fetch, NOTEBOOK, 403, message, body=body)
+
+
+# --- a session's cwd as a query argument (handlers/sessions.py; issue 20) -------------------
+
+
+@pytest.mark.parametrize("cwd", ["\x00", "\n", "\x1f", "\x7f", "sub\x00"])
+async def test_a_control_character_in_cwd_is_a_400_and_shuts_nothing_down(fetch, jp_fetch, cwd):
+    # Tornado's get_query_argument made ?cwd=%00 a space and stripped it: the root's session.
+    await run(jp_fetch, "x = 1")
+    message = f"cwd must not contain control characters: {cwd!r}"
+    for method, path in (
+        ("DELETE", "/api/xcsh/sessions/default"),
+        ("POST", "/api/xcsh/sessions/default/interrupt"),
+    ):
+        status, _, result = await fetch(method, path, params={"cwd": cwd})
+        assert (status, result["message"]) == (400, message)
+        assert_response_matches(path.replace("default", "{name}"), method, 400, result)
+    assert [s["cwd"] for s in await sessions(jp_fetch)] == [""]
+
+
+async def test_a_cwd_of_white_space_is_not_stripped_to_the_root(fetch, jp_fetch):
+    await run(jp_fetch, "x = 1")
+    status, _, result = await fetch("DELETE", "/api/xcsh/sessions/default", params={"cwd": " "})
+    assert (status, result["message"]) == (404, "No python session named default with cwd ' '")
+    assert [s["cwd"] for s in await sessions(jp_fetch)] == [""]

@@ -196,14 +196,18 @@ async def test_batches_are_answered_under_2025_03_26_only(jp_fetch, notebook):
     assert response["error"]["message"].endswith("has no batches")
 
 
-async def test_an_unknown_tool_or_non_object_arguments_are_error_results(jp_fetch):
-    unknown = await call_tool(jp_fetch, "shell", {"cmd": "ls"})
-    assert unknown["isError"] is True
+async def test_an_unknown_tool_or_non_object_arguments_are_protocol_errors(jp_fetch):
+    # The MCP specification: "Unknown tools" and "Invalid arguments" are JSON-RPC errors -32602.
+    call = {"name": "shell", "arguments": {"cmd": "ls"}}
+    unknown = await request(jp_fetch, "tools/call", call)
     message = "Unknown tool: shell (tools: notebook, python, artifact)"
-    assert unknown["content"][0]["text"] == message
-    listed = await call_tool(jp_fetch, "python", ["print(1)"])
-    assert listed["isError"] is True
-    assert listed["content"][0]["text"] == "arguments must be a JSON object"
+    assert unknown["error"] == {"code": -32602, "message": message}
+    listed = await request(jp_fetch, "tools/call", {"name": "python", "arguments": ["print(1)"]})
+    message = "Invalid params: arguments must be a JSON object"
+    assert listed["error"] == {"code": -32602, "message": message}
+    missing = await request(jp_fetch, "tools/call", {"name": "python", "arguments": None})
+    assert missing["result"]["isError"] is True  # no arguments: the tool's own 400, as a result
+    assert missing["result"]["structuredContent"]["status"] == 400
 
 
 async def test_bad_arguments_are_error_results_with_the_rest_message_and_status(jp_fetch, notebook):

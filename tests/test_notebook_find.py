@@ -189,21 +189,34 @@ async def test_malformed_finds_are_400s(notebook_tool, notebook, body, message):
     assert result["message"] == message
 
 
-class TestRunawayRegex:
+def _find_timeout(seconds: float):
+    """A ``jp_server_config`` fixture (for a test class) with ``find_timeout = seconds``."""
+
     @pytest.fixture
     def jp_server_config(self, jp_server_config):
         config = Config(jp_server_config)
-        config.XcshSettings.find_timeout = 1.0
+        config.XcshSettings.find_timeout = seconds
         return config
 
-    async def test_a_catastrophic_regex_is_stopped_and_the_server_keeps_answering(
-        self, notebook_tool, jp_root_dir
-    ):
-        # (a+)+$ against 40 a's and a "!" backtracks through 2^40 splits: hours in Python's re.
-        cells = [new_code_cell("a" * 40 + "!"), new_code_cell("x = 1")]
-        (jp_root_dir / "slow.ipynb").write_text(jupyter_text(new_notebook(cells=cells)))
-        body = {"action": "find", "notebook_path": "slow.ipynb", "pattern": "(a+)+$", "regex": True}
+    return jp_server_config
 
+
+@pytest.fixture
+def runaway_find(jp_root_dir):
+    """A regex find that backtracks until its deadline, in ``slow.ipynb`` (cell 1: ``x = 1``)."""
+    # (a+)+$ against 40 a's and a "!" backtracks through 2^40 splits: hours in Python's re.
+    cells = [new_code_cell("a" * 40 + "!"), new_code_cell("x = 1")]
+    (jp_root_dir / "slow.ipynb").write_text(jupyter_text(new_notebook(cells=cells)))
+    return {"action": "find", "notebook_path": "slow.ipynb", "pattern": "(a+)+$", "regex": True}
+
+
+class TestRunawayRegex:
+    jp_server_config = _find_timeout(1.0)
+
+    async def test_a_catastrophic_regex_is_stopped_and_the_server_keeps_answering(
+        self, notebook_tool, runaway_find
+    ):
+        body = runaway_find
         warm = {**body, "pattern": "x"}  # the search process is started: only searching remains
         assert (await notebook_tool(warm))[0] == 200
         runaway = asyncio.ensure_future(notebook_tool(body))
@@ -227,3 +240,30 @@ class TestRunawayRegex:
         status, result = await notebook_tool(body)
         assert status == 200, result
         assert [m["index"] for m in result["details"]["matches"]] == [1]
+
+
+class TestRunawayRegexesOfOthers:
+    jp_server_config = _find_timeout(4.0)
+
+    async def test_runaway_regexes_do_not_hold_up_another_callers_find(
+        self, notebook_tool, runaway_find
+    ):
+        # Six searches that backtrack until their 4 s deadline, then a harmless regex find: it
+        # must not queue behind them (two shared search processes made it wait 12 s).
+        body = runaway_find
+        assert (await notebook_tool({**body, "pattern": "x"}))[0] == 200  # processes started
+        runaways = [asyncio.ensure_future(notebook_tool(body)) for _ in range(6)]
+        await asyncio.sleep(0.5)  # every runaway is in its search by now
+
+        start = asyncio.get_running_loop().time()
+        status, result = await notebook_tool({**body, "pattern": r"^x = \d$"})
+        waited = asyncio.get_running_loop().time() - start
+
+        assert status == 200, result
+        assert [m["index"] for m in result["details"]["matches"]] == [1]
+        # Answered while every runaway still runs (they cannot end before their 4 s deadline),
+        # and within a bound that leaves room for a loaded 2-core machine.
+        assert not any(r.done() for r in runaways)
+        assert waited < 1.5, waited
+        statuses = [status for status, _ in await asyncio.gather(*runaways)]
+        assert statuses == [400] * 6

@@ -6,7 +6,9 @@ import asyncio
 import json
 import os
 import stat
+import tempfile
 import threading
+import time
 import urllib.request
 
 import nbformat
@@ -14,6 +16,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from traitlets.config import Config
 
+from .notebook_run import wait_until
 from .notebooks import jupyter_text, load, sample_notebook
 
 
@@ -233,3 +236,68 @@ async def test_an_untrusted_notebook_is_never_signed_by_an_agent_edit(
     status, result = await notebook_tool(body)
     assert status == 200, result
     assert await _trusted_cells(jp_fetch, "plain.ipynb") == [False]
+
+
+# --- temporary files a crash left (notebook/saves.py TemporaryFiles; issue 20) ------------
+
+#: Seconds since the epoch a day ago: before any server of the test started.
+A_DAY_AGO = time.time() - 86_400
+
+
+def _file(path, when=A_DAY_AGO):
+    path.write_text("")
+    os.utime(path, (when, when))
+    return path
+
+
+@pytest.fixture
+def crashed_saves(jp_root_dir, jp_runtime_dir):
+    """Files a server killed mid-save left in a folder its journal names, beside others."""
+    folder = jp_root_dir / "work"
+    folder.mkdir()
+    gone = folder / ".~xcsh-4194399-ab_c12.tmp"  # above Linux's highest pid: nobody's
+    files = {
+        "leftover": _file(gone),
+        "legacy leftover": _file(folder / ".~xcsh-q1w2e3.tmp"),  # named before the pid was
+        "a running writer's": _file(folder / f".~xcsh-{os.getppid()}-zz9.tmp"),
+        "newer than the server": _file(folder / ".~xcsh-4194399-new.tmp", time.time() + 3600),
+        "not the tool's": _file(folder / ".~xcsh-notes.txt"),
+        "a person's": _file(folder / "draft.tmp"),
+    }
+    journal = jp_runtime_dir / "xcsh-temporary-folders.txt"
+    journal.write_text(f"{folder}\n{jp_root_dir / 'deleted-since'}\n{folder}\n")
+    return files, journal
+
+
+async def test_a_starting_server_removes_only_the_leftovers_of_crashed_saves(
+    crashed_saves, jp_serverapp, jp_root_dir
+):
+    files, journal = crashed_saves
+    leftovers = [files["leftover"], files["legacy leftover"]]
+    await wait_until(lambda: not any(p.exists() for p in leftovers))
+    others = [p for name, p in files.items() if p not in leftovers]
+    assert all(p.exists() for p in others), [p.name for p in others if not p.exists()]
+    # The journal keeps the folders that still exist, once each.
+    await wait_until(lambda: journal.read_text() == f"{jp_root_dir / 'work'}\n", timeout=5)
+
+
+async def test_a_save_notes_its_folder_and_names_its_file_with_the_pid(
+    notebook_tool, jp_root_dir, jp_runtime_dir, monkeypatch
+):
+    (jp_root_dir / "sub").mkdir()
+    (jp_root_dir / "sub" / "a.ipynb").write_text(jupyter_text(sample_notebook()))
+    made = []
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp(*args, **kwargs):
+        fd, name = real_mkstemp(*args, **kwargs)
+        made.append(os.path.basename(name))
+        return fd, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    body = {"action": "edit", "notebook_path": "sub/a.ipynb", "cell_index": 0, "content": "x"}
+    status, result = await notebook_tool(body)
+    assert status == 200, result
+    assert [name.startswith(f".~xcsh-{os.getpid()}-") for name in made] == [True]
+    journal = jp_runtime_dir / "xcsh-temporary-folders.txt"
+    assert str(jp_root_dir.resolve() / "sub") in journal.read_text().splitlines()

@@ -332,8 +332,8 @@ class KernelConnection:
 
         Lowering the queue of a connected socket is not safe: libzmq can then count messages
         read before the change as still queued and stop reading the kernel for good. The
-        client's context is the server's, shared: its default is set only around the one
-        synchronous socket creation.
+        client's context is shared by every client of the tools (``KernelLauncher.client``):
+        its default is set only around the one synchronous socket creation.
         """
         client = self.client
         context = getattr(client, "context", None)

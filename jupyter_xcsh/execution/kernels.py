@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import zmq.asyncio
 from jupyter_core.utils import ensure_async
 
 __all__ = ["KernelLauncher", "is_fd_exhaustion", "is_kernel_gone", "is_server_error"]
@@ -87,6 +88,11 @@ class KernelLauncher:
         self.km = kernel_manager
         self.log = log
         self.on_fd_exhaustion = on_fd_exhaustion
+        # One ZMQ context for every client the tools open. A client left to make its own
+        # terminates it when its channels stop, which blocks the event loop (0.3-0.5 s for a
+        # kernel that stopped reading, e.g. one frozen by SIGSTOP) and costs an I/O thread per
+        # connection; closing a socket of a shared context returns at once.
+        self._context: zmq.asyncio.Context | None = None
 
     @property
     def default_kernel_name(self) -> str:
@@ -147,7 +153,15 @@ class KernelLauncher:
         kernel = self._lookup(kernel_id)
         if kernel is None:
             raise KeyError(kernel_id)
-        return kernel.client()
+        if self._context is None:
+            self._context = zmq.asyncio.Context()
+        return kernel.client(context=self._context)
+
+    def close(self) -> None:
+        """Release the clients' ZMQ context (their sockets are closed by then)."""
+        context, self._context = self._context, None
+        if context is not None:
+            context.destroy(linger=0)
 
     def exists(self, kernel_id: str) -> bool:
         """Whether the kernel manager still has the kernel (shut down elsewhere: no)."""

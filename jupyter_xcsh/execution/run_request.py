@@ -98,8 +98,10 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
         raise InvalidRequestError("notebook_path must be a string")
 
     cell_id = body.get("cell_id")
-    if cell_id is not None and (not isinstance(cell_id, str) or not cell_id):
-        raise InvalidRequestError("cell_id must be a non-empty string")
+    if cell_id is not None and not isinstance(cell_id, str):
+        raise InvalidRequestError(f"cell_id must be a string, got {cell_id!r}")
+    if cell_id == "":
+        raise InvalidRequestError("cell_id must not be empty")
     cell_index = _index(body, "cell_index")
     end_index = _index(body, "end_index")
     cell_ids = body.get("cell_ids")

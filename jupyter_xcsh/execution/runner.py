@@ -128,6 +128,7 @@ class ExecutionService:
     async def close(self) -> None:
         """Shut down every kernel the service started."""
         await self.pool.close()
+        self.launcher.close()
 
     # -- calls ---------------------------------------------------------------------------
     async def run(

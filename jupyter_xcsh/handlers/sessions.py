@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from ..errors import InvalidRequestError
 from ..execution import ExecutionService
 from ..services import XcshServices
 from .base import XcshAPIHandler
+
+#: C0 control characters and DEL: no working directory a session is keyed by contains one.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class _SessionsBase(XcshAPIHandler):
@@ -19,6 +24,21 @@ class _SessionsBase(XcshAPIHandler):
     def service(self) -> ExecutionService:
         """The execution service built by the extension app."""
         return self.services.execution
+
+    def cwd_argument(self) -> str | None:
+        """The ``?cwd=`` query argument exactly as sent (None when absent).
+
+        Tornado's ``get_query_argument`` turns control characters into spaces and strips
+        white space, so ``?cwd=%00`` would address the root's session (``""``): the value is
+        read as sent instead, and one with a control character is refused (400).
+        """
+        values = self.request.query_arguments.get("cwd")
+        if not values:
+            return None
+        cwd = self.decode_argument(values[-1], name="cwd")
+        if _CONTROL.search(cwd):
+            raise InvalidRequestError(f"cwd must not contain control characters: {cwd!r}")
+        return cwd
 
 
 class SessionsHandler(_SessionsBase):
@@ -43,7 +63,7 @@ class SessionHandler(_SessionsBase):
     async def delete(self, name: str) -> None:
         """Shut the session's kernel down."""
         with self.domain_errors():
-            await self.service.delete_session(name, self.get_query_argument("cwd", None))
+            await self.service.delete_session(name, self.cwd_argument())
         self.set_status(204)
         self.finish()
 
@@ -58,9 +78,8 @@ class SessionInterruptHandler(_SessionsBase):
     @authorized("execute")
     async def post(self, name: str) -> None:
         """Interrupt the session's running call; its result says ``cancelled``."""
-        cwd = self.get_query_argument("cwd", None)
         with self.domain_errors():
-            interrupted = self.service.interrupt_session(name, cwd)
+            interrupted = self.service.interrupt_session(name, self.cwd_argument())
         self.finish(json.dumps({"interrupted": interrupted}))
 
 

@@ -35,7 +35,7 @@ from .protocol import (
     negotiate,
     result_response,
 )
-from .results import call_result, error_result, text_result
+from .results import call_result, error_result
 from .tools import McpTool, ToolContext, build_tools
 
 __all__ = ["McpServer", "RequestContext", "RunningRequests", "progress_token"]
@@ -182,15 +182,17 @@ class McpServer:
         name = params.get("name")
         if not isinstance(name, str):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: name must be a string")
+        # The MCP specification lists an unknown tool and arguments of the wrong shape among the
+        # protocol errors (-32602); a tool's own refusal of a value stays a tool result.
         tool = self.tools.get(name)
         if tool is None:
             known = ", ".join(self.tools)
-            return text_result(f"Unknown tool: {name} (tools: {known})", context.version)
+            raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name} (tools: {known})")
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            return text_result("arguments must be a JSON object", context.version)
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: arguments must be a JSON object")
         call = ToolContext(self.services, context.caller, context.progress, context.control)
         try:
             body = await tool.call(call, arguments)

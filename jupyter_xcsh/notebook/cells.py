@@ -233,7 +233,7 @@ def _delete(document: CellDocument, request: NotebookRequest) -> ChangeResult:
 def _move_target(document: CellDocument, request: NotebookRequest, index: int) -> int:
     """Where a move takes cell ``index``: ``to_index``, or next to the cell with an id."""
     path = request.notebook_path
-    anchor = request.to_after_cell_id or request.to_before_cell_id
+    anchor = request.move_anchor
     if anchor is None:
         to_index = request.to_index
         assert to_index is not None  # parse_request guarantees one place

@@ -6,8 +6,14 @@ until it finished — which may be never. Each search is sent to a small child p
 ``grep.py`` (standard library only, started with ``python -I``: no site customisation, no
 package import); the server waits for the answer off its event loop and kills the child when
 the deadline passes, answering with :class:`SearchTimeout`. Children are reused between
-searches (starting Python costs far more than a search) and at most ``max_workers`` run at
-once; a killed child is simply replaced by the next search.
+searches (starting Python costs far more than a search).
+
+One caller's runaway patterns must not hold up everyone else's searches, so the pool grows:
+every search gets a child of its own at once (an idle one, else a new one; a spare is kept
+started so the next search need not wait for Python to start), up to ``max_workers`` children
+at once. A search still running after ``slow_after`` seconds is lowered to the least CPU
+priority (``nice`` 19), so the searches that finish quickly keep the processor while runaways
+burn out their deadlines; such a child is retired when its search ends.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,6 +35,8 @@ from .grep import Hit
 #: Seconds a new child may take to start (Python's start-up on a loaded machine), apart from
 #: the search's own deadline.
 START_TIMEOUT = 30.0
+#: The niceness a slow search's child is lowered to (the least CPU priority).
+SLOW_NICENESS = 19
 
 
 class SearchTimeout(Exception):
@@ -48,6 +58,14 @@ class _Worker:
             stderr=subprocess.DEVNULL,
         )
         self.ready = False
+        #: Whether the child was lowered to the least CPU priority (then it is not reused).
+        self.lowered = False
+
+    def lower_priority(self) -> None:
+        """Give the child the least CPU priority: its search has run for long."""
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, self.process.pid, SLOW_NICENESS)
+            self.lowered = True
 
     @property
     def _stdin(self) -> IO[bytes]:
@@ -106,13 +124,50 @@ class _Worker:
 class RegexWorkers:
     """Run regex line searches (``grep.search_texts``) in child processes with a deadline."""
 
-    def __init__(self, timeout: float = 2.0, max_workers: int = 2) -> None:
-        """``timeout``: seconds one search may run; ``max_workers``: children at most at once."""
+    def __init__(
+        self,
+        timeout: float = 2.0,
+        max_workers: int = 16,
+        *,
+        slow_after: float = 0.25,
+        keep_idle: int = 2,
+    ) -> None:
+        """Searches in child processes.
+
+        Parameters
+        ----------
+        timeout
+            Seconds one search may run before its child is killed.
+        max_workers
+            Children at most at once (searches past that wait for one to be free).
+        slow_after
+            Seconds after which a search's child gets the least CPU priority.
+        keep_idle
+            Children kept started for the next searches (besides the busy ones).
+
+        """
         self.timeout = timeout
+        self.slow_after = slow_after
+        self.keep_idle = max(keep_idle, 1)
+        self.max_workers = max_workers
         self._idle: list[_Worker] = []
         self._busy: set[_Worker] = set()
         self._slots = asyncio.Semaphore(max_workers)
         self._closed = False
+        # The blocking pipe calls wait on threads of their own: on the loop's shared default
+        # executor (a handful of threads on a small machine) a few runaway searches would hold
+        # every thread, and every other search (and anything else the server runs on a
+        # thread) would queue behind them.
+        self._threads = ThreadPoolExecutor(max_workers + 2, thread_name_prefix="xcsh-regex")
+
+    async def _blocking(self, call: Callable[..., Any], *args: Any) -> Any:
+        """Run a blocking call on the searches' own threads."""
+        return await asyncio.get_running_loop().run_in_executor(self._threads, call, *args)
+
+    @property
+    def started(self) -> int:
+        """How many children exist now (busy and idle)."""
+        return len(self._idle) + len(self._busy)
 
     async def search(self, texts: Sequence[str], pattern: str, max_lines: int) -> list[Hit]:
         """Search ``texts`` line by line for the regex ``pattern`` (already known to compile).
@@ -125,9 +180,10 @@ class RegexWorkers:
         payload = json.dumps(request).encode("ascii") + b"\n"
         async with self._slots:
             worker = await self._checkout()
+            lowering = asyncio.get_running_loop().call_later(self.slow_after, worker.lower_priority)
             try:
                 answer = await asyncio.wait_for(
-                    asyncio.to_thread(worker.exchange, payload), self.timeout
+                    self._blocking(worker.exchange, payload), self.timeout
                 )
             except TimeoutError:
                 await self._discard(worker)
@@ -137,9 +193,11 @@ class RegexWorkers:
             except BaseException:
                 await self._discard(worker)
                 raise
+            finally:
+                lowering.cancel()
             self._busy.discard(worker)
-            if self._closed:
-                await asyncio.to_thread(worker.stop)
+            if self._closed or worker.lowered or len(self._idle) >= self.keep_idle:
+                await self._blocking(worker.stop)
             else:
                 self._idle.append(worker)
         if "hits" not in answer:
@@ -151,13 +209,15 @@ class RegexWorkers:
         return hits
 
     async def _checkout(self) -> _Worker:
-        """An idle child, or a new one once it is ready."""
+        """An idle child, or a new one once it is ready; a spare is started for the next."""
         if self._closed:
             raise WorkerFailed("the server is stopping")
         worker = self._idle.pop() if self._idle else _Worker()
         self._busy.add(worker)
+        if not self._idle and self.started < self.max_workers:
+            self._idle.append(_Worker())  # starts while this search runs; waited for when used
         try:
-            await asyncio.wait_for(asyncio.to_thread(worker.wait_ready), START_TIMEOUT)
+            await asyncio.wait_for(self._blocking(worker.wait_ready), START_TIMEOUT)
         except BaseException:
             await self._discard(worker)
             raise
@@ -165,13 +225,14 @@ class RegexWorkers:
 
     async def _discard(self, worker: _Worker) -> None:
         self._busy.discard(worker)
-        await asyncio.to_thread(worker.kill)
+        await self._blocking(worker.kill)
 
     async def close(self) -> None:
         """Stop every child (idle ones end on their own; busy ones are killed)."""
         self._closed = True
         workers, self._idle = self._idle, []
         for worker in workers:
-            await asyncio.to_thread(worker.stop)
+            await self._blocking(worker.stop)
         for worker in list(self._busy):
-            await asyncio.to_thread(worker.kill)
+            await self._blocking(worker.kill)
+        self._threads.shutdown(wait=False)

@@ -75,6 +75,9 @@ _ACCEPTED = {
 #: Where an insert goes, and where a move takes its cell: exactly one of each is given.
 INSERT_PLACES = ("cell_index", "after_cell_id", "before_cell_id")
 MOVE_PLACES = ("to_index", "to_after_cell_id", "to_before_cell_id")
+#: The fields that name a cell by its id. An empty id names no cell: it is refused (400) like
+#: any other malformed value, never read as "not given".
+ID_FIELDS = ("cell_id", "after_cell_id", "before_cell_id", "to_after_cell_id", "to_before_cell_id")
 #: Longest ``pattern`` of a find, in characters.
 MAX_PATTERN_CHARS = 1000
 
@@ -116,6 +119,13 @@ class NotebookRequest:
     def anchor(self) -> str | None:
         """insert: the id of the cell it goes next to (``after_cell_id``/``before_cell_id``)."""
         return self.after_cell_id if self.after_cell_id is not None else self.before_cell_id
+
+    @property
+    def move_anchor(self) -> str | None:
+        """move: the id of the cell it goes next to (``to_after_cell_id``/``to_before_cell_id``)."""
+        if self.to_after_cell_id is not None:
+            return self.to_after_cell_id
+        return self.to_before_cell_id
 
     @property
     def guarded(self) -> bool:
@@ -207,8 +217,9 @@ def parse_request(body: dict[str, Any]) -> NotebookRequest:
         raise InvalidRequestError(f"max_chars must be positive, got {body['max_chars']}")
     for name in sorted(_STALE_CHECKS & body.keys()):
         check_expected(name, body[name])
-    if body.get("old_content") == "":
-        raise InvalidRequestError("old_content must not be empty")
+    for name in ("old_content", *ID_FIELDS):
+        if body.get(name) == "":
+            raise InvalidRequestError(f"{name} must not be empty")
     cell_type = body.get("cell_type")
     if cell_type is not None and cell_type not in CELL_TYPES:
         raise InvalidRequestError(

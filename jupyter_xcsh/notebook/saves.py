@@ -15,6 +15,12 @@ sees the old or the new notebook, never a part. The save still goes through ``sa
 save hooks, contents events and checkpoints behave as for any save — and a manager that keeps no
 files (no ``atomic_writing``) is used unchanged. ``use_atomic_writing = False`` (for file systems
 where renames misbehave) is honoured: the tool then writes in place as the server does.
+
+A server killed in the middle of such a save leaves its temporary file behind. The file's name
+carries the writer's process id (``.~xcsh-<pid>-<random>.tmp``) and every folder the tool has
+written one in is noted in a journal in the server's runtime folder, so a server starting later
+removes the leftovers (:class:`TemporaryFiles`): only files of that name, older than itself,
+whose writer no longer runs.
 """
 
 from __future__ import annotations
@@ -22,9 +28,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import logging
 import os
+import re
 import stat
 import tempfile
+import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
@@ -53,20 +62,135 @@ def _umask() -> int:
 _NEW_FILE_MODE = 0o666 & ~_umask()
 
 
+#: The name of a temporary file of the tool: ``.~xcsh-<pid>-<random>.tmp`` (the pid is missing
+#: from those of versions before it was added). ``mkstemp``'s random part has no ``-``.
+TEMPORARY_NAME = re.compile(r"\.~xcsh-(?:(\d+)-)?[A-Za-z0-9_]+\.tmp")
+#: Folders at most in the journal of ``TemporaryFiles`` (the most recently noted are kept).
+MAX_JOURNAL_FOLDERS = 10_000
+
+
+class TemporaryFiles:
+    """The folders the tool writes temporary files in, and the removal of those a crash left.
+
+    ``journal`` is a text file (one folder a line) shared by the servers of a runtime folder;
+    None keeps no journal (nothing is removed later).
+    """
+
+    def __init__(self, journal: str | None, log: logging.Logger | None = None) -> None:
+        self.journal = journal
+        self.log = log or logging.getLogger(__name__)
+        self._noted: set[str] = set()
+        self._lock = threading.Lock()  # saves run on the contents manager's threads
+
+    @staticmethod
+    def prefix() -> str:
+        """The start of this process's temporary file names."""
+        return f".~xcsh-{os.getpid()}-"
+
+    def note(self, folder: str) -> None:
+        """Record ``folder`` in the journal (once per process) before a file is made there."""
+        if self.journal is None or folder in self._noted:
+            return
+        with self._lock:
+            if folder in self._noted:
+                return
+            try:
+                os.makedirs(os.path.dirname(self.journal), exist_ok=True)
+                # One short appended line: whole even when servers append at once.
+                with open(self.journal, "a", encoding="utf-8") as journal:
+                    journal.write(folder + "\n")
+            except OSError as e:  # no journal: a crash's leftover stays, the save goes on
+                self.log.warning("xcsh: could not note %s in %s: %s", folder, self.journal, e)
+            self._noted.add(folder)
+
+    def remove_leftovers(self, started: float) -> list[str]:
+        """Remove the temporary files a crashed writer left in the journal's folders.
+
+        Only files named as the tool names them, last written before ``started`` (this
+        server's start, as seconds since the epoch) and whose writer no longer runs. The
+        journal is rewritten with the folders that still exist. Returns the removed paths.
+        """
+        if self.journal is None:
+            return []
+        try:
+            with open(self.journal, encoding="utf-8") as journal:
+                folders = list(dict.fromkeys(line.rstrip("\n") for line in journal if line.strip()))
+        except FileNotFoundError:
+            return []
+        removed: list[str] = []
+        kept = []
+        for folder in folders[-MAX_JOURNAL_FOLDERS:]:
+            try:
+                entries = list(os.scandir(folder))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as e:
+                self.log.warning("xcsh: could not look for leftovers in %s: %s", folder, e)
+                kept.append(folder)
+                continue
+            kept.append(folder)
+            for entry in entries:
+                if _is_leftover(entry, started):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+                        removed.append(entry.path)
+        folders = [*kept, *(self._noted - set(kept))]
+        with (
+            self._lock,
+            contextlib.suppress(OSError),
+            open(self.journal, "w", encoding="utf-8") as journal,
+        ):
+            journal.writelines(folder + "\n" for folder in folders)
+        return removed
+
+
+def _is_leftover(entry: os.DirEntry[str], started: float) -> bool:
+    match = TEMPORARY_NAME.fullmatch(entry.name)
+    if match is None:
+        return False
+    try:
+        if not entry.is_file(follow_symlinks=False) or entry.stat().st_mtime >= started:
+            return False
+    except OSError:
+        return False
+    pid = match[1]
+    return pid is None or int(pid) == os.getpid() or not _running(int(pid))
+
+
+def _running(pid: int) -> bool:
+    """Whether a process ``pid`` runs (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, OSError):
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def replacing_file(
-    path: str, text: bool = True, encoding: str = "utf-8", **kwargs: Any
+    path: str,
+    text: bool = True,
+    encoding: str = "utf-8",
+    *,
+    temporaries: TemporaryFiles | None = None,
+    **kwargs: Any,
 ) -> Iterator[IO[Any]]:
     """Write ``path`` through a temporary file renamed over it: all of the new file or none.
 
     The file keeps its permission bits (and owner, when allowed); a symlink is written through
-    to its target, as jupyter_server's ``atomic_writing`` does.
+    to its target, as jupyter_server's ``atomic_writing`` does. ``temporaries`` notes the
+    folder first, so a file a crash leaves there is removed by a later server.
     """
     kwargs.pop("log", None)
     target = os.path.realpath(path)
-    fd, temporary = tempfile.mkstemp(
-        prefix=".~xcsh-", suffix=".tmp", dir=os.path.dirname(target) or "."
-    )
+    folder = os.path.dirname(target) or "."
+    if temporaries is not None:
+        temporaries.note(folder)
+    fd, temporary = tempfile.mkstemp(prefix=TemporaryFiles.prefix(), suffix=".tmp", dir=folder)
     try:
         try:
             current = os.stat(target)
@@ -96,8 +220,9 @@ def replacing_file(
 class SaveGuard:
     """Serialise the saves of each file through one contents manager; make the tool's atomic."""
 
-    def __init__(self, contents_manager: Any) -> None:
+    def __init__(self, contents_manager: Any, temporaries: TemporaryFiles | None = None) -> None:
         self.contents_manager = contents_manager
+        self.temporaries = temporaries
         # One lock per file, dropped once nobody holds or awaits it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._install()
@@ -177,7 +302,10 @@ class SaveGuard:
                 return
             permission_errors = getattr(cm, "perm_to_403", None)
             guard = permission_errors(os_path) if permission_errors else contextlib.nullcontext()
-            with guard, replacing_file(os_path, *args, **kwargs) as stream:
+            with (
+                guard,
+                replacing_file(os_path, *args, temporaries=self.temporaries, **kwargs) as stream,
+            ):
                 yield stream
 
         return atomic_writing

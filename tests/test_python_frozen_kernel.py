@@ -1,0 +1,55 @@
+"""A kernel that does not answer at all (stopped by SIGSTOP) still ends the call on time (issue 20).
+
+A stopped process reads nothing, answers nothing and ignores SIGINT until it is continued: only
+the deadline ends the call, and nothing done after it (closing the connection, the restart or
+the shutdown) may be waited for. The README promises the answer within the deadline + 1 s.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from .python_tool import run, tool
+
+pytestmark = pytest.mark.timeout(120)
+
+#: The call's deadline, in seconds.
+TIMEOUT = 3
+FREEZE_ITSELF = "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)"
+
+
+async def _timed(jp_fetch, body):
+    start = time.monotonic()
+    status, result = await tool(jp_fetch)({**body, "timeout": TIMEOUT})
+    return status, result, time.monotonic() - start
+
+
+async def test_a_kernel_frozen_between_calls_ends_the_call_within_its_deadline(jp_fetch):
+    pid = int((await run(jp_fetch, "import os\nprint(os.getpid())"))["text"].strip())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        status, result, took = await _timed(jp_fetch, {"cells": [{"code": "1 + 1"}]})
+    finally:
+        os.kill(pid, signal.SIGCONT)  # if the restart has not killed it yet
+    assert status == 200, result
+    assert result["text"].endswith(f"[Command timed out after {TIMEOUT} seconds]")
+    assert result["session"]["stateLost"] is True
+    # Closing the frozen kernel's connection blocked the server's loop 0.3-0.5 s (4.2-4.6 s).
+    assert took < TIMEOUT + 1, took
+    # The session's kernel was restarted in the background: the next call works.
+    assert (await run(jp_fetch, "print(40 + 2)"))["text"].strip() == "42"
+
+
+@pytest.mark.parametrize("mode", ["session", "per-call"])
+async def test_a_kernel_that_freezes_in_its_cell_ends_the_call_within_its_deadline(jp_fetch, mode):
+    if mode == "session":
+        await run(jp_fetch, "pass")  # the kernel's start does not count here
+    body = {"cells": [{"code": FREEZE_ITSELF}], "mode": mode}
+    status, result, took = await _timed(jp_fetch, body)
+    assert status == 200, result
+    assert result["isError"] is True and result["cells"][0]["exitCode"] is None
+    assert took < TIMEOUT + 1, took
