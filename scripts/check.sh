@@ -79,6 +79,31 @@ step "browser tests (Playwright + Debian Chromium, a real jupyter lab)"
 command -v chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 bounded 15 python -m pytest ui-tests -p no:cacheprovider -q -m "not collaboration"
 
+step "the wheel, installed where there is no Node ($VENV-wheel)"
+# What users get from PyPI: sdist and wheel built as a release is (the wheel from the sdist),
+# the wheel installed with JupyterLab into a fresh environment, then used on a PATH holding
+# only that environment: no node, no npm. Both extensions must be enabled by the package's own
+# files, and a browser smoke test runs against that install.
+WHEEL_VENV="$PWD/$VENV-wheel"
+rm -rf dist
+python -m pip install -q build
+python -m build --outdir dist . >/tmp/xcsh-build.txt 2>&1 || { cat /tmp/xcsh-build.txt; exit 1; }
+ls dist
+python3 -m venv "$WHEEL_VENV"
+"$WHEEL_VENV/bin/python" -m pip install -q --upgrade pip
+"$WHEEL_VENV/bin/python" -m pip install -q dist/jupyter_xcsh-*.whl jupyterlab pytest pytest-timeout playwright
+nodeless() { env PATH="$WHEEL_VENV/bin" "$@"; }
+nodeless python -c "import shutil, sys; sys.exit(shutil.which('node') is not None or shutil.which('npm') is not None)"
+nodeless jupyter server extension list 2>&1 | tee /tmp/xcsh-wheel-server-ext.txt
+grep -Eq "jupyter_xcsh .*enabled" /tmp/xcsh-wheel-server-ext.txt
+grep -Eq "jupyter_xcsh .*OK" /tmp/xcsh-wheel-server-ext.txt
+nodeless jupyter labextension list 2>&1 | tee /tmp/xcsh-wheel-lab-ext.txt
+grep -Eq "jupyter-xcsh .*enabled.*OK" /tmp/xcsh-wheel-lab-ext.txt
+XCSH_UI_AUTOENABLE=1 XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/ui-tests-wheel" \
+  bounded 10 env PATH="$WHEEL_VENV/bin" python -m pytest -p no:cacheprovider -q -ra \
+  "ui-tests/test_livesync.py::test_agent_insert_appears_in_the_open_notebook" \
+  "ui-tests/test_agent_at_a_glance.py::test_status_bar_counts_a_running_call_and_opens_the_panel_on_it"
+
 # jupyter-collaboration turns every open notebook into a shared document that the notebook tool
 # changes directly (SPEC §5). Each release line gets an environment of its own: the tests with a
 # real room (-m collaboration), the file-path tests with the extension loaded but no room open

@@ -190,10 +190,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         lab_config["extra_labextensions_path"] = [str(extensions)]
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         mode = f"working tree {REPO}"
-    server_config = {
-        "ServerApp": {"jpserver_extensions": {"jupyter_xcsh": True}},
-        "LabApp": lab_config,
-    }
+    server_config: dict[str, Any] = {"LabApp": lab_config}
+    # XCSH_UI_AUTOENABLE=1: the server extension must be enabled by what the package installed
+    # (its jupyter-config file), as on a user's machine; else it is enabled here.
+    if os.environ.get("XCSH_UI_AUTOENABLE") != "1":
+        server_config["ServerApp"] = {"jpserver_extensions": {"jupyter_xcsh": True}}
     (config_dir / "jupyter_server_config.json").write_text(json.dumps(server_config))
     # No "get notified about news?" toast over the screenshots.
     notification = settings_dir / "@jupyterlab" / "apputils-extension"
