@@ -104,6 +104,20 @@ XCSH_UI_AUTOENABLE=1 XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/ui-tests-wheel" \
   "ui-tests/test_livesync.py::test_agent_insert_appears_in_the_open_notebook" \
   "ui-tests/test_agent_at_a_glance.py::test_status_bar_counts_a_running_call_and_opens_the_panel_on_it"
 
+step "behind a real JupyterHub ($VENV-hub)"
+# A hub with its proxy (configurable-http-proxy, from npm) on 127.0.0.1, single-user servers
+# spawned from this environment; agents reach them only through the hub's public URL.
+python3 -m venv "$VENV-hub"
+"$VENV-hub/bin/python" -m pip install -q --upgrade pip
+"$VENV-hub/bin/python" -m pip install -q ".[deploy-test]"
+[ -x .cache/chp/node_modules/.bin/configurable-http-proxy ] || {
+  mkdir -p .cache/chp
+  npm install --silent --no-audit --no-fund --prefix .cache/chp configurable-http-proxy@5
+}
+"$VENV-hub/bin/python" -m pip list 2>/dev/null | grep -Ei "^(jupyterhub|mcp) "
+XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/hub" \
+  bounded 10 "$VENV-hub/bin/python" -m pytest deploy-tests -p no:cacheprovider -q -ra
+
 # jupyter-collaboration turns every open notebook into a shared document that the notebook tool
 # changes directly (SPEC §5). Each release line gets an environment of its own: the tests with a
 # real room (-m collaboration), the file-path tests with the extension loaded but no room open

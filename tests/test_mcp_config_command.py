@@ -97,3 +97,44 @@ def test_jupyter_dispatches_the_xcsh_subcommand():
 
     assert done.returncode == 0, done.stderr
     assert "--client {claude,cursor,generic,vscode}" in done.stdout
+
+
+HUB_ENVIRON = {
+    "JUPYTERHUB_SERVICE_PREFIX": "/user/alice/",
+    "JUPYTERHUB_USER": "alice",
+    "JUPYTERHUB_PUBLIC_URL": "https://hub.example.org/user/alice/",
+    "JUPYTERHUB_PUBLIC_HUB_URL": "https://hub.example.org/hub/",
+}
+#: A single-user server's runtime info: its own address on the node, and its own token.
+SINGLE_USER = {"url": "http://127.0.0.1:45321/user/alice/", "token": "s3cr3t", "root_dir": "/h"}
+
+
+def test_behind_jupyterhub_the_hubs_public_url_and_a_scoped_token_are_named():
+    endpoint = McpEndpoint.of(SINGLE_USER, HUB_ENVIRON)
+    out = render(endpoint)
+
+    assert endpoint.url == "https://hub.example.org/user/alice/api/xcsh/mcp"
+    assert "s3cr3t" not in out  # the server's own token is not the agent's
+    assert "# Header: Authorization: token <a token of alice with the scope " in out
+    assert "#   https://hub.example.org/hub/token" in out
+    assert "#   POST https://hub.example.org/hub/api/users/alice/tokens" in out
+    assert '#   {"scopes": ["access:servers!user=alice"], "note": "MCP agent"}' in out
+
+
+def test_behind_a_hub_without_a_public_url_the_prefix_is_kept_and_the_gap_said():
+    environ = {k: v for k, v in HUB_ENVIRON.items() if "PUBLIC" not in k}
+    endpoint = McpEndpoint.of(SINGLE_USER, environ)
+    out = render(endpoint)
+
+    assert endpoint.url == "http://127.0.0.1:45321/user/alice/api/xcsh/mcp"
+    assert "c.JupyterHub.public_url" in out and "keeping /user/alice/" in out
+    assert "#   https://<your hub>/hub/token" in out
+
+
+def test_outside_jupyterhub_the_servers_own_url_and_token_are_used():
+    endpoint = McpEndpoint.of(SINGLE_USER, {})
+    assert (endpoint.url, endpoint.token, endpoint.hub) == (
+        "http://127.0.0.1:45321/user/alice/api/xcsh/mcp",
+        "s3cr3t",
+        None,
+    )

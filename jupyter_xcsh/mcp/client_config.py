@@ -2,6 +2,11 @@
 
 The server is found the way ``jupyter server list`` finds it: its ``jpserver-<pid>.json`` file
 in the runtime directory holds its URL (with ``base_url``), token and root.
+
+Inside a JupyterHub single-user server (its environment has ``JUPYTERHUB_SERVICE_PREFIX``), the
+server's own URL and token are not what an agent uses: the agent goes through the hub's public
+URL with a token of the user's, scoped to the server. The configuration then names that URL and
+says how to get such a token (:class:`HubAccess`).
 """
 
 from __future__ import annotations
@@ -9,15 +14,71 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["CLIENTS", "McpEndpoint", "choose_server", "render"]
+__all__ = ["CLIENTS", "HubAccess", "McpEndpoint", "choose_server", "render"]
 
 #: The endpoint's path under the server's URL.
 MCP_PATH = "api/xcsh/mcp"
+
+
+@dataclass(frozen=True)
+class HubAccess:
+    """How an agent reaches a JupyterHub user's server: the public URL and a scoped token."""
+
+    user: str
+    #: The server's public URL (``JUPYTERHUB_PUBLIC_URL``), "" when the hub does not know it.
+    public_url: str
+    #: The hub's public URL (``.../hub/``), "" when the hub does not know it.
+    public_hub_url: str
+    #: The server's path on the hub (``/user/<name>/``).
+    prefix: str
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> HubAccess | None:
+        """The hub of a single-user server's environment; None outside JupyterHub."""
+        prefix = environ.get("JUPYTERHUB_SERVICE_PREFIX")
+        user = environ.get("JUPYTERHUB_USER")
+        if not prefix or not user:
+            return None
+        return cls(
+            user,
+            environ.get("JUPYTERHUB_PUBLIC_URL", ""),
+            environ.get("JUPYTERHUB_PUBLIC_HUB_URL", ""),
+            prefix,
+        )
+
+    @property
+    def scope(self) -> str:
+        """The one scope an agent's token needs: access to this user's servers."""
+        return f"access:servers!user={self.user}"
+
+    @property
+    def token_placeholder(self) -> str:
+        """What stands for the token in the printed configuration."""
+        return f"<a token of {self.user} with the scope {self.scope}>"
+
+    def instructions(self) -> list[str]:
+        """Comment lines saying where the URL comes from and how to get the token."""
+        hub = self.public_hub_url or "https://<your hub>/hub/"
+        lines = [
+            f"# Behind JupyterHub: the agent connects through the hub as {self.user}.",
+            f"# Token: create one with the scope {self.scope}, either on the hub's token page",
+            f"#   {hub}token",
+            "# or through the hub's API with a token of yours that may create tokens:",
+            f"#   POST {hub}api/users/{self.user}/tokens",
+            f'#   {{"scopes": ["{self.scope}"], "note": "MCP agent"}}',
+        ]
+        if not self.public_url:
+            lines.insert(
+                1,
+                "# The hub does not know its public URL (c.JupyterHub.public_url): replace "
+                f"the host below with your hub's, keeping {self.prefix}.",
+            )
+        return lines
 
 
 @dataclass(frozen=True)
@@ -27,13 +88,20 @@ class McpEndpoint:
     url: str
     token: str
     root_dir: str
+    hub: HubAccess | None = None
 
     @classmethod
-    def of(cls, info: dict[str, Any]) -> McpEndpoint:
-        """The endpoint of a server described by its runtime info."""
+    def of(cls, info: dict[str, Any], environ: Mapping[str, str] | None = None) -> McpEndpoint:
+        """The endpoint of a server described by its runtime info (``environ``: its hub's)."""
+        hub = HubAccess.from_environ(os.environ if environ is None else environ)
+        root = str(info.get("root_dir", ""))
+        if hub is not None:
+            base = hub.public_url or str(info["url"])
+            url = base + ("" if base.endswith("/") else "/") + MCP_PATH
+            return cls(url, hub.token_placeholder, root, hub)
         base = str(info["url"])
         url = base + ("" if base.endswith("/") else "/") + MCP_PATH
-        return cls(url, str(info.get("token") or ""), str(info.get("root_dir", "")))
+        return cls(url, str(info.get("token") or ""), root)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -109,6 +177,8 @@ def render(endpoint: McpEndpoint, *, client: str | None = None, name: str = "jup
         f"# MCP endpoint of the Jupyter Server with root {endpoint.root_dir}",
         f"# URL:    {endpoint.url}",
     ]
+    if endpoint.hub is not None:
+        lines += endpoint.hub.instructions()
     for header, value in endpoint.headers.items():
         lines.append(f"# Header: {header}: {value}")
     if not endpoint.headers:
