@@ -14,18 +14,23 @@ import { AgentStatus, AgentStatusModel } from './agentstatus';
 
 /**
  * The `Agent` status bar item: how many agent calls are running; a click
- * shows the activity panel.
+ * shows the activity panel. Where the front end has no status bar (Notebook 7),
+ * there is no item and nothing else changes.
  */
 export const statusPlugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-xcsh:status',
   description: 'Shows in the status bar how many agent calls are running.',
   autoStart: true,
-  requires: [IStatusBar, IAgentActivity],
+  requires: [IAgentActivity],
+  optional: [IStatusBar],
   activate: (
     app: JupyterFrontEnd,
-    statusBar: IStatusBar,
-    activity: IAgentActivity
+    activity: IAgentActivity,
+    statusBar: IStatusBar | null
   ): void => {
+    if (!statusBar) {
+      return;
+    }
     const item = new AgentStatus(new AgentStatusModel(activity.model), () =>
       activity.show()
     );
