@@ -104,6 +104,20 @@ XCSH_UI_AUTOENABLE=1 XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/ui-tests-wheel" \
   "ui-tests/test_livesync.py::test_agent_insert_appears_in_the_open_notebook" \
   "ui-tests/test_agent_at_a_glance.py::test_status_bar_counts_a_running_call_and_opens_the_panel_on_it"
 
+step "with Enterprise Gateway instead of Kernel Gateway ($VENV-eg)"
+# Enterprise Gateway pins older Jupyter packages: it runs from an environment of its own, the
+# tests' server (this environment) points at it. The gateway half of every kernel suite runs.
+python3 -m venv "$VENV-eg"
+"$VENV-eg/bin/python" -m pip install -q --upgrade pip
+"$VENV-eg/bin/python" -m pip install -q "jupyter_enterprise_gateway>=3.2,<4" ipykernel
+"$VENV-eg/bin/python" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_]enterprise[-_]gateway|jupyter[-_]client) "
+XCSH_ENTERPRISE_GATEWAY="$PWD/$VENV-eg/bin/jupyter-enterprisegateway" bounded 20 \
+  python -m pytest -p no:cacheprovider -q -ra -k gateway \
+  tests/test_python_execution.py tests/test_python_interrupts.py tests/test_python_stdin.py \
+  tests/test_python_recovery.py tests/test_python_kernels_gone.py \
+  tests/test_python_remote_kernel.py tests/test_python_streaming.py tests/test_sessions_api.py \
+  tests/test_execution_faults.py tests/test_notebook_run_gateway.py
+
 step "behind a real JupyterHub ($VENV-hub)"
 # A hub with its proxy (configurable-http-proxy, from npm) on 127.0.0.1, single-user servers
 # spawned from this environment; agents reach them only through the hub's public URL.

@@ -1,7 +1,8 @@
 """A real Jupyter Kernel Gateway for the tests, and a proxy that makes it fail on purpose.
 
 ``kernel_gateway`` (session scope) starts ``jupyter kernelgateway`` on 127.0.0.1 and a free
-port. ``use_kernels(request, config)`` configures a test server to run its kernels locally or
+port (Enterprise Gateway instead when ``XCSH_ENTERPRISE_GATEWAY`` names its executable).
+``use_kernels(request, config)`` configures a test server to run its kernels locally or
 on that gateway (through ``GatewayClient.url``), so one test module runs against both.
 """
 
@@ -108,6 +109,35 @@ def hidden_root_kernel_fixture(kernel_gateway: str) -> str:
     return name_or_reason
 
 
+#: ``jupyter-enterprisegateway`` of an environment of its own (it pins older Jupyter packages):
+#: when set, the gateway of the tests is Enterprise Gateway instead of Kernel Gateway.
+ENTERPRISE_GATEWAY = os.environ.get("XCSH_ENTERPRISE_GATEWAY")
+
+
+def gateway_command(port: int) -> list[str]:
+    """The command line of the tests' gateway on 127.0.0.1:``port``."""
+    if ENTERPRISE_GATEWAY:
+        return [
+            ENTERPRISE_GATEWAY,
+            "--EnterpriseGatewayApp.ip=127.0.0.1",
+            f"--EnterpriseGatewayApp.port={port}",
+            "--EnterpriseGatewayApp.port_retries=0",
+            # It refuses kernels for root unless told otherwise; the tests may run as root.
+            "--EnterpriseGatewayApp.unauthorized_users=nobody",
+            # The server lists kernels through the gateway (GET /api/kernels).
+            "--EnterpriseGatewayApp.list_kernels=True",
+        ]
+    executable = os.path.join(os.path.dirname(sys.executable), "jupyter-kernelgateway")
+    return [
+        executable,
+        "--KernelGatewayApp.ip=127.0.0.1",
+        f"--KernelGatewayApp.port={port}",
+        "--KernelGatewayApp.port_retries=0",
+        # The server lists kernels through the gateway (GET /api/kernels).
+        "--JupyterWebsocketPersonality.list_kernels=True",
+    ]
+
+
 @pytest.fixture(scope="session")
 def kernel_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Start a real Kernel Gateway for the test session; yield its base URL.
@@ -123,16 +153,8 @@ def kernel_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime))
     env["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(share), env.get("JUPYTER_PATH")) if p)
     log = open(workdir / "gateway.log", "wb")  # noqa: SIM115 - closed after the process
-    executable = os.path.join(os.path.dirname(sys.executable), "jupyter-kernelgateway")
     process = subprocess.Popen(
-        [
-            executable,
-            "--KernelGatewayApp.ip=127.0.0.1",
-            f"--KernelGatewayApp.port={port}",
-            "--KernelGatewayApp.port_retries=0",
-            # The server lists kernels through the gateway (GET /api/kernels).
-            "--JupyterWebsocketPersonality.list_kernels=True",
-        ],
+        gateway_command(port),
         cwd=workdir,
         env=env,
         stdout=log,

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from jupyter_client.session import Session
+from jupyter_core.utils import ensure_async
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from tornado.httpclient import HTTPClientError
 
@@ -71,9 +72,10 @@ class OtherClient:
         self.kernel_id = kernel_id
         kernel = serverapp.kernel_manager.get_kernel(kernel_id)
         self.client = kernel.client(session=Session(key=kernel.session.key))
-        self.client.start_channels()
 
     async def ready(self) -> None:
+        # A gateway's client opens its websocket asynchronously; a local one at once.
+        await ensure_async(self.client.start_channels())
         await self.client.wait_for_ready(timeout=60)
 
     async def execute(self, code: str, started: bool = True) -> str:

@@ -240,6 +240,15 @@ class RunService:
                 self.kernels.connect(session.kernel_id, deadline), deadline
             )
             await control.guard(kernel.lock.acquire(), deadline)
+            if session.started:
+                try:
+                    notice = await control.guard(
+                        self.kernels.enter_folder(kernel, outcome.path, deadline), deadline
+                    )
+                except BaseException:
+                    kernel.lock.release()
+                    raise
+                outcome.notices.extend(n for n in [notice] if n)
             return kernel
         except TimeoutError:
             outcome.nothing_sent(stage)

@@ -157,6 +157,17 @@ class KernelLauncher:
             self._context = zmq.asyncio.Context()
         return kernel.client(context=self._context)
 
+    def working_dir(self, api_path: str) -> str | None:
+        """The folder a kernel for the file ``api_path`` works in, as the server starts it."""
+        cwd_for_path = getattr(self.km, "cwd_for_path", None)
+        if cwd_for_path is None:
+            return None
+        try:
+            return str(cwd_for_path(api_path))
+        except Exception as e:  # a path the manager refuses: the kernel stays where it is
+            self.log.debug("xcsh: no working folder for %s: %s", api_path, e)
+            return None
+
     def close(self) -> None:
         """Release the clients' ZMQ context (their sockets are closed by then)."""
         context, self._context = self._context, None

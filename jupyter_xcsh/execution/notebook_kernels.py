@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import posixpath
 import re
 import time
@@ -28,6 +29,7 @@ from jupyter_core.utils import ensure_async
 from ..errors import InvalidRequestError
 from .connection import KernelConnection
 from .kernels import KernelLauncher
+from .prelude import string_expression
 
 __all__ = ["KernelActivity", "NotebookKernel", "NotebookKernels", "NotebookSession"]
 
@@ -231,6 +233,30 @@ class NotebookKernels:
                 raise
             self._kernels[kernel_id] = kernel
             return kernel
+
+    async def enter_folder(self, kernel: NotebookKernel, api_path: str, deadline: float) -> str:
+        """Move a kernel just started for ``api_path`` into the notebook's folder.
+
+        A local kernel starts there already. A kernel on a gateway starts in the gateway's
+        own folder (the server's request names the notebook's folder, which Kernel Gateway
+        ignores and Enterprise Gateway honours only when configured to); where the gateway
+        shares this server's disk the kernel moves there, else the returned notice says where
+        it works ("" when it is in the folder).
+        """
+        folder = self.launcher.working_dir(api_path)
+        if folder is None:
+            return ""
+        code = f"try:\n    __import__('os').chdir({folder!r})\nexcept OSError:\n    pass"
+        reply = await kernel.connection.run_silently(
+            code, deadline, user_expressions={"cwd": "__import__('os').getcwd()"}
+        )
+        cwd = string_expression(reply, "cwd")
+        if cwd is None or os.path.realpath(cwd) == os.path.realpath(folder):
+            return ""
+        return (
+            "The notebook's kernel cannot see this server's files (a gateway on another "
+            f"machine): it works in {cwd}, not in the notebook's folder"
+        )
 
     def drop(self, kernel_id: str) -> None:
         """Close and forget the connection to ``kernel_id`` (the kernel itself is untouched)."""

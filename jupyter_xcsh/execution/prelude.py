@@ -176,12 +176,17 @@ def init_code(*, cwd: str, env: dict[str, str]) -> str:
 
 def read_notice(reply: dict[str, Any]) -> str | None:
     """The environment notice from the init code's ``execute_reply`` (None: all went well)."""
-    result = (reply.get("user_expressions") or {}).get("notice") or {}
+    return string_expression(reply, "notice") or None
+
+
+def string_expression(reply: dict[str, Any], name: str) -> str | None:
+    """The string value of the user expression ``name`` in an ``execute_reply``, if any."""
+    result = (reply.get("user_expressions") or {}).get(name) or {}
     text = (result.get("data") or {}).get("text/plain")
     if not isinstance(text, str):
         return None
     try:
-        notice = ast.literal_eval(text)
+        value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
         return None
-    return notice if isinstance(notice, str) and notice else None
+    return value if isinstance(value, str) else None

@@ -167,6 +167,7 @@ def _text(outcome: RunOutcome) -> str:
                 f"Cell {index} failed (exit code 1). Earlier cells succeeded—their state "
                 f"persists. Fix only cell {index}."
             )
+    parts.extend(f"[{notice}]" for notice in outcome.notices)
     if outcome.abort:
         parts.append(outcome.abort)
     if outcome.stdin_failed and outcome.notice is None and outcome.abort is None:
