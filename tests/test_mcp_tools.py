@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from jupyter_xcsh.mcp import tools as mcp_tools
-from jupyter_xcsh.mcp.schemas import flatten, merge_actions
+from jupyter_xcsh.mcp.schemas import flatten, merge_actions, single_typed
 from jupyter_xcsh.tools import Caller
 
 from .mcp_client import VERSION, as_rest, call_tool, post, request, sse_messages, stream_call
@@ -96,6 +96,30 @@ def rest_properties(schema):
     return found
 
 
+def as_sent_over_mcp(body):
+    """``body`` as a client bound to the MCP subset sends it: no nulls, no list for stdin."""
+    return {
+        k: v for k, v in body.items() if v is not None and not (k == "stdin" and type(v) is list)
+    }
+
+
+def subset_violations(schema, where="inputSchema"):
+    """Where ``schema`` leaves the subset every client can send (empty when it does not)."""
+    found = []
+    for keyword in ("oneOf", "anyOf", "allOf"):
+        if keyword in schema:
+            found.append(f"{where}: {keyword}")
+    if not isinstance(schema.get("type"), str) or schema["type"] == "null":
+        found.append(f"{where}: type {schema.get('type')!r}")
+    if None in schema.get("enum", []):
+        found.append(f"{where}: null in enum")
+    for name, field in schema.get("properties", {}).items():
+        found += subset_violations(field, f"{where}.{name}")
+    if isinstance(schema.get("items"), dict):
+        found += subset_violations(schema["items"], f"{where}[]")
+    return found
+
+
 async def listed_tools(jp_fetch):
     response = await request(jp_fetch, "tools/list")
     return {tool["name"]: tool for tool in response["result"]["tools"]}
@@ -113,10 +137,44 @@ async def test_three_tools_are_listed_with_valid_json_schemas(jp_fetch):
         assert tool["description"] and tool["title"]
 
 
+async def test_every_tool_schema_has_one_type_per_property_and_no_alternatives(jp_fetch):
+    tools = await listed_tools(jp_fetch)
+
+    for name, tool in tools.items():
+        assert subset_violations(tool["inputSchema"]) == [], name
+    notebook = tools["notebook"]["inputSchema"]["properties"]
+    assert notebook["cell_index"]["type"] == "integer"
+    assert notebook["all"]["type"] == "boolean"
+    assert notebook["cell_ids"]["type"] == "array"
+    assert notebook["cell"]["type"] == "object"
+    assert notebook["cell"]["description"].startswith("insert and edit, instead of `content`")
+    assert tools["python"]["inputSchema"]["properties"]["stdin"]["enum"] == [
+        "notice",
+        "eof",
+        "ask",
+    ]
+
+
+async def test_null_arguments_are_taken_as_not_given(jp_fetch, jp_root_dir):
+    write_notebook(jp_root_dir / "n.ipynb", "x = 1", "y = 2")
+    nulls = {"timeout": None, "cwd": None, "reset": None, "mode": None, "stdin": None}
+
+    ran = await call_tool(jp_fetch, "python", {"cells": [{"code": "print(3)"}], **nulls})
+    read = await call_tool(
+        jp_fetch,
+        "notebook",
+        {"action": "read", "notebook_path": "n.ipynb", "cell_index": None, "all": None},
+    )
+
+    assert (ran["isError"], ran["content"][0]["text"]) == (False, "3")
+    assert read["isError"] is False
+    assert read["structuredContent"]["details"]["totalCells"] == 2
+
+
 async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
     tools = await listed_tools(jp_fetch)
 
-    assert tools["python"]["inputSchema"] == rest_request("/api/xcsh/python")
+    assert tools["python"]["inputSchema"] == single_typed(rest_request("/api/xcsh/python"))
     notebook, rest = tools["notebook"]["inputSchema"], rest_request("/api/xcsh/notebook")
     run_rest = rest_request("/api/xcsh/notebook/run")
     assert set(rest_properties(rest)) | set(rest_properties(run_rest)) == set(
@@ -126,19 +184,20 @@ async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
     actions = {
         a["properties"]["action"]["const"] for a in shapes if "const" in a["properties"]["action"]
     }
-    # A batch has no action of its own (null); every single request has one, and run its own.
-    assert set(notebook["properties"]["action"]["enum"]) == actions | {None, "run"}
+    # A batch has no action of its own (left out); every single request has one, run its own.
+    assert set(notebook["properties"]["action"]["enum"]) == actions | {"run"}
     for alternative in shapes:
         assert set(notebook["required"]) <= set(alternative["required"])
     assert notebook["additionalProperties"] is False
-    # Every request REST accepts, MCP's schema accepts (the tool then checks it exactly).
+    # Every request REST accepts, MCP's schema accepts (the tool then checks it exactly), a
+    # null being left out and stdin's list of answers (not in the MCP subset) aside.
     mcp = jsonschema.Draft202012Validator(notebook)
     for body in VALID_NOTEBOOK_REQUESTS:
         assert request_is_valid("/api/xcsh/notebook", "post", body), body
-        assert mcp.is_valid(body), body
+        assert mcp.is_valid(as_sent_over_mcp(body)), body
     for body in VALID_RUN_REQUESTS:
         assert request_is_valid("/api/xcsh/notebook/run", "post", body), body
-        assert mcp.is_valid({"action": "run", **body}), body
+        assert mcp.is_valid(as_sent_over_mcp({"action": "run", **body})), body
     assert not mcp.is_valid({"action": "explode", "notebook_path": "a.ipynb"})
     assert not mcp.is_valid({"action": "read", "notebook_path": "a.ipynb", "colour": 1})
 

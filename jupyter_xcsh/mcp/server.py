@@ -193,6 +193,9 @@ class McpServer:
             arguments = {}
         if not isinstance(arguments, dict):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: arguments must be a JSON object")
+        # The listed schemas have no null (mcp/schemas.py), yet agents send null for what they
+        # leave unset: it means "not given", as REST's nullable fields do.
+        arguments = {key: value for key, value in arguments.items() if value is not None}
         call = ToolContext(self.services, context.caller, context.progress, context.control)
         try:
             body = await tool.call(call, arguments)

@@ -14,7 +14,7 @@ from typing import Any
 from ..execution import CallControl, ExecutionObserver
 from ..services import XcshServices
 from ..tools import Caller
-from .schemas import artifact_schema, load_spec, merge_actions, request_schema
+from .schemas import artifact_schema, load_spec, merge_actions, request_schema, single_typed
 
 __all__ = ["NOTEBOOK_ACTIONS", "McpTool", "Operation", "ToolContext", "build_tools"]
 
@@ -165,7 +165,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             "notebook",
             "Jupyter notebook cells",
             NOTEBOOK_DESCRIPTION,
-            notebook_schema,
+            single_typed(notebook_schema),
             {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False},
             _notebook,
         ),
@@ -173,7 +173,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             "python",
             "Run Python in a Jupyter kernel",
             PYTHON_DESCRIPTION,
-            request_schema(spec, PYTHON.path),
+            single_typed(request_schema(spec, PYTHON.path)),
             {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
             PYTHON.run,
         ),
@@ -181,7 +181,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             "artifact",
             "Read a tool output artifact",
             ARTIFACT_DESCRIPTION,
-            artifact_schema(spec, ARTIFACT.path),
+            single_typed(artifact_schema(spec, ARTIFACT.path)),
             {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
             ARTIFACT.run,
         ),
