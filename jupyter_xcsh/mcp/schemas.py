@@ -293,7 +293,8 @@ def single_typed(schema: Schema) -> Schema:
     ``rest-api.yml``, still name them.
     """
     node = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf", "allOf")}
-    alternatives = [a for a in schema.get("oneOf", schema.get("anyOf", [])) if not _only_null(a)]
+    offered: list[Schema] = schema.get("oneOf") or schema.get("anyOf") or []
+    alternatives = [a for a in offered if not _only_null(a)]
     if alternatives:
         chosen = alternatives[0]
         outer, inner = node.pop("description", None), chosen.get("description")
