@@ -61,7 +61,7 @@ async def test_initialize_negotiates_and_lists_three_tools_with_valid_schemas(co
         assert tool.input_schema["type"] == "object"
         assert tool.description
     python = next(tool for tool in listed.tools if tool.name == "python")
-    assert python.input_schema["required"] == ["cells"]
+    assert python.input_schema["required"] == []  # cells, or run_id (a follow-up)
 
 
 async def test_notebook_edit_then_read(connect, jp_root_dir):

@@ -29,6 +29,19 @@ class ToolContext:
     control: CallControl
 
 
+#: MCP's default for a run whose client hangs up: it goes on (up to its own timeout), to be
+#: followed with ``run_id`` + ``wait``, since MCP clients give up on long calls (often after
+#: 60-120 s) by closing the request. ``notifications/cancelled`` still interrupts it.
+DETACH_BY_DEFAULT = True
+
+
+def _with_mcp_defaults(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A run's arguments with MCP's defaults (``detach``), a follow-up's as they are."""
+    if "run_id" in arguments:
+        return arguments
+    return {"detach": DETACH_BY_DEFAULT, **arguments}
+
+
 ToolCall = Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
@@ -79,7 +92,7 @@ async def _notebook_call(context: ToolContext, arguments: dict[str, Any]) -> dic
 
 async def _python_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     return await context.services.python.call(
-        arguments, context.caller, context.observer, context.control
+        _with_mcp_defaults(arguments), context.caller, context.observer, context.control
     )
 
 
@@ -89,7 +102,7 @@ async def _artifact_call(context: ToolContext, arguments: dict[str, Any]) -> dic
 
 async def _run_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     return await context.services.run.call(
-        arguments, context.caller, context.observer, context.control
+        _with_mcp_defaults(arguments), context.caller, context.observer, context.control
     )
 
 
