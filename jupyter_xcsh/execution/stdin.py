@@ -231,6 +231,15 @@ class StdinPolicy:
         waiting.echo(f"\n[stdin] No answer within {seconds} seconds: end of file sent.\n")
         waiting.reply(EOF)
 
+    def refuse(self, notice: str) -> None:
+        """End-of-file for the waiting prompt, with ``notice`` saying why in the output."""
+        waiting = self.waiting
+        if waiting is None:
+            raise ConflictError(f"Run {self.run_id} is not waiting for input")
+        self._resume("ended")
+        waiting.echo(f"\n{notice}\n")
+        waiting.reply(EOF)
+
     def abandon(self) -> None:
         """Forget the waiting prompt without answering it (interrupted, or the kernel is gone)."""
         if self.waiting is not None:

@@ -22,6 +22,7 @@ from ..execution import CallControl, ExecutionObserver
 from ..execution.observer import ObserverGroup
 from ..services import XcshServices
 from ..tools import Caller
+from .elicitation import Elicit, Elicitations
 from .progress import ProgressNotifier
 from .protocol import (
     INTERNAL_ERROR,
@@ -70,6 +71,8 @@ class RequestContext:
     control: CallControl
     progress: ProgressNotifier | None = None
     runs: list[str] = field(default_factory=list)
+    #: Asks the person a prompt (elicitation), when the client offers it on this call's stream.
+    elicit: Elicit | None = None
 
 
 class RunIds(ExecutionObserver):
@@ -152,6 +155,7 @@ class McpServer:
         self.tools = dict(tools) if tools is not None else build_tools()
         self.log = log or logging.getLogger(__name__)
         self.running = RunningRequests()
+        self.elicitations = Elicitations()
         self.methods: dict[str, Method] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -168,6 +172,11 @@ class McpServer:
             request_id = message.params.get("requestId")
             found = self.running.cancel(client, request_id, self._interrupt)
             self.log.debug("MCP cancel of %r reached %d call(s)", message.params, len(found))
+
+    def response(self, message: Message, client: str) -> None:
+        """Hand a client's response (to an elicitation) to the call waiting for it."""
+        if not self.elicitations.respond(client, message.id, message.params):
+            self.log.debug("MCP response %r matched no request", message.id)
 
     def _interrupt(self, run_id: str) -> None:
         with suppress(NotFoundError):  # it ended meanwhile
@@ -232,7 +241,7 @@ class McpServer:
         arguments = {key: value for key, value in arguments.items() if value is not None}
         runs = RunIds(context.runs)
         observer = runs if context.progress is None else ObserverGroup(context.progress, runs)
-        call = ToolContext(self.services, context.caller, observer, context.control)
+        call = ToolContext(self.services, context.caller, observer, context.control, context.elicit)
         try:
             body = await tool.call(call, arguments)
         except XcshError as e:

@@ -378,6 +378,18 @@ class RunInputTool:
             return await run.next_stop(observer, control, answer=follow.answer, detach=True)
         return await run.next_stop(observer, control, wait=follow.wait, detach=True)
 
+    async def refuse(
+        self,
+        run_id: str,
+        notice: str,
+        observer: ExecutionObserver | None = None,
+        control: CallControl | None = None,
+    ) -> dict[str, Any]:
+        """End-of-file for the run's waiting prompt (``notice`` says why); its next stop."""
+        run = self.runs.get(run_id)
+        run.stdin.refuse(notice)
+        return await run.next_stop(observer, control, detach=True)
+
     def answering(self, run_id: str) -> RunAnswer:
         """A tool whose ``call(body, ...)`` answers the run ``run_id`` (for the handlers)."""
         return RunAnswer(self, run_id)
