@@ -31,7 +31,7 @@ def test_a_request_a_notification_and_a_response_are_told_apart():
 
     assert request == [Message("request", "ping", "a", {})]
     assert note == [Message("notification", "notifications/x", None, {})]
-    assert answer == [Message("response", id=3)]
+    assert answer == [Message("response", id=3, params={"result": {}})]
 
 
 def test_a_null_params_is_no_params():
