@@ -44,13 +44,17 @@ def mcp_url(http_server, jp_http_port, jp_base_url):
 
 @pytest.fixture
 def connect(mcp_url, jp_auth_header) -> Callable[[], Any]:
-    """Open SDK clients (``async with connect() as client``) with the server's token header."""
+    """Open SDK clients (``async with connect() as client``) with the server's token header.
+
+    Keyword arguments go to ``Client`` (e.g. ``elicitation_callback``).
+    """
 
     @asynccontextmanager
-    async def open_client() -> AsyncIterator[Client]:
+    async def open_client(**options: Any) -> AsyncIterator[Client]:
         timeout = httpx2.Timeout(30, read=REQUEST_TIMEOUT)
         http = httpx2.AsyncClient(headers=jp_auth_header, timeout=timeout)
-        async with http, Client(streamable_http_client(mcp_url, http_client=http)) as client:
+        transport = streamable_http_client(mcp_url, http_client=http)
+        async with http, Client(transport, **options) as client:
             yield client
 
     return open_client

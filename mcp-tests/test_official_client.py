@@ -61,7 +61,7 @@ async def test_initialize_negotiates_and_lists_three_tools_with_valid_schemas(co
         assert tool.input_schema["type"] == "object"
         assert tool.description
     python = next(tool for tool in listed.tools if tool.name == "python")
-    assert python.input_schema["required"] == ["cells"]
+    assert python.input_schema["required"] == []  # cells, or run_id (a follow-up)
 
 
 async def test_notebook_edit_then_read(connect, jp_root_dir):
@@ -212,12 +212,13 @@ async def test_cancelling_a_call_interrupts_its_sleep_and_the_session_stays_usab
     assert not (jp_root_dir / "finished").exists()
 
 
-async def test_closing_the_client_interrupts_its_call(connect, jp_fetch, jp_root_dir):
+async def test_closing_the_client_interrupts_its_call_when_not_detached(
+    connect, jp_fetch, jp_root_dir
+):
     stack = AsyncExitStack()
     client = await stack.enter_async_context(connect())
-    call = asyncio.create_task(
-        client.call_tool("python", {"cells": [{"code": SLEEPER}], "timeout": 120})
-    )
+    arguments = {"cells": [{"code": SLEEPER}], "timeout": 120, "detach": False}
+    call = asyncio.create_task(client.call_tool("python", arguments))
     await eventually(lambda: _exists(jp_root_dir / "started"), timeout=180)
 
     async def close():
@@ -234,3 +235,94 @@ async def test_closing_the_client_interrupts_its_call(connect, jp_fetch, jp_root
 
 async def _exists(path):
     return path.exists()
+
+
+ASKS = "name = input('name? ')\nprint('hello', repr(name))"
+
+
+def eliciting(replies, asked):
+    """An elicitation callback answering with ``replies`` in order, noting each question."""
+    from mcp import types
+
+    async def callback(context, params):
+        asked.append(params)
+        action, content = replies.pop(0)
+        return types.ElicitResult(action=action, content=content)
+
+    return callback
+
+
+async def test_input_is_asked_through_elicitation_and_the_answer_reaches_the_kernel(connect):
+    asked = []
+    async with connect(
+        elicitation_callback=eliciting([("accept", {"answer": "bob"})], asked)
+    ) as client:
+        result = await client.call_tool("python", {"cells": [{"code": ASKS}]})
+
+    assert [params.message for params in asked] == ["name?"]
+    assert set(asked[0].requested_schema["properties"]) == {"answer"}
+    assert result.is_error is False
+    assert text_of(result) == "name? bob\nhello 'bob'"
+
+
+async def test_a_declined_question_is_end_of_file_and_the_call_goes_on(connect):
+    code = "try:\n    input('name? ')\nexcept EOFError:\n    print('no name')"
+    asked = []
+    async with connect(elicitation_callback=eliciting([("decline", None)], asked)) as client:
+        result = await client.call_tool("python", {"cells": [{"code": code}]})
+
+    assert len(asked) == 1
+    assert result.is_error is False
+    assert "declined to answer (MCP elicitation): end of file sent" in text_of(result)
+    assert text_of(result).endswith("no name")
+
+
+async def test_getpass_is_never_elicited(connect):
+    code = "import getpass\ntry:\n    getpass.getpass('pw: ')\nexcept EOFError:\n    print('none')"
+    asked = []
+    async with connect(elicitation_callback=eliciting([], asked)) as client:
+        result = await client.call_tool("python", {"cells": [{"code": code}]})
+
+    assert asked == []
+    assert "never asked through MCP elicitation" in text_of(result)
+    assert text_of(result).endswith("none")
+
+
+async def test_without_elicitation_run_id_answers_and_waits_over_mcp(connect):
+    async with connect() as client:
+        waiting = await client.call_tool("python", {"cells": [{"code": ASKS}], "stdin": "ask"})
+        run_id = waiting.structured_content["awaitingInput"]["runId"]
+        answered = await client.call_tool("python", {"run_id": run_id, "answer": "ann"})
+        again = await client.call_tool("python", {"run_id": run_id, "wait": 1})
+
+    assert f'"run_id": "{run_id}", "answer": "..."' in text_of(waiting)
+    assert text_of(answered) == "name? ann\nhello 'ann'"
+    assert text_of(again) == text_of(answered)
+
+
+async def test_a_detached_run_is_followed_after_its_client_hung_up(connect, jp_root_dir):
+    code = (
+        "import pathlib, time\npathlib.Path('started').write_text('x')\ntime.sleep(4)\n"
+        "print('done')"
+    )
+    progress_messages = []
+
+    async def progress(value, total, message):
+        progress_messages.append(message or "")
+
+    stack = AsyncExitStack()
+    client = await stack.enter_async_context(connect())
+    call = asyncio.create_task(
+        client.call_tool("python", {"cells": [{"code": code}]}, progress_callback=progress)
+    )
+    await eventually(lambda: _exists(jp_root_dir / "started"), timeout=180)
+    await stack.aclose()  # MCP's default: the run goes on (detach)
+    with contextlib.suppress(MCPError, asyncio.CancelledError):
+        await call
+    run_id = progress_messages[0].split()[1]
+
+    async with connect() as client:
+        followed = await client.call_tool("python", {"run_id": run_id, "wait": 60})
+
+    assert progress_messages[0].startswith(f"run {run_id} started")
+    assert text_of(followed) == "done"

@@ -16,7 +16,8 @@ from jupyter_xcsh.mcp.protocol import (
     request_version,
 )
 from jupyter_xcsh.mcp.results import call_result, error_result
-from jupyter_xcsh.mcp.server import RunningRequests, progress_token
+from jupyter_xcsh.mcp.server import RequestContext, RunningRequests, progress_token
+from jupyter_xcsh.tools import Caller
 
 
 def parse_body(raw, version):
@@ -30,7 +31,7 @@ def test_a_request_a_notification_and_a_response_are_told_apart():
 
     assert request == [Message("request", "ping", "a", {})]
     assert note == [Message("notification", "notifications/x", None, {})]
-    assert answer == [Message("response", id=3)]
+    assert answer == [Message("response", id=3, params={"result": {}})]
 
 
 def test_a_null_params_is_no_params():
@@ -145,7 +146,7 @@ def test_progress_reports_cell_starts_and_the_last_output_line_with_growing_valu
     sent = []
     notifier = ProgressNotifier("t", sent.append)
     notifier.tick()
-    notifier.call_started({"cells": [{}, {}]})
+    notifier.call_started({"callId": "c" * 32, "cells": [{}, {}]})
     notifier.tick()
     notifier.cell_status(0, "running")
     notifier.chunk(0, "a\nb\n")
@@ -159,7 +160,9 @@ def test_progress_reports_cell_starts_and_the_last_output_line_with_growing_valu
 
     params = [m["params"] for m in sent]
     assert all(m["method"] == "notifications/progress" for m in sent)
-    assert [p["progress"] for p in params] == [1, 2, 3, 4, 5, 6]
+    assert [p["progress"] for p in params] == [1, 2, 3, 4, 5, 6, 7]
+    del params[1]  # the run's id comes first
+    assert sent[1]["params"]["message"].startswith(f"run {'c' * 32} started")
     assert [p["message"] for p in params[:5]] == [
         "working",
         "waiting for the kernel",
@@ -182,12 +185,12 @@ def test_progress_tokens_are_strings_or_integers(meta, token):
 
 def test_a_cancel_reaches_only_the_running_request_of_that_caller():
     running = RunningRequests()
-    mine, theirs = CallControl(), CallControl()
+    mine, theirs = (RequestContext(Caller.trusted(), "x", "v", CallControl()) for _ in "ab")
     with running.track("me", 1, mine), running.track("them", 1, theirs):
-        assert running.cancel("me", 2) == 0
-        assert running.cancel("me", "1") == 0
-        assert running.cancel("me", True) == 0
-        assert running.cancel("me", 1) == 1
-        assert (mine.cancelled, theirs.cancelled) == (True, False)
+        assert running.cancel("me", 2) == []
+        assert running.cancel("me", "1") == []
+        assert running.cancel("me", True) == []
+        assert running.cancel("me", 1) == [mine]
+        assert (mine.control.cancelled, theirs.control.cancelled) == (True, False)
     assert len(running) == 0
-    assert running.cancel("them", 1) == 0
+    assert running.cancel("them", 1) == []

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from jupyter_xcsh.mcp import tools as mcp_tools
-from jupyter_xcsh.mcp.schemas import flatten, merge_actions
+from jupyter_xcsh.mcp.schemas import flatten, merge_actions, single_typed
 from jupyter_xcsh.tools import Caller
 
 from .mcp_client import VERSION, as_rest, call_tool, post, request, sse_messages, stream_call
@@ -96,6 +96,30 @@ def rest_properties(schema):
     return found
 
 
+def as_sent_over_mcp(body):
+    """``body`` as a client bound to the MCP subset sends it: no nulls, no list for stdin."""
+    return {
+        k: v for k, v in body.items() if v is not None and not (k == "stdin" and type(v) is list)
+    }
+
+
+def subset_violations(schema, where="inputSchema"):
+    """Where ``schema`` leaves the subset every client can send (empty when it does not)."""
+    found = []
+    for keyword in ("oneOf", "anyOf", "allOf"):
+        if keyword in schema:
+            found.append(f"{where}: {keyword}")
+    if not isinstance(schema.get("type"), str) or schema["type"] == "null":
+        found.append(f"{where}: type {schema.get('type')!r}")
+    if None in schema.get("enum", []):
+        found.append(f"{where}: null in enum")
+    for name, field in schema.get("properties", {}).items():
+        found += subset_violations(field, f"{where}.{name}")
+    if isinstance(schema.get("items"), dict):
+        found += subset_violations(schema["items"], f"{where}[]")
+    return found
+
+
 async def listed_tools(jp_fetch):
     response = await request(jp_fetch, "tools/list")
     return {tool["name"]: tool for tool in response["result"]["tools"]}
@@ -113,10 +137,44 @@ async def test_three_tools_are_listed_with_valid_json_schemas(jp_fetch):
         assert tool["description"] and tool["title"]
 
 
+async def test_every_tool_schema_has_one_type_per_property_and_no_alternatives(jp_fetch):
+    tools = await listed_tools(jp_fetch)
+
+    for name, tool in tools.items():
+        assert subset_violations(tool["inputSchema"]) == [], name
+    notebook = tools["notebook"]["inputSchema"]["properties"]
+    assert notebook["cell_index"]["type"] == "integer"
+    assert notebook["all"]["type"] == "boolean"
+    assert notebook["cell_ids"]["type"] == "array"
+    assert notebook["cell"]["type"] == "object"
+    assert notebook["cell"]["description"].startswith("insert and edit, instead of `content`")
+    assert tools["python"]["inputSchema"]["properties"]["stdin"]["enum"] == [
+        "notice",
+        "eof",
+        "ask",
+    ]
+
+
+async def test_null_arguments_are_taken_as_not_given(jp_fetch, jp_root_dir):
+    write_notebook(jp_root_dir / "n.ipynb", "x = 1", "y = 2")
+    nulls = {"timeout": None, "cwd": None, "reset": None, "mode": None, "stdin": None}
+
+    ran = await call_tool(jp_fetch, "python", {"cells": [{"code": "print(3)"}], **nulls})
+    read = await call_tool(
+        jp_fetch,
+        "notebook",
+        {"action": "read", "notebook_path": "n.ipynb", "cell_index": None, "all": None},
+    )
+
+    assert (ran["isError"], ran["content"][0]["text"]) == (False, "3")
+    assert read["isError"] is False
+    assert read["structuredContent"]["details"]["totalCells"] == 2
+
+
 async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
     tools = await listed_tools(jp_fetch)
 
-    assert tools["python"]["inputSchema"] == rest_request("/api/xcsh/python")
+    assert tools["python"]["inputSchema"] == single_typed(flatten(rest_request("/api/xcsh/python")))
     notebook, rest = tools["notebook"]["inputSchema"], rest_request("/api/xcsh/notebook")
     run_rest = rest_request("/api/xcsh/notebook/run")
     assert set(rest_properties(rest)) | set(rest_properties(run_rest)) == set(
@@ -126,19 +184,20 @@ async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
     actions = {
         a["properties"]["action"]["const"] for a in shapes if "const" in a["properties"]["action"]
     }
-    # A batch has no action of its own (null); every single request has one, and run its own.
-    assert set(notebook["properties"]["action"]["enum"]) == actions | {None, "run"}
+    # A batch has no action of its own (left out); every single request has one, run its own.
+    assert set(notebook["properties"]["action"]["enum"]) == actions | {"run"}
     for alternative in shapes:
         assert set(notebook["required"]) <= set(alternative["required"])
     assert notebook["additionalProperties"] is False
-    # Every request REST accepts, MCP's schema accepts (the tool then checks it exactly).
+    # Every request REST accepts, MCP's schema accepts (the tool then checks it exactly), a
+    # null being left out and stdin's list of answers (not in the MCP subset) aside.
     mcp = jsonschema.Draft202012Validator(notebook)
     for body in VALID_NOTEBOOK_REQUESTS:
         assert request_is_valid("/api/xcsh/notebook", "post", body), body
-        assert mcp.is_valid(body), body
+        assert mcp.is_valid(as_sent_over_mcp(body)), body
     for body in VALID_RUN_REQUESTS:
         assert request_is_valid("/api/xcsh/notebook/run", "post", body), body
-        assert mcp.is_valid({"action": "run", **body}), body
+        assert mcp.is_valid(as_sent_over_mcp({"action": "run", **body})), body
     assert not mcp.is_valid({"action": "explode", "notebook_path": "a.ipynb"})
     assert not mcp.is_valid({"action": "read", "notebook_path": "a.ipynb", "colour": 1})
 
@@ -297,13 +356,18 @@ async def test_a_streamed_call_sends_progress_before_its_result(jp_fetch):
     )
 
     *progress, final = messages
-    # One when the cell starts, one per 2 s tick of the 2.5 s cell.
-    assert len(progress) >= 2
+    # The run's id, one when the cell starts, one per 2 s tick of the 2.5 s cell.
+    assert len(progress) >= 3
     assert all(m["method"] == "notifications/progress" for m in progress)
     assert all(m["params"]["progressToken"] == "tok" for m in progress)
     values = [m["params"]["progress"] for m in progress]
     assert values == sorted(set(values))
-    assert progress[0]["params"]["message"] == "cell 1/1 running"
+    # The run's id first (a client that gives up waiting follows it again), then the cell.
+    run_id = final["result"]["structuredContent"]["callId"]
+    assert progress[0]["params"]["message"] == (
+        f"run {run_id} started (follow it with run_id and wait)"
+    )
+    assert progress[1]["params"]["message"] == "cell 1/1 running"
     assert "one" in progress[-1]["params"]["message"]
     assert final["id"] == 9
     assert final["result"]["content"][0]["text"] == "one\ntwo"
@@ -366,15 +430,16 @@ async def test_notifications_cancelled_interrupts_the_named_call_only(jp_fetch, 
     assert not (jp_root_dir / "finished").exists()
 
 
-async def test_a_client_that_disconnects_interrupts_its_call(
+async def test_a_client_that_disconnects_interrupts_its_call_unless_detached(
     jp_fetch, jp_http_port, jp_base_url, jp_auth_header, jp_root_dir
 ):
     await run(jp_fetch, "import time")
+    arguments = {"cells": [{"code": SLEEPER}], "timeout": 120, "detach": False}
     call = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
-        "params": {"name": "python", "arguments": {"cells": [{"code": SLEEPER}], "timeout": 120}},
+        "params": {"name": "python", "arguments": arguments},
     }
     body = json.dumps(call).encode()
     _, writer = await asyncio.open_connection("127.0.0.1", jp_http_port)
@@ -399,6 +464,75 @@ async def test_a_client_that_disconnects_interrupts_its_call(
 
 async def _idle(jp_fetch):
     return not await _busy(jp_fetch)
+
+
+async def test_a_detached_run_goes_on_after_its_client_hung_up_and_is_followed_by_run_id(
+    jp_fetch, jp_root_dir
+):
+    code = "import pathlib, time\npathlib.Path('started').write_text('x')\ntime.sleep(3)\nprint(7)"
+    texts = []
+    call = asyncio.create_task(
+        stream_call(
+            jp_fetch,
+            "python",
+            {"cells": [{"code": code}]},
+            progress_token="p",
+            on_text=texts.append,
+        )
+    )
+    await eventually(lambda: _exists(jp_root_dir / "started"), timeout=REQUEST_TIMEOUT)
+    # The first progress notification names the run.
+    first = sse_messages(texts[-1])[0]["params"]["message"]
+    run_id = re.search(r"run ([0-9a-f]{32}) started", first).group(1)
+    call.cancel()  # MCP's default: the run outlives its client (detach)
+
+    followed = await call_tool(jp_fetch, "python", {"run_id": run_id, "wait": 60})
+    again = await call_tool(jp_fetch, "python", {"run_id": run_id, "wait": 0})
+
+    assert (followed["isError"], followed["content"][0]["text"]) == (False, "7")
+    assert followed["structuredContent"]["callId"] == run_id
+    assert again["content"][0]["text"] == "7"  # a finished run's result is kept
+
+
+async def test_wait_returns_the_result_so_far_of_a_run_still_going(jp_fetch):
+    code = "import time\nprint('one', flush=True)\ntime.sleep(3)\nprint('two')"
+    texts = []
+    arguments = {"cells": [{"title": "a", "code": "1"}, {"title": "b", "code": code}]}
+    call = asyncio.create_task(
+        stream_call(jp_fetch, "python", arguments, progress_token="p", on_text=texts.append)
+    )
+
+    async def second_cell_runs():
+        return bool(texts) and "cell 2/2 running" in texts[-1]
+
+    await eventually(second_cell_runs, timeout=REQUEST_TIMEOUT)
+    first = sse_messages(texts[-1])[0]["params"]["message"]
+    run_id = re.search(r"run ([0-9a-f]{32}) started", first).group(1)
+
+    so_far = await call_tool(jp_fetch, "python", {"run_id": run_id, "wait": 0.5})
+    unknown = await call_tool(jp_fetch, "python", {"run_id": "0" * 32, "wait": 0})
+    _, messages = await call
+
+    assert so_far["isError"] is False
+    assert so_far["structuredContent"]["running"] is True
+    assert [c["status"] for c in so_far["structuredContent"]["cells"]] == ["complete", "running"]
+    assert f'{{"run_id": "{run_id}", "wait": <seconds>}}' in so_far["content"][0]["text"]
+    assert (unknown["isError"], unknown["structuredContent"]["status"]) == (True, 404)
+    assert messages[-1]["result"]["content"][0]["text"].endswith("one\ntwo")
+
+
+async def test_run_id_with_answer_completes_an_ask_prompt_over_mcp(jp_fetch):
+    code = "name = input('name? ')\nprint('hello', name)"
+    waiting = await call_tool(jp_fetch, "python", {"cells": [{"code": code}], "stdin": "ask"})
+    run_id = waiting["structuredContent"]["awaitingInput"]["runId"]
+    assert f'{{"run_id": "{run_id}", "answer": "..."}}' in waiting["content"][0]["text"]
+
+    answered = await call_tool(jp_fetch, "python", {"run_id": run_id, "answer": "bob"})
+    mixed = await call_tool(jp_fetch, "python", {"run_id": run_id, "answer": "x", "wait": 1})
+
+    assert answered["isError"] is False
+    assert answered["content"][0]["text"] == "name? bob\nhello bob"
+    assert mixed["structuredContent"]["status"] == 400
 
 
 async def test_images_arrive_as_image_content(jp_fetch):

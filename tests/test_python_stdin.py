@@ -379,3 +379,25 @@ async def test_answering_checks_its_body_and_the_run(jp_fetch):
     _, done = await answer(jp_fetch, run_id, "bob")
     assert done["text"].endswith("hello bob")
     assert (await follow(jp_fetch, run_id))["text"] == done["text"]  # kept after its end
+
+
+async def test_the_tool_itself_answers_a_prompt_with_run_id_and_answer(jp_fetch):
+    call = tool(jp_fetch, "rest")
+    waiting = await run(jp_fetch, "print('hi', input('name? '))", stdin="ask")
+    run_id = waiting["awaitingInput"]["runId"]
+
+    status, answered = await call({"run_id": run_id, "answer": "bob"})
+    again_status, again = await call({"run_id": run_id, "wait": 0})
+    bad_status, bad = await call({"run_id": run_id, "cells": []})
+    lone_status, lone = await call({"cells": [], "wait": 1})
+
+    assert (status, answered["text"]) == (200, "name? bob\nhi bob")
+    assert (again_status, again["callId"]) == (200, run_id)
+    assert (bad_status, bad["message"]) == (
+        400,
+        "With run_id, give only answer or wait (not cells)",
+    )
+    assert (lone_status, lone["message"]) == (
+        400,
+        "answer and wait need run_id (the run to continue)",
+    )

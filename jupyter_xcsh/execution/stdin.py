@@ -8,7 +8,8 @@ blocks until an ``input_reply`` arrives. An agent's call cannot leave it blocked
   cell fails with exit code 1;
 - ``"eof"``: end-of-file at once (``EOFError`` in the code);
 - a list of strings: the answers in order, then ``"notice"``;
-- ``"ask"``: the call stops waiting for an answer (``POST /api/xcsh/runs/<id>/input``); the
+- ``"ask"``: the call stops waiting for an answer (the tool's ``run_id`` + ``answer``, or
+  ``POST /api/xcsh/runs/<id>/input``; over MCP, elicitation when the client offers it); the
   kernel keeps waiting, end-of-file after ``input_timeout`` seconds.
 
 End-of-file is the ``input_reply`` value ``"\x04"``, on which ipykernel's ``input()`` raises
@@ -101,9 +102,10 @@ class Prompt:
         """The line ending a partial result's text: what to do next."""
         kind = "a password" if self.password else "input"
         return (
-            f"[stdin] The kernel is waiting for {kind} (prompt {self.prompt!r}). Answer with "
-            f'POST /api/xcsh/runs/{run_id}/input {{"value": "..."}}; unanswered, it gets end '
-            f"of file after {input_timeout:g} seconds."
+            f"[stdin] The kernel is waiting for {kind} (prompt {self.prompt!r}). Answer by "
+            f'calling this tool again with {{"run_id": "{run_id}", "answer": "..."}} (over '
+            f'REST: POST /api/xcsh/runs/{run_id}/input {{"value": "..."}}); unanswered, it '
+            f"gets end of file after {input_timeout:g} seconds."
         )
 
 
@@ -227,6 +229,15 @@ class StdinPolicy:
         self._resume("timeout")
         seconds = f"{self.input_timeout:g}"
         waiting.echo(f"\n[stdin] No answer within {seconds} seconds: end of file sent.\n")
+        waiting.reply(EOF)
+
+    def refuse(self, notice: str) -> None:
+        """End-of-file for the waiting prompt, with ``notice`` saying why in the output."""
+        waiting = self.waiting
+        if waiting is None:
+            raise ConflictError(f"Run {self.run_id} is not waiting for input")
+        self._resume("ended")
+        waiting.echo(f"\n{notice}\n")
         waiting.reply(EOF)
 
     def abandon(self) -> None:

@@ -21,6 +21,7 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from ..execution import CallControl
+from ..mcp.elicitation import offers_elicitation, session_id_for
 from ..mcp.progress import ProgressNotifier
 from ..mcp.protocol import (
     INVALID_REQUEST,
@@ -94,6 +95,13 @@ class McpHandler(XcshAPIHandler):
         for message in messages:
             if isinstance(message, Message) and message.kind == "notification":
                 self.mcp.notification(message, client)
+            elif isinstance(message, Message) and message.kind == "response":
+                self.mcp.response(message, client)
+            elif isinstance(message, Message) and message.method == "initialize":
+                # A client that can be asked is told apart on later requests by this id.
+                session_id = session_id_for(message.params.get("capabilities"))
+                if session_id is not None and not batch:
+                    self.set_header("Mcp-Session-Id", session_id)
         if not requests:
             self.set_status(202)
             self.finish()
@@ -139,7 +147,17 @@ class McpHandler(XcshAPIHandler):
         self.controls.append(control)
         token = progress_token(streamed.params) if streamed is not None else None
         progress = ProgressNotifier(token, self._send_event) if token is not None else None
-        return RequestContext(self.caller, client, version, control, progress)
+        elicit = None
+        session_id = self.request.headers.get("Mcp-Session-Id")
+        if streamed is not None and offers_elicitation(streamed.params, session_id):
+            elicit = functools.partial(
+                self.mcp.elicitations.ask,
+                client,
+                self._send_event,
+                version=version,
+                timeout=self.services.settings.input_timeout,
+            )
+        return RequestContext(self.caller, client, version, control, progress, elicit=elicit)
 
     async def _stream(self, message: Message, context: RequestContext) -> None:
         self.set_header("Content-Type", SSE)

@@ -52,6 +52,10 @@ class ProgressNotifier(ExecutionObserver):
 
     def call_started(self, call: dict[str, Any]) -> None:  # noqa: D102
         self.cells = len(call.get("cells", []))
+        # First of all, the run's id: a client that gives up waiting can follow it again.
+        run_id = call.get("callId")
+        if run_id:
+            self.notify(f"run {run_id} started (follow it with run_id and wait)")
 
     def cell_status(self, index: int, status: str) -> None:  # noqa: D102
         if status == "running":

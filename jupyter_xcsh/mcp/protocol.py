@@ -72,8 +72,8 @@ class Message:
     """One well-formed JSON-RPC message from the client.
 
     ``kind`` is ``request`` (has an id: it gets an answer), ``notification`` (no id) or
-    ``response`` (the client answering a server request; this server sends none, so it is
-    acknowledged and dropped).
+    ``response`` (the client answering a server request, e.g. an elicitation: ``params`` holds
+    its ``result`` or ``error``).
     """
 
     kind: str
@@ -167,7 +167,8 @@ def _parse_message(item: object, *, in_batch: bool) -> Message | ProtocolError:
     if "method" not in item:
         answer = item.get("result", item.get("error"))
         if request_id is not None and isinstance(answer, dict):
-            return Message("response", id=request_id)
+            key = "result" if "result" in item else "error"
+            return Message("response", id=request_id, params={key: answer})
         return ProtocolError(
             INVALID_REQUEST, "Invalid Request: no method, result or error", request_id=request_id
         )

@@ -4,6 +4,13 @@ A tool's arguments are the REST request of the operation it forwards to, so its 
 is that operation's request schema with every ``$ref`` inlined (MCP clients expect a
 self-contained schema). Nothing is copied by hand: a field added to ``rest-api.yml`` shows up
 in ``tools/list`` as it is.
+
+What ``tools/list`` shows is then narrowed to the subset every client can send
+(``single_typed``): one ``type`` per property, no ``null`` (an optional field is one left out
+of ``required``), no ``oneOf``/``anyOf``/``allOf``. Clients that build forms or command lines
+from a schema (the MCP Inspector, several IDEs) cannot fill ``["integer", "null"]`` or an
+``anyOf``, and some model APIs refuse them. The tools still accept what REST accepts, and a
+``null`` argument is taken as "not given" (``mcp/server.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ __all__ = [
     "merge_variants",
     "request_schema",
     "resolve",
+    "single_typed",
     "tidy",
 ]
 
@@ -273,3 +281,51 @@ def artifact_schema(spec: Mapping[str, Any], path: str) -> Schema:
         "required": required,
         "properties": properties,
     }
+
+
+def single_typed(schema: Schema) -> Schema:
+    """``schema`` with one ``type`` per property, no null and no ``oneOf``/``anyOf``/``allOf``.
+
+    A type list keeps its first non-null type; a field accepted only as null is left out;
+    alternatives keep their first that is not only null (with its own description when the
+    property's is a bare ``<action> only.``). Values of the alternatives left out are still
+    accepted by the tool, as REST accepts them; the descriptions, which come from the same
+    ``rest-api.yml``, still name them.
+    """
+    node = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf", "allOf")}
+    offered: list[Schema] = schema.get("oneOf") or schema.get("anyOf") or []
+    alternatives = [a for a in offered if not _only_null(a)]
+    if alternatives:
+        chosen = alternatives[0]
+        outer, inner = node.pop("description", None), chosen.get("description")
+        node = {**chosen, **node}
+        # A bare "<action> only." note says less than the alternative's own description.
+        described = inner if inner and (not outer or outer.endswith(" only.")) else outer
+        if described:
+            node["description"] = described
+        return single_typed(node)
+    kind = node.get("type")
+    if isinstance(kind, list):
+        node["type"] = next((k for k in kind if k != "null"), "null")
+    if "enum" in node:
+        node["enum"] = [value for value in node["enum"] if value is not None]
+    if "const" in node and "type" not in node:
+        node["type"] = _json_type(node["const"])
+    if isinstance(node.get("properties"), dict):
+        # A field accepted only as null ("not given") cannot be given: it is left out.
+        fields = node["properties"].items()
+        node["properties"] = {k: single_typed(v) for k, v in fields if not _only_null(v)}
+    if isinstance(node.get("items"), dict):
+        node["items"] = single_typed(node["items"])
+    return node
+
+
+def _json_type(value: Any) -> str:
+    """The JSON Schema type of a constant."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string" if isinstance(value, str) else "object"

@@ -12,15 +12,17 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
 from ..errors import NotFoundError, RefusedError, XcshError
-from ..execution import CallControl
+from ..execution import CallControl, ExecutionObserver
+from ..execution.observer import ObserverGroup
 from ..services import XcshServices
 from ..tools import Caller
+from .elicitation import Elicit, Elicitations
 from .progress import ProgressNotifier
 from .protocol import (
     INTERNAL_ERROR,
@@ -57,13 +59,31 @@ ARTIFACT_TEMPLATE = {
 
 @dataclass(frozen=True)
 class RequestContext:
-    """One request's surroundings: who sends it, from which client, under which version."""
+    """One request's surroundings: who sends it, from which client, under which version.
+
+    ``runs`` collects the ids of the runs the request started (a cancel interrupts them, even
+    detached ones).
+    """
 
     caller: Caller
     client: str
     version: str
     control: CallControl
     progress: ProgressNotifier | None = None
+    runs: list[str] = field(default_factory=list)
+    #: Asks the person a prompt (elicitation), when the client offers it on this call's stream.
+    elicit: Elicit | None = None
+
+
+class RunIds(ExecutionObserver):
+    """Note the id of each run a request starts."""
+
+    def __init__(self, runs: list[str]) -> None:
+        self.runs = runs
+
+    def call_started(self, call: dict[str, Any]) -> None:
+        if isinstance(call.get("callId"), str):
+            self.runs.append(call["callId"])
 
 
 def progress_token(params: Mapping[str, Any]) -> str | int | None:
@@ -79,32 +99,44 @@ class RunningRequests:
     """The requests being answered now, by client and request id."""
 
     def __init__(self) -> None:
-        self._running: dict[tuple[str, RequestId], list[CallControl]] = {}
+        self._running: dict[tuple[str, RequestId], list[RequestContext]] = {}
 
     @contextmanager
-    def track(self, client: str, request_id: RequestId, control: CallControl) -> Iterator[None]:
-        """Let ``cancel(client, request_id)`` reach ``control`` for the duration of the block."""
+    def track(self, client: str, request_id: RequestId, context: RequestContext) -> Iterator[None]:
+        """Let ``cancel(client, request_id)`` reach ``context`` for the duration of the block."""
         key = (client, request_id)
-        self._running.setdefault(key, []).append(control)
+        self._running.setdefault(key, []).append(context)
         try:
             yield
         finally:
-            controls = self._running[key]
-            controls.remove(control)
-            if not controls:
+            contexts = self._running[key]
+            contexts.remove(context)
+            if not contexts:
                 del self._running[key]
 
-    def cancel(self, client: str, request_id: object) -> int:
-        """Cancel the client's running request ``request_id``; return how many were found."""
+    def cancel(
+        self,
+        client: str,
+        request_id: object,
+        interrupt: Callable[[str], None] = lambda run_id: None,
+    ) -> list[RequestContext]:
+        """Cancel the client's running request ``request_id``; return what was cancelled.
+
+        A request that started runs has them ``interrupt``-ed (a detached run too), and goes
+        on to answer with their result (``cancelled``); any other request is cancelled.
+        """
         if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
-            return 0
-        controls = self._running.get((client, request_id), [])
-        for control in controls:
-            control.cancel()
-        return len(controls)
+            return []
+        contexts = list(self._running.get((client, request_id), []))
+        for context in contexts:
+            for run_id in context.runs:
+                interrupt(run_id)
+            if not context.runs:
+                context.control.cancel()
+        return contexts
 
     def __len__(self) -> int:
-        return sum(len(controls) for controls in self._running.values())
+        return sum(len(contexts) for contexts in self._running.values())
 
 
 Method = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
@@ -123,6 +155,7 @@ class McpServer:
         self.tools = dict(tools) if tools is not None else build_tools()
         self.log = log or logging.getLogger(__name__)
         self.running = RunningRequests()
+        self.elicitations = Elicitations()
         self.methods: dict[str, Method] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -136,8 +169,18 @@ class McpServer:
     def notification(self, message: Message, client: str) -> None:
         """Act on a notification: only a cancel needs anything of a stateless server."""
         if message.method == "notifications/cancelled":
-            found = self.running.cancel(client, message.params.get("requestId"))
-            self.log.debug("MCP cancel of %r reached %d call(s)", message.params, found)
+            request_id = message.params.get("requestId")
+            found = self.running.cancel(client, request_id, self._interrupt)
+            self.log.debug("MCP cancel of %r reached %d call(s)", message.params, len(found))
+
+    def response(self, message: Message, client: str) -> None:
+        """Hand a client's response (to an elicitation) to the call waiting for it."""
+        if not self.elicitations.respond(client, message.id, message.params):
+            self.log.debug("MCP response %r matched no request", message.id)
+
+    def _interrupt(self, run_id: str) -> None:
+        with suppress(NotFoundError):  # it ended meanwhile
+            self.services.calls.interrupt(run_id)
 
     async def request(self, message: Message, context: RequestContext) -> dict[str, Any]:
         """Answer one request: its JSON-RPC response, success or error."""
@@ -147,7 +190,7 @@ class McpServer:
             return error_response(
                 message.id, METHOD_NOT_FOUND, f"Method not found: {message.method}"
             )
-        with self.running.track(context.client, message.id, context.control):
+        with self.running.track(context.client, message.id, context):
             try:
                 return result_response(message.id, await method(message.params, context))
             except ProtocolError as e:
@@ -193,7 +236,12 @@ class McpServer:
             arguments = {}
         if not isinstance(arguments, dict):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: arguments must be a JSON object")
-        call = ToolContext(self.services, context.caller, context.progress, context.control)
+        # The listed schemas have no null (mcp/schemas.py), yet agents send null for what they
+        # leave unset: it means "not given", as REST's nullable fields do.
+        arguments = {key: value for key, value in arguments.items() if value is not None}
+        runs = RunIds(context.runs)
+        observer = runs if context.progress is None else ObserverGroup(context.progress, runs)
+        call = ToolContext(self.services, context.caller, observer, context.control, context.elicit)
         try:
             body = await tool.call(call, arguments)
         except XcshError as e:

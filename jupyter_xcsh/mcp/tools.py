@@ -8,13 +8,17 @@ MCP and the same call over REST give the same result or the same refusal.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ConflictError
 from ..execution import CallControl, ExecutionObserver
 from ..services import XcshServices
 from ..tools import Caller
-from .schemas import artifact_schema, load_spec, merge_actions, request_schema
+from ..tools.runs import MAX_WAIT, FollowUp, RunInputTool
+from .elicitation import DECLINED, PASSWORD, Elicit, accepted_answer
+from .schemas import artifact_schema, load_spec, merge_actions, request_schema, single_typed
 
 __all__ = ["NOTEBOOK_ACTIONS", "McpTool", "Operation", "ToolContext", "build_tools"]
 
@@ -27,6 +31,46 @@ class ToolContext:
     caller: Caller
     observer: ExecutionObserver | None
     control: CallControl
+    elicit: Elicit | None = None
+
+
+#: MCP's default for a run whose client hangs up: it goes on (up to its own timeout), to be
+#: followed with ``run_id`` + ``wait``, since MCP clients give up on long calls (often after
+#: 60-120 s) by closing the request. ``notifications/cancelled`` still interrupts it.
+DETACH_BY_DEFAULT = True
+
+
+def _with_mcp_defaults(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A run's arguments with MCP's defaults, a follow-up's as they are.
+
+    ``detach`` as ``DETACH_BY_DEFAULT``; stdin ``ask`` when the person can be asked
+    (elicitation), so ``input()`` in the code reaches them.
+    """
+    if "run_id" in arguments:
+        return arguments
+    asks = {"stdin": "ask"} if context.elicit is not None else {}
+    return {"detach": DETACH_BY_DEFAULT, **asks, **arguments}
+
+
+async def _ask_prompts(
+    context: ToolContext, result: dict[str, Any], runs: RunInputTool
+) -> dict[str, Any]:
+    """While the run waits for input, ask the person (elicitation) and follow it on."""
+    while context.elicit is not None and isinstance(result.get("awaitingInput"), dict):
+        waiting = result["awaitingInput"]
+        run_id, follow = str(waiting["runId"]), (context.observer, context.control)
+        if waiting.get("password"):
+            result = await runs.refuse(run_id, PASSWORD, *follow)
+            continue
+        answer = accepted_answer(await context.elicit(str(waiting.get("prompt", ""))))
+        with suppress(ConflictError):  # no longer waiting (input_timeout): follow it on
+            if answer is None:
+                result = await runs.refuse(run_id, DECLINED, *follow)
+            else:
+                result = await runs.follow_up(FollowUp(run_id, answer, 0), context.caller, *follow)
+            continue
+        result = await runs.follow_up(FollowUp(run_id, None, MAX_WAIT), context.caller, *follow)
+    return result
 
 
 ToolCall = Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -78,9 +122,10 @@ async def _notebook_call(context: ToolContext, arguments: dict[str, Any]) -> dic
 
 
 async def _python_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    return await context.services.python.call(
-        arguments, context.caller, context.observer, context.control
-    )
+    tool = context.services.python
+    arguments = _with_mcp_defaults(context, arguments)
+    result = await tool.call(arguments, context.caller, context.observer, context.control)
+    return await _ask_prompts(context, result, tool.follow_ups)
 
 
 async def _artifact_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -88,9 +133,10 @@ async def _artifact_call(context: ToolContext, arguments: dict[str, Any]) -> dic
 
 
 async def _run_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    return await context.services.run.call(
-        arguments, context.caller, context.observer, context.control
-    )
+    tool = context.services.run
+    arguments = _with_mcp_defaults(context, arguments)
+    result = await tool.call(arguments, context.caller, context.observer, context.control)
+    return await _ask_prompts(context, result, tool.follow_ups)
 
 
 NOTEBOOK = Operation("/api/xcsh/notebook", ("read", "contents"), _notebook_call)
@@ -165,7 +211,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             "notebook",
             "Jupyter notebook cells",
             NOTEBOOK_DESCRIPTION,
-            notebook_schema,
+            single_typed(notebook_schema),
             {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False},
             _notebook,
         ),
@@ -173,7 +219,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             "python",
             "Run Python in a Jupyter kernel",
             PYTHON_DESCRIPTION,
-            request_schema(spec, PYTHON.path),
+            single_typed(request_schema(spec, PYTHON.path)),
             {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
             PYTHON.run,
         ),
@@ -181,7 +227,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             "artifact",
             "Read a tool output artifact",
             ARTIFACT_DESCRIPTION,
-            artifact_schema(spec, ARTIFACT.path),
+            single_typed(artifact_schema(spec, ARTIFACT.path)),
             {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
             ARTIFACT.run,
         ),

@@ -14,7 +14,7 @@ from ..execution.request import PythonRequest
 from ..execution.stdin import StdinPolicy
 from ..settings import XcshSettings
 from .caller import Caller
-from .runs import BackgroundRun, RunRegistry, session_waiting
+from .runs import BackgroundRun, RunInputTool, RunRegistry, session_waiting, take_run_fields
 
 __all__ = ["CallRegistry", "PythonTool"]
 
@@ -64,6 +64,7 @@ class PythonTool:
         self.settings = settings
         self.calls = calls
         self.runs = runs
+        self.follow_ups = RunInputTool(runs)
         self.contents_manager = contents_manager  # its hidden-file policy, read per call
 
     async def call(
@@ -78,9 +79,13 @@ class PythonTool:
         Errors in the code, timeouts and cancels are results (``isError``), not exceptions;
         a bad request or a refused caller raises a domain error before anything runs, and a
         call on a session whose kernel waits for an answer a ``ConflictError``. ``control``
-        lets the transport cancel the call (a client gone away). With ``stdin: "ask"`` the
-        call returns at its first prompt and goes on in the background (``RunRegistry``).
+        lets the transport cancel the call (a client gone away; with ``detach`` the call goes
+        on). The call runs as a ``BackgroundRun``: with ``stdin: "ask"`` this returns at its
+        first prompt, the run going on. ``run_id`` + ``answer``/``wait`` continue a run.
         """
+        body, follow, detach = take_run_fields(body)
+        if follow is not None:
+            return await self.follow_ups.follow_up(follow, caller, observer, control)
         request = parse_python_request(
             body,
             root_dir=self.execution.root_dir,
@@ -90,11 +95,7 @@ class PythonTool:
         await caller.require(ACTION, RESOURCE)
         if request.mode == "session" and self.runs.waiting_on(request.session, request.cwd):
             raise session_waiting(request.session)
-        if request.stdin.asks:
-            return await self._start_run(request, observer, control)
-        control = control or CallControl()
-        stdin = StdinPolicy(request.stdin, self.settings.input_timeout)
-        return await self._run(request, observer, control, stdin, new_call_id())
+        return await self._start_run(request, observer, control, detach)
 
     async def _run(
         self,
@@ -116,19 +117,21 @@ class PythonTool:
         request: PythonRequest,
         observer: ExecutionObserver | None,
         control: CallControl | None,
+        detach: bool,
     ) -> dict[str, Any]:
-        """Run the call in the background; return at its end or its first prompt."""
+        """Run the call in a task of its own; return at its end or (``ask``) its first prompt."""
         run_id = new_call_id()
         stdin = StdinPolicy(request.stdin, self.settings.input_timeout, run_id)
         session = request.session if request.mode == "session" else None
         run = BackgroundRun(run_id, stdin, CallControl(), session=session, cwd=request.cwd)
-        if session is not None:
+        if session is not None and request.stdin.asks:
             # Calls queued behind this one would only wait out their deadline: 409 at once.
             def refuse_queued() -> None:
                 if stdin.waiting is not None:
                     self.execution.reject_queued(session, request.cwd, session_waiting(session))
 
             stdin.listen(refuse_queued)
+        # The task starts at next_stop's first wait, its follower in place: it sees everything.
         run.start(self._run(request, run.relay, run.control, stdin, run_id))
         self.runs.add(run)
-        return await run.next_stop(observer, control)
+        return await run.next_stop(observer, control, detach=detach)

@@ -16,7 +16,7 @@ from ..notebook.store import NotebookStore
 from ..run_events import RunCallEvents
 from .caller import Caller
 from .python import CallRegistry
-from .runs import BackgroundRun, RunRegistry, session_waiting
+from .runs import BackgroundRun, RunInputTool, RunRegistry, session_waiting, take_run_fields
 
 __all__ = ["RunTool"]
 
@@ -43,6 +43,7 @@ class RunTool:
         self.activity = activity
         self.calls = calls
         self.background = background
+        self.follow_ups = RunInputTool(background)
         self.input_timeout = input_timeout
         self.stream_interval = stream_interval
 
@@ -59,9 +60,12 @@ class RunTool:
         timeouts, a busy or dying kernel are results (``isError``); a bad request, a missing
         notebook or cell, a stale ``expected_revision``/``expected_source_hash`` (409), a
         notebook whose run waits for input (409) or a refused caller raise domain errors
-        before anything runs. With ``stdin: "ask"`` the call returns at its first prompt and
-        goes on in the background (``RunRegistry``), as the python tool's.
+        before anything runs. The run goes on in a task of its own, as the python tool's:
+        ``detach``, ``stdin: "ask"`` and ``run_id`` + ``answer``/``wait`` work the same.
         """
+        body, follow, detach = take_run_fields(body, frozenset({"notebook_path"}))
+        if follow is not None:
+            return await self.follow_ups.follow_up(follow, caller, observer, control)
         request = parse_run_request(body)
         for action, resource in PERMISSIONS:
             await caller.require(action, resource)
@@ -74,10 +78,7 @@ class RunTool:
             request.notebook_path, lambda document: accept_run(request, document)
         )
         run = _Run(request, api_path, outcome.via, outcome.value)
-        if request.stdin.asks:
-            return await self._start_background(run, observer, control)
-        stdin = StdinPolicy(request.stdin, self.input_timeout)
-        return await self._run(run, observer, control or CallControl(), stdin, new_call_id())
+        return await self._start_background(run, observer, control, detach)
 
     async def _run(
         self,
@@ -113,9 +114,13 @@ class RunTool:
             )
 
     async def _start_background(
-        self, run: _Run, observer: ExecutionObserver | None, control: CallControl | None
+        self,
+        run: _Run,
+        observer: ExecutionObserver | None,
+        control: CallControl | None,
+        detach: bool,
     ) -> dict[str, Any]:
-        """Run in the background; return at the end of the run or at its first prompt."""
+        """Run in a task of its own; return at the end of the run or (``ask``) its first prompt."""
         run_id = new_call_id()
         stdin = StdinPolicy(run.request.stdin, self.input_timeout, run_id)
         background = BackgroundRun(run_id, stdin, CallControl(), notebook=run.api_path)
@@ -126,10 +131,11 @@ class RunTool:
             if stdin.waiting is not None:
                 self.runs.reject_queued(run.api_path, refusal)
 
-        stdin.listen(refuse_queued)
+        if run.request.stdin.asks:
+            stdin.listen(refuse_queued)
         background.start(self._run(run, background.relay, background.control, stdin, run_id))
         self.background.add(background)
-        return await background.next_stop(observer, control)
+        return await background.next_stop(observer, control, detach=detach)
 
 
 @dataclass(frozen=True)

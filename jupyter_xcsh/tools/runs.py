@@ -1,19 +1,25 @@
-"""Calls that outlive the request that started them: a call waiting for input (stdin ``ask``).
+"""Calls that outlive the request that started them: runs, followed by whoever asks.
 
-With ``stdin: "ask"`` a call runs in a task of its own. The request that started it returns at
-the first prompt with the output so far and ``awaitingInput``; the kernel keeps waiting. Whoever
-answers (``POST /api/xcsh/runs/<runId>/input``: the agent, or a person in the lab's activity
-panel) gets what the request would have got next: the end of the call, or its next prompt.
-``GET /api/xcsh/runs/<runId>`` follows the call without answering. The id of a run is its
-call id.
+Every python call and run in place runs in a task of its own (a ``BackgroundRun``), which the
+request that started it follows. With ``stdin: "ask"`` that request returns at the first
+prompt with the output so far and ``awaitingInput``; the kernel keeps waiting. Whoever answers
+(``POST /api/xcsh/runs/<runId>/input``, the tool's own ``run_id`` + ``answer``: the agent, or a
+person in the lab's activity panel) gets what the request would have got next: the end of the
+call, or its next prompt. ``GET /api/xcsh/runs/<runId>`` and ``run_id`` + ``wait`` follow the
+call without answering. A client that hangs up interrupts the call unless it asked for
+``detach`` (MCP's default): the run then goes on up to its own timeout, to be followed again.
+The id of a run is its call id.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+import re
 import time
 from collections.abc import Awaitable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError, InvalidRequestError, NotFoundError
@@ -21,13 +27,78 @@ from ..execution import CallControl, ExecutionObserver
 from ..execution.stdin import StdinPolicy
 from .caller import Caller
 
-__all__ = ["BackgroundRun", "RelayObserver", "RunInputTool", "RunRegistry"]
+__all__ = [
+    "BackgroundRun",
+    "FollowUp",
+    "RelayObserver",
+    "RunInputTool",
+    "RunRegistry",
+    "take_run_fields",
+]
 
 #: The authorizer resource and action of answering a run (it runs code further).
 RESOURCE, ACTION = "kernels", "execute"
 
 #: Seconds a finished run's result stays available to ``GET`` and late answers.
 RETENTION = 600.0
+#: Finished runs kept at most (the oldest are forgotten first): results may hold images.
+MAX_FINISHED = 200
+#: Seconds a ``run_id`` without ``answer`` follows the run by default, and at most.
+DEFAULT_WAIT, MAX_WAIT = 30.0, 600.0
+#: A run id: the call id (32 hex digits).
+RUN_ID = re.compile(r"[0-9a-f]{32}")
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A tool call that continues a run: answer its prompt, or follow it for ``wait`` s."""
+
+    run_id: str
+    answer: str | None
+    wait: float
+
+
+def take_run_fields(
+    body: dict[str, Any], kept: frozenset[str] = frozenset()
+) -> tuple[dict[str, Any], FollowUp | None, bool]:
+    """Split a tool's body into the request, a follow-up of a run, and ``detach``.
+
+    With ``run_id`` the body is a follow-up: only ``answer`` or ``wait`` (and the names in
+    ``kept``, e.g. the notebook tool's ``notebook_path``) may come with it. Null means "not
+    given". ``InvalidRequestError`` says what is wrong.
+    """
+    given = {k: v for k, v in body.items() if v is not None or k not in _RUN_FIELDS}
+    detach = given.pop("detach", False)
+    if not isinstance(detach, bool):
+        raise InvalidRequestError("detach must be a boolean")
+    run_id, answer, wait = (given.pop(name, None) for name in ("run_id", "answer", "wait"))
+    if run_id is None:
+        if answer is not None or wait is not None:
+            raise InvalidRequestError("answer and wait need run_id (the run to continue)")
+        return given, None, detach
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        raise InvalidRequestError("run_id must be a run id (32 hex digits, awaitingInput.runId)")
+    others = sorted(k for k, v in given.items() if k not in kept and v is not None)
+    if others or detach:
+        extra = ", ".join(others or ["detach"])
+        raise InvalidRequestError(f"With run_id, give only answer or wait (not {extra})")
+    if answer is not None and wait is not None:
+        raise InvalidRequestError("Give answer or wait, not both")
+    if answer is not None and not isinstance(answer, str):
+        raise InvalidRequestError("answer must be a string")
+    if wait is None:
+        wait = DEFAULT_WAIT
+    if (
+        isinstance(wait, bool)
+        or not isinstance(wait, (int, float))
+        or not math.isfinite(wait)
+        or wait < 0
+    ):
+        raise InvalidRequestError("wait must be a number of seconds (0 or more)")
+    return given, FollowUp(run_id, answer, min(float(wait), MAX_WAIT)), False
+
+
+_RUN_FIELDS = ("run_id", "answer", "wait", "detach")
 
 
 class RelayObserver(ExecutionObserver):
@@ -128,19 +199,24 @@ class BackgroundRun:
         control: CallControl | None = None,
         *,
         answer: str | None = None,
+        wait: float | None = None,
+        detach: bool = False,
     ) -> dict[str, Any]:
         """Wait until the call ends or waits for input; its result (partial while waiting).
 
         ``answer`` is first sent to the waiting prompt (``ConflictError`` when nothing waits).
-        ``observer`` gets the call's progress meanwhile; cancelling ``control`` (its client
-        went away) cancels the call.
+        ``observer`` gets the call's progress meanwhile. Cancelling ``control`` (its client
+        went away) cancels the call, or with ``detach`` only stops following it. After
+        ``wait`` seconds the result so far is returned, marked ``running``.
         """
         task = self._task
         assert task is not None, "start() the run first"
         if answer is not None and self.stdin.waiting is None:
             self.stdin.answer(answer)  # raises the ConflictError before anything is followed
+        gone = asyncio.Event()
         if control is not None:
-            control.attach(self.control.cancel)
+            control.attach(gone.set if detach else self.control.cancel)
+        deadline = None if wait is None else time.monotonic() + wait
         try:
             with self.relay.following(observer):
                 if answer is not None:
@@ -154,15 +230,40 @@ class BackgroundRun:
                         if "awaitingInput" in result:
                             return result
                         continue  # answered while the result was being made
+                    now = time.monotonic()
+                    if gone.is_set() or (deadline is not None and now >= deadline):
+                        if partial is not None:
+                            return await self._running_result(partial)
+                        deadline = now + 0.05  # not under way yet: its result so far soon
                     self._wake.clear()
                     woken = asyncio.ensure_future(self._wake.wait())
+                    left = max(0.0, deadline - now) if deadline is not None else None
+                    stop = asyncio.ensure_future(
+                        gone.wait() if left is None else asyncio.sleep(left)
+                    )
                     try:
-                        await asyncio.wait({task, woken}, return_when=asyncio.FIRST_COMPLETED)
+                        await asyncio.wait({task, woken, stop}, return_when=asyncio.FIRST_COMPLETED)
+                    except asyncio.CancelledError:
+                        if not detach:  # the follower's own task ended: the call with it
+                            self.control.cancel()
+                        raise
                     finally:
                         woken.cancel()
+                        stop.cancel()
         finally:
             if control is not None:
                 control.attach(None)
+
+    async def _running_result(self, partial: Any) -> dict[str, Any]:
+        """The result so far of a call still running, saying how to follow it."""
+        result: dict[str, Any] = await partial()
+        result["running"] = True
+        result["text"] += (
+            f"\n\n[run {self.id} is still running: call the tool again with "
+            f'{{"run_id": "{self.id}", "wait": <seconds>}} to follow it, or '
+            f"GET /api/xcsh/runs/{self.id}]"
+        )
+        return result
 
     async def close(self) -> None:
         """Cancel the call and wait for it to end (the server is stopping)."""
@@ -174,8 +275,9 @@ class BackgroundRun:
 class RunRegistry:
     """The background runs, by id: waiting for input, running on, or recently finished."""
 
-    def __init__(self, retention: float = RETENTION) -> None:
+    def __init__(self, retention: float = RETENTION, max_finished: int = MAX_FINISHED) -> None:
         self.retention = retention
+        self.max_finished = max_finished
         self._runs: dict[str, BackgroundRun] = {}
 
     def add(self, run: BackgroundRun) -> None:
@@ -206,10 +308,16 @@ class RunRegistry:
         return None
 
     def prune(self) -> None:
-        """Forget runs that ended more than ``retention`` seconds ago."""
+        """Forget runs that ended more than ``retention`` s ago, or past ``max_finished``."""
         now = time.monotonic()
-        for run_id, run in list(self._runs.items()):
-            if run.finished_at is not None and now - run.finished_at > self.retention:
+        finished = sorted(
+            (run.finished_at, run_id)
+            for run_id, run in self._runs.items()
+            if run.finished_at is not None
+        )
+        excess = len(finished) - self.max_finished
+        for k, (finished_at, run_id) in enumerate(finished):
+            if k < excess or now - finished_at > self.retention:
                 del self._runs[run_id]
 
     async def close(self) -> None:
@@ -252,6 +360,35 @@ class RunInputTool:
         """The run's next stop without answering: its end, or its prompt (at once if waiting)."""
         await caller.require(ACTION, RESOURCE)
         return await self.runs.get(run_id).next_stop()
+
+    async def follow_up(
+        self,
+        follow: FollowUp,
+        caller: Caller,
+        observer: ExecutionObserver | None = None,
+        control: CallControl | None = None,
+    ) -> dict[str, Any]:
+        """A tool's ``run_id`` + ``answer`` (answer, then follow) or + ``wait`` (follow).
+
+        Following never cancels the run when the follower goes away.
+        """
+        await caller.require(ACTION, RESOURCE)
+        run = self.runs.get(follow.run_id)
+        if follow.answer is not None:
+            return await run.next_stop(observer, control, answer=follow.answer, detach=True)
+        return await run.next_stop(observer, control, wait=follow.wait, detach=True)
+
+    async def refuse(
+        self,
+        run_id: str,
+        notice: str,
+        observer: ExecutionObserver | None = None,
+        control: CallControl | None = None,
+    ) -> dict[str, Any]:
+        """End-of-file for the run's waiting prompt (``notice`` says why); its next stop."""
+        run = self.runs.get(run_id)
+        run.stdin.refuse(notice)
+        return await run.next_stop(observer, control, detach=True)
 
     def answering(self, run_id: str) -> RunAnswer:
         """A tool whose ``call(body, ...)`` answers the run ``run_id`` (for the handlers)."""

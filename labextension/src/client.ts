@@ -229,21 +229,29 @@ export async function getArtifact(
 export type IPythonRequest = Schemas['PythonRequest'];
 
 /**
+ * The type of field `K` of a request whose schema offers alternatives (a call,
+ * or a follow-up of a run with `run_id`).
+ */
+type FieldOf<T, K extends string> = T extends { [P in K]?: infer V }
+  ? V
+  : never;
+
+/**
  * One cell of code to run.
  */
-export type IPythonCell = IPythonRequest['cells'][number];
+export type IPythonCell = NonNullable<FieldOf<IPythonRequest, 'cells'>>[number];
 
 /**
  * How kernels are kept between calls.
  */
-export type PythonMode = NonNullable<IPythonRequest['mode']>;
+export type PythonMode = NonNullable<FieldOf<IPythonRequest, 'mode'>>;
 
 /**
  * How a python call answers the kernel's prompts for input: `notice`
  * (default, the cell fails), `eof`, the answers in order, or `ask` (the call
  * returns with `awaitingInput` at the first prompt; see {@link answerInput}).
  */
-export type StdinMode = NonNullable<IPythonRequest['stdin']>;
+export type StdinMode = NonNullable<FieldOf<IPythonRequest, 'stdin'>>;
 
 /**
  * The outcome of one cell of a python tool call.
