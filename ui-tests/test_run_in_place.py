@@ -124,3 +124,24 @@ def test_a_clean_notebook_stays_clean_and_shows_the_saved_outputs(lab, lab_page)
     expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
     expect(page.locator(".jp-Dialog")).to_have_count(0)
     assert json.loads(path.read_text())["cells"][2]["outputs"][0]["text"] == ["last cell\n"]
+
+
+def test_a_run_of_one_cell_past_the_first_shows_one_row_in_the_panel(lab, lab_page):
+    lab.write_notebook("run-row.ipynb", [f"print({i})" for i in range(8)])
+    lab_page.open()
+    panel = lab_page.open_activity()
+
+    result = lab.api(
+        "POST",
+        "api/xcsh/notebook/run",
+        {"notebook_path": "run-row.ipynb", "cell_index": 6},
+        timeout=180,
+    )
+
+    assert result["isError"] is False, result["text"]
+    call = panel.locator('.jp-xcsh-Call[data-kind="python"]', has_text="run-row.ipynb")
+    # The finished event has arrived: the row of the run's result is drawn.
+    expect(call.locator('.jp-xcsh-CallStatus[data-status="ok"]')).to_have_count(1)
+    expect(call.locator(".jp-xcsh-CallTitle")).to_have_text("Run · run-row.ipynb · 1 cell")
+    expect(call.locator(".jp-xcsh-CellTitle")).to_have_text(["[1/1] cell 6"])
+    lab_page.screenshot("one-row")
