@@ -145,3 +145,23 @@ def test_a_run_of_one_cell_past_the_first_shows_one_row_in_the_panel(lab, lab_pa
     expect(call.locator(".jp-xcsh-CallTitle")).to_have_text("Run · run-row.ipynb · 1 cell")
     expect(call.locator(".jp-xcsh-CellTitle")).to_have_text(["[1/1] cell 6"])
     lab_page.screenshot("one-row")
+
+
+def test_a_cell_running_in_place_shows_a_star_in_its_prompt(lab, lab_page):
+    path = lab.write_notebook("run-star.ipynb", ["import time\ntime.sleep(4)\nprint('slept')"])
+    notebook = json.loads(path.read_text())
+    notebook["cells"][0]["execution_count"] = 7  # it ran before: its old count shows
+    path.write_text(json.dumps(notebook, indent=1) + "\n")
+    lab_page.open("lab/tree/run-star.ipynb")
+    page = lab_page.page
+    prompt = page.locator(".jp-NotebookPanel .jp-Cell").nth(0).locator(".jp-InputPrompt")
+    expect(prompt).to_contain_text("[7]")
+    lab_kernel_id(page)
+
+    run = run_in_background(lab, notebook_path="run-star.ipynb", cell_index=0)
+
+    expect(prompt).to_contain_text("[*]")
+    lab_page.screenshot("running")
+    result = run.result()
+    assert result["isError"] is False, result["text"]
+    expect(prompt).to_contain_text(f"[{result['cells'][0]['executionCount']}]")
