@@ -11,6 +11,8 @@ from typing import Any
 
 from jupyter_core.utils import ensure_async
 
+from .listing import SessionListing
+
 __all__ = ["KernelLauncher", "is_fd_exhaustion", "is_kernel_gone", "is_server_error"]
 
 
@@ -74,6 +76,8 @@ class KernelLauncher:
     on_fd_exhaustion
         Called before retrying a kernel start that failed with EMFILE/ENFILE, to release what
         can be released.
+    listing
+        Where the python tool's sessions record their kernels for the lab (none by default).
 
     """
 
@@ -83,10 +87,12 @@ class KernelLauncher:
         *,
         log: logging.Logger,
         on_fd_exhaustion: Callable[[], None] | None = None,
+        listing: SessionListing | None = None,
     ) -> None:
         self.km = kernel_manager
         self.log = log
         self.on_fd_exhaustion = on_fd_exhaustion
+        self.listing = listing or SessionListing(None, log=log)
 
     @property
     def default_kernel_name(self) -> str:
