@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import REPO, SCREENSHOTS, _free_port
+from conftest import REPO, SCREENSHOTS, _free_port, stop_lab
 from playwright.sync_api import expect
 
 #: Seconds for the lab to start and print its URL.
@@ -84,9 +84,4 @@ def test_the_printed_url_opens_the_example_notebook_with_nothing_unsaved(browser
         expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
     finally:
         context.close()
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_lab(process)

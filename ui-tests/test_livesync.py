@@ -93,10 +93,8 @@ def test_an_agent_edit_of_a_cell_the_person_deleted_is_not_overwritten_silently(
 def test_an_agent_edit_of_a_clean_notebook_keeps_the_view_the_active_cell_and_its_marks(
     lab, lab_page
 ):
-    path = lab.write_notebook("view.ipynb", [f"x{i} = {i}" for i in range(40)])
-    notebook = json.loads(path.read_text())
-    notebook["cells"][5]["execution_count"] = 1  # so that editing it marks it "edited since"
-    path.write_text(json.dumps(notebook, indent=1) + "\n")
+    # Cell 5 ran: editing it marks it "edited since it ran".
+    lab.write_notebook("view.ipynb", [f"x{i} = {i}" for i in range(40)], counts={5: 1})
     lab_page.open("lab/tree/view.ipynb")
     page = lab_page.page
     cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")

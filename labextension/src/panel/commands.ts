@@ -118,14 +118,36 @@ export function addActivityCommands(options: IActivityCommandsOptions): void {
     call.revert.state !== 'done';
   const changed = (call: ActivityCall): call is INotebookCall =>
     call.kind === 'notebook' && call.event.status === 'ok';
-  const callArgs = {
-    type: 'object' as const,
-    properties: {
-      callId: {
-        type: 'string',
-        description: trans.__('The call (default: the newest it applies to)')
+  // A command on one call: the one named by `callId`, else the newest that `fits`.
+  const addCallCommand = <T extends ActivityCall>(
+    id: string,
+    text: { label: string; caption: string },
+    fits: (call: ActivityCall) => call is T,
+    act: (call: T, args: ReadonlyPartialJSONObject) => unknown,
+    more: Record<string, unknown> = {}
+  ): void => {
+    commands.addCommand(id, {
+      ...text,
+      describedBy: {
+        args: {
+          type: 'object',
+          properties: {
+            callId: {
+              type: 'string',
+              description: trans.__(
+                'The call (default: the newest it applies to)'
+              )
+            },
+            ...more
+          }
+        }
+      },
+      isEnabled: args => target(args, fits) !== undefined,
+      execute: args => {
+        const call = target(args, fits);
+        return call === undefined ? undefined : act(call, args);
       }
-    }
+    });
   };
 
   commands.addCommand(CommandIDs.show, {
@@ -133,63 +155,50 @@ export function addActivityCommands(options: IActivityCommandsOptions): void {
     caption: trans.__('Show the notebook and python tool calls of agents'),
     execute: () => options.show()
   });
-  commands.addCommand(CommandIDs.interrupt, {
-    label: trans.__('Interrupt Agent Call'),
-    caption: trans.__('Cancel a running python call or run in place'),
-    describedBy: { args: callArgs },
-    isEnabled: args => target(args, running) !== undefined,
-    execute: args => {
-      const call = target(args, running);
-      return call && actions.interrupt(call);
-    }
-  });
-  commands.addCommand(CommandIDs.answer, {
-    label: trans.__('Answer Agent Prompt…'),
-    caption: trans.__('Answer the input a call waits for'),
-    describedBy: {
-      args: {
-        ...callArgs,
-        properties: {
-          ...callArgs.properties,
-          value: { type: 'string', description: trans.__('The answer') }
-        }
-      }
+  addCallCommand(
+    CommandIDs.interrupt,
+    {
+      label: trans.__('Interrupt Agent Call'),
+      caption: trans.__('Cancel a running python call or run in place')
     },
-    isEnabled: args => target(args, waiting) !== undefined,
-    execute: async args => {
-      const call = target(args, waiting);
-      if (call === undefined || call.input === null) {
-        return;
-      }
+    running,
+    call => actions.interrupt(call)
+  );
+  addCallCommand(
+    CommandIDs.answer,
+    {
+      label: trans.__('Answer Agent Prompt…'),
+      caption: trans.__('Answer the input a call waits for')
+    },
+    waiting,
+    async (call, args) => {
+      const input = call.input!;
       const value =
         typeof args.value === 'string'
           ? args.value
-          : await options.ask(call.input.prompt, call.input.password);
+          : await options.ask(input.prompt, input.password);
       return value === null ? undefined : actions.answer(call, value);
-    }
-  });
-  commands.addCommand(CommandIDs.revert, {
-    label: trans.__('Undo Agent Change'),
-    caption: trans.__('Put the cells an agent changed back as they were'),
-    describedBy: { args: callArgs },
-    isEnabled: args => target(args, revertible) !== undefined,
-    execute: args => {
-      const call = target(args, revertible);
-      return call && actions.revert(call);
-    }
-  });
-  commands.addCommand(CommandIDs.keep, {
-    label: trans.__('Keep Agent Change'),
-    caption: trans.__('Dismiss the marks of the cells an agent changed'),
-    describedBy: { args: callArgs },
-    isEnabled: args => target(args, changed) !== undefined,
-    execute: args => {
-      const call = target(args, changed);
-      if (call) {
-        options.keep(call.id);
-      }
-    }
-  });
+    },
+    { value: { type: 'string', description: trans.__('The answer') } }
+  );
+  addCallCommand(
+    CommandIDs.revert,
+    {
+      label: trans.__('Undo Agent Change'),
+      caption: trans.__('Put the cells an agent changed back as they were')
+    },
+    revertible,
+    call => actions.revert(call)
+  );
+  addCallCommand(
+    CommandIDs.keep,
+    {
+      label: trans.__('Keep Agent Change'),
+      caption: trans.__('Dismiss the marks of the cells an agent changed')
+    },
+    changed,
+    call => options.keep(call.id)
+  );
   commands.addCommand(CommandIDs.clear, {
     label: trans.__('Clear Agent Activity'),
     caption: trans.__('Remove finished calls from the list'),
