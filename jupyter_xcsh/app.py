@@ -113,6 +113,7 @@ class XcshApp(ExtensionApp):
             idle_timeout=settings.idle_timeout,
             cleanup_interval=settings.cleanup_interval,
             heartbeat_interval=settings.heartbeat_interval,
+            session_manager=server.session_manager,
         )
         calls = CallRegistry()
         runs = RunRegistry()

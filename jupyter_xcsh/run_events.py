@@ -43,6 +43,12 @@ class RunCallEvents(PythonCallEvents):
         ]
         self._emit("started", cells=cells)
 
+    def call_finished(self, result: dict[str, Any]) -> None:  # noqa: D102
+        # The result numbers cells by their notebook index (the REST contract, SPEC §6); the
+        # events number them by their position in the run, as `started` announced them.
+        cells = [{**c, "index": i} for i, c in enumerate(result.get("cells") or [])]
+        super().call_finished({**result, "cells": cells})
+
     def outputs(self, event: dict[str, Any]) -> None:
         """Publish a cell's outputs (live or as written), for notebooks open in the lab."""
         self._emit("outputs", **{k: v for k, v in event.items() if k != "path"})

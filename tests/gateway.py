@@ -22,6 +22,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from traitlets.config import Config
@@ -183,6 +184,26 @@ def _reset_gateway_singletons() -> None:
     # Both are process-wide: a later test's server must not inherit this one's gateway.
     GatewayClient.clear_instance()
     GatewayMappingKernelManager._kernels.clear()
+
+
+@pytest.fixture
+def xcsh_settings() -> dict[str, Any]:
+    """XcshSettings for the test server; tests override it with ``parametrize``."""
+    return {}
+
+
+@pytest.fixture(params=KERNELS, name="jp_server_config")
+def config_on_both_kernels(
+    request: pytest.FixtureRequest, jp_server_config: Config, xcsh_settings: dict[str, Any]
+) -> Config:
+    """The test server's config (as ``jp_server_config``): each kernel runner, ``xcsh_settings``.
+
+    A module imports it with ``xcsh_settings`` to run every test locally and on the gateway.
+    """
+    config = use_kernels(request, jp_server_config)
+    for name, value in xcsh_settings.items():
+        config.XcshSettings[name] = value
+    return config
 
 
 def use_kernels(

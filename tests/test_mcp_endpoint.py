@@ -8,6 +8,8 @@ import pytest
 from tornado.httpclient import AsyncHTTPClient
 from traitlets.config import Config
 
+from jupyter_xcsh.handlers.mcp import NO_TOKEN
+
 from .mcp_client import TRANSPORTS, call_tool, post, request
 from .notebooks import jupyter_text, load, sample_notebook
 from .python_tool import REQUEST_TIMEOUT, kernel_ids
@@ -253,11 +255,20 @@ class TestNoToken:
             "method": "tools/call",
             "params": {"name": "python", "arguments": {"cells": [{"code": CODE_WRITING_A_FILE}]}},
         }
-        for body in (json.dumps(call), json.dumps(PING)):
+        wrong = {"Authorization": "token not-the-token"}
+        ping = json.dumps(PING)
+        for body, headers in ((json.dumps(call), {}), (ping, {}), (ping, wrong)):
             response = await AsyncHTTPClient().fetch(
-                url, method="POST", body=body, raise_error=False, request_timeout=REQUEST_TIMEOUT
+                url,
+                method="POST",
+                body=body,
+                headers=headers,
+                raise_error=False,
+                request_timeout=REQUEST_TIMEOUT,
             )
             assert response.code in (401, 403), (body, response.code)
+            # What the client lacks is said, and how to pass it.
+            assert json.loads(response.body)["message"] == NO_TOKEN
         assert not (jp_root_dir / "ran").exists()
         assert await kernel_ids(jp_fetch) == set()
 

@@ -186,6 +186,9 @@ async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
     }
     # A batch has no action of its own (left out); every single request has one, run its own.
     assert set(notebook["properties"]["action"]["enum"]) == actions | {"run"}
+    described = notebook["properties"]["action"]["description"]
+    assert re.search(r"\((\w+, )+run\)", described), described  # every action is listed
+    assert all(action in described for action in actions | {"run"})
     for alternative in shapes:
         assert set(notebook["required"]) <= set(alternative["required"])
     assert notebook["additionalProperties"] is False

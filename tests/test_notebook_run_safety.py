@@ -138,6 +138,20 @@ async def test_run_events_tell_the_lab_what_runs_and_what_was_written(
     assert [e["status"] for e in run_events if e["event"] == "cell"] == ["running", "complete"]
 
 
+async def test_run_events_number_cells_by_their_position_in_the_run_to_the_end(
+    jp_fetch, jp_root_dir, run_events
+):
+    write_notebook(jp_root_dir / "pos.ipynb", "a = 0", "b = 1", "c = 2")
+
+    await run_ok(jp_fetch, notebook_path="pos.ipynb", cell_index=2)
+
+    await wait_until(lambda: any(e["event"] == "finished" for e in run_events))
+    started = next(e for e in run_events if e["event"] == "started")
+    finished = next(e for e in run_events if e["event"] == "finished")
+    assert [c["index"] for c in started["cells"]] == [0]
+    assert [c["index"] for c in finished["result"]["cells"]] == [0]
+
+
 @pytest.fixture
 def jp_server_config(jp_server_config, request):
     config = Config(jp_server_config)

@@ -16,24 +16,10 @@ from tornado.httpclient import AsyncHTTPClient
 from jupyter_xcsh.execution.failures import KERNEL_GONE
 from jupyter_xcsh.execution.pool import DELETED, EVICTED
 
-from .gateway import KERNELS, kernel_gateway, use_kernels  # noqa: F401
+from .gateway import config_on_both_kernels, kernel_gateway, xcsh_settings  # noqa: F401
 from .python_tool import eventually, kernel_ids, run, sessions
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture
-def xcsh_settings():
-    """XcshSettings for the test server; tests override it with ``parametrize``."""
-    return {}
-
-
-@pytest.fixture(params=KERNELS)
-def jp_server_config(request, jp_server_config, xcsh_settings):
-    config = use_kernels(request, jp_server_config)
-    for name, value in xcsh_settings.items():
-        config.XcshSettings[name] = value
-    return config
 
 
 async def shut_down_through_the_kernels_api(jp_fetch, kernel_id):

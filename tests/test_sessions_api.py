@@ -9,7 +9,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
-from .gateway import KERNELS, kernel_gateway, use_kernels  # noqa: F401
+from .gateway import config_on_both_kernels, kernel_gateway, xcsh_settings  # noqa: F401
 from .python_tool import (
     REQUEST_TIMEOUT,
     StreamedCall,
@@ -21,20 +21,6 @@ from .python_tool import (
 )
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture
-def xcsh_settings():
-    """XcshSettings for the test server; tests override it with ``parametrize``."""
-    return {}
-
-
-@pytest.fixture(params=KERNELS)
-def jp_server_config(request, jp_server_config, xcsh_settings):
-    config = use_kernels(request, jp_server_config)
-    for name, value in xcsh_settings.items():
-        config.XcshSettings[name] = value
-    return config
 
 
 SLEEPER = "import time\nprint('started', flush=True)\ntime.sleep(60)"

@@ -125,12 +125,17 @@ class Lab:
         body = {"cells": cells, **options}
         return self._pool.submit(self.api, "POST", "api/xcsh/python", body, 180)
 
-    def write_notebook(self, name: str, sources: list[str]) -> Path:
-        """Write an nbformat 4.5 notebook of code cells into the contents root."""
+    def write_notebook(
+        self, name: str, sources: list[str], counts: dict[int, int] | None = None
+    ) -> Path:
+        """Write an nbformat 4.5 notebook of code cells into the contents root.
+
+        ``counts``: the execution counts of cells that ran before, by index.
+        """
         cells = [
             {
                 "cell_type": "code",
-                "execution_count": None,
+                "execution_count": (counts or {}).get(i),
                 "id": f"cell-{i}",
                 "metadata": {},
                 "outputs": [],
@@ -241,14 +246,19 @@ def lab(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         yield server
     finally:
         server.close()
-        process.terminate()
-        try:
-            # The server shuts its kernels down on SIGTERM; give it the time to.
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_lab(process)
         log.close()
+
+
+def stop_lab(process: subprocess.Popen[Any]) -> None:
+    """Stop a ``jupyter lab`` process started by a test, killing it if it lingers."""
+    process.terminate()
+    try:
+        # The server shuts its kernels down on SIGTERM; give it the time to.
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
 
 
 @pytest.fixture(scope="session")

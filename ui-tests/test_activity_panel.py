@@ -186,3 +186,29 @@ def test_no_page_errors_whatever_the_server_sends(lab, lab_page):
     lab_page.screenshot("after-junk")
     assert lab_page.errors == []
     assert console_errors == []
+
+
+def test_every_panel_action_is_a_command_in_the_palette(lab, lab_page):
+    lab_page.open()
+    page = lab_page.page
+    for label in (
+        "Show Agent Activity",
+        "Interrupt Agent Call",
+        "Answer Agent Prompt…",
+        "Undo Agent Change",
+        "Keep Agent Change",
+        "Clear Agent Activity",
+        "Show Agent Python Calls Only",
+    ):
+        assert page.evaluate(
+            "label => window.jupyterapp.commands.listCommands().some("
+            "id => window.jupyterapp.commands.label(id, {kind: 'python'}) === label)",
+            label,
+        ), label
+    page.keyboard.press("Control+Shift+c")
+    palette = page.locator("#command-palette")
+    palette.locator("input").fill("agent python")
+    palette.locator(".lm-CommandPalette-item", has_text="Show Agent Python Calls Only").click()
+    panel = lab_page.open_activity()
+    expect(panel.locator(".jp-xcsh-Filter")).to_have_value("python")
+    lab_page.screenshot("filtered")

@@ -162,3 +162,15 @@ def test_the_whole_picture_for_the_readme(lab, lab_page):
     lab_page.screenshot("readme-agent-at-a-glance")
     assert future.result(60)["isError"] is False
     expect(status).to_have_text("Agent: idle")
+
+
+def test_the_running_panel_names_an_agents_kernel_after_its_session(lab, lab_page):
+    lab.python([{"code": "1"}], session="ui-named").result(120)
+    lab_page.open()
+    page = lab_page.page
+
+    page.locator('.jp-SideBar li[data-id="jp-running-sessions"]').click()
+
+    running = page.locator("#jp-running-sessions")
+    expect(running.get_by_text("Agent: ui-named").first).to_be_visible()
+    lab_page.screenshot("running")

@@ -73,3 +73,20 @@ def test_images_show_as_thumbnails_that_open_the_whole_image(lab, lab_page):
     expect(current).to_contain_text(name)
     expect(page.locator("#jp-main-dock-panel .jp-ImageViewer img").first).to_be_visible()
     lab_page.screenshot("opened")
+
+
+def test_a_thumbnail_fits_the_panel_at_its_default_width(lab, lab_page):
+    lab_page.open()
+    panel = lab_page.open_activity()
+    lab.python([{"code": KERNEL_HELPERS + "show(png(640, 480))"}], session="ui-images").result(120)
+
+    cell = python_calls(panel).first.locator(".jp-xcsh-Cell")
+    expect(cell.locator("img.jp-xcsh-Thumbnail")).to_be_visible(timeout=KERNEL_START)
+    lab_page.screenshot("fits")
+    box, frame = cell.locator(".jp-xcsh-ImageLink").bounding_box(), cell.bounding_box()
+    assert box["x"] + box["width"] <= frame["x"] + frame["width"]
+    # Nothing scrolls sideways in the panel.
+    assert panel.evaluate(
+        "p => [p, ...p.querySelectorAll('*')].every(e => e.scrollWidth <= e.clientWidth"
+        " || !['auto', 'scroll'].includes(getComputedStyle(e).overflowX))"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 from playwright.sync_api import expect
@@ -87,3 +88,50 @@ def test_an_agent_edit_of_a_cell_the_person_deleted_is_not_overwritten_silently(
     dialog.get_by_role("button", name="Cancel").click()
     sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
     assert sources == ["keep = 1", "agent = 2"]
+
+
+def test_an_agent_edit_of_a_clean_notebook_keeps_the_view_the_active_cell_and_its_marks(
+    lab, lab_page
+):
+    # Cell 5 ran: editing it marks it "edited since it ran".
+    lab.write_notebook("view.ipynb", [f"x{i} = {i}" for i in range(40)], counts={5: 1})
+    lab_page.open("lab/tree/view.ipynb")
+    page = lab_page.page
+    cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(40)
+    # Saved once the lab has added the kernel's language_info to it: nothing is unsaved.
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.model.getMetadata('language_info')?.name",
+        timeout=60000,
+    )
+
+    # The person edits the cell that ran (JupyterLab marks it), saves, then works further down.
+    cells.nth(5).locator(".cm-content").click()
+    page.keyboard.press("End")
+    page.keyboard.type("  # changed since it ran")
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0, timeout=20000)
+    expect(cells.nth(5)).to_have_class(re.compile(r"\bjp-mod-dirty\b"))
+    cells.nth(30).locator(".jp-InputPrompt").click()
+    active = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
+    page.wait_for_function(f"() => ({active})() === 30")
+    expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
+    scroller = "document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')"
+    scrolled = page.evaluate(f"() => {scroller}.scrollTop")
+    assert scrolled > 0
+
+    lab.notebook(action="edit", notebook_path="view.ipynb", cell_id="cell-35", content="y = 35")
+    lab.notebook(action="insert", notebook_path="view.ipynb", cell_index=38, content="z = 1")
+
+    expect(cells).to_have_count(41)
+    expect(cells.nth(35)).to_contain_text("y = 35")
+    lab_page.screenshot("after-agent")
+    assert page.evaluate(active) == 30
+    assert abs(page.evaluate(f"() => {scroller}.scrollTop") - scrolled) < 5
+    expect(cells.nth(5)).to_have_class(re.compile(r"\bjp-mod-dirty\b"))
+    # The file holds what the notebook shows: nothing unsaved, and saving asks nothing.
+    expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
+    page.keyboard.press("Control+s")
+    time.sleep(0.5)  # "File Changed" or any other dialog would show up within the save
+    expect(page.locator(".jp-Dialog")).to_have_count(0)

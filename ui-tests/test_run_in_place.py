@@ -21,6 +21,13 @@ def run_in_background(lab, **body):
     return lab._pool.submit(lab.api, "POST", "api/xcsh/notebook/run", body, 180)
 
 
+def run_ok(lab, **body):
+    """Run cells in place to the end; the run succeeded."""
+    result = run_in_background(lab, **body).result()
+    assert result["isError"] is False, result["text"]
+    return result
+
+
 def lab_kernel_id(page):
     """The kernel of the notebook open in the lab (once its session is ready)."""
     page.wait_for_function(
@@ -111,16 +118,44 @@ def test_a_clean_notebook_stays_clean_and_shows_the_saved_outputs(lab, lab_page)
     page.keyboard.press("Control+s")
     expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0, timeout=20000)
 
-    result = lab.api(
-        "POST",
-        "api/xcsh/notebook/run",
-        {"notebook_path": "run-clean.ipynb", "cell_index": 2},
-        timeout=180,
-    )
+    run_ok(lab, notebook_path="run-clean.ipynb", cell_index=2)
 
-    assert result["isError"] is False, result["text"]
     expect(cells.nth(2).locator(".jp-OutputArea-output")).to_contain_text("last cell")
     # The file already holds these outputs: nothing for the person to save, no dialog.
     expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
     expect(page.locator(".jp-Dialog")).to_have_count(0)
     assert json.loads(path.read_text())["cells"][2]["outputs"][0]["text"] == ["last cell\n"]
+
+
+def test_a_run_of_one_cell_past_the_first_shows_one_row_in_the_panel(lab, lab_page):
+    lab.write_notebook("run-row.ipynb", [f"print({i})" for i in range(8)])
+    lab_page.open()
+    panel = lab_page.open_activity()
+
+    run_ok(lab, notebook_path="run-row.ipynb", cell_index=6)
+
+    call = panel.locator('.jp-xcsh-Call[data-kind="python"]', has_text="run-row.ipynb")
+    # The finished event has arrived: the row of the run's result is drawn.
+    expect(call.locator('.jp-xcsh-CallStatus[data-status="ok"]')).to_have_count(1)
+    expect(call.locator(".jp-xcsh-CallTitle")).to_have_text("Run · run-row.ipynb · 1 cell")
+    expect(call.locator(".jp-xcsh-CellTitle")).to_have_text(["[1/1] cell 6"])
+    lab_page.screenshot("one-row")
+
+
+def test_a_cell_running_in_place_shows_a_star_in_its_prompt(lab, lab_page):
+    # It ran before: its old count shows.
+    sleeper = "import time\ntime.sleep(4)\nprint('slept')"
+    lab.write_notebook("run-star.ipynb", [sleeper], counts={0: 7})
+    lab_page.open("lab/tree/run-star.ipynb")
+    page = lab_page.page
+    prompt = page.locator(".jp-NotebookPanel .jp-Cell").nth(0).locator(".jp-InputPrompt")
+    expect(prompt).to_contain_text("[7]")
+    lab_kernel_id(page)
+
+    run = run_in_background(lab, notebook_path="run-star.ipynb", cell_index=0)
+
+    expect(prompt).to_contain_text("[*]")
+    lab_page.screenshot("running")
+    result = run.result()
+    assert result["isError"] is False, result["text"]
+    expect(prompt).to_contain_text(f"[{result['cells'][0]['executionCount']}]")

@@ -12,6 +12,8 @@ from typing import Any
 import zmq.asyncio
 from jupyter_core.utils import ensure_async
 
+from .listing import SessionListing
+
 __all__ = ["KernelLauncher", "is_fd_exhaustion", "is_kernel_gone", "is_server_error"]
 
 
@@ -75,6 +77,8 @@ class KernelLauncher:
     on_fd_exhaustion
         Called before retrying a kernel start that failed with EMFILE/ENFILE, to release what
         can be released.
+    listing
+        Where the python tool's sessions record their kernels for the lab (none by default).
 
     """
 
@@ -84,6 +88,7 @@ class KernelLauncher:
         *,
         log: logging.Logger,
         on_fd_exhaustion: Callable[[], None] | None = None,
+        listing: SessionListing | None = None,
     ) -> None:
         self.km = kernel_manager
         self.log = log
@@ -93,6 +98,7 @@ class KernelLauncher:
         # kernel that stopped reading, e.g. one frozen by SIGSTOP) and costs an I/O thread per
         # connection; closing a socket of a shared context returns at once.
         self._context: zmq.asyncio.Context | None = None
+        self.listing = listing or SessionListing(None, log=log)
 
     @property
     def default_kernel_name(self) -> str:

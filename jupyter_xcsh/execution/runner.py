@@ -18,6 +18,7 @@ from .call import PythonCall, describe_error
 from .cell import CellRun
 from .control import CallControl
 from .kernels import KernelLauncher
+from .listing import SessionListing
 from .observer import ExecutionObserver, report_input
 from .pool import KernelSessionPool
 from .prelude import init_code
@@ -46,6 +47,9 @@ class ExecutionService:
         The server's base URL, to tell a remote kernel where artifacts can be read.
     max_output_bytes, stream_interval
         The OutputSink limit and the minimum seconds between two live chunks.
+    session_manager
+        The server's session manager, where each session's kernel is recorded by name for
+        the lab (``listing.py``); None records nothing.
     pool_options
         ``max_sessions``, ``idle_timeout``, ``cleanup_interval``, ``heartbeat_interval``.
 
@@ -62,6 +66,7 @@ class ExecutionService:
         base_url: str = "/",
         max_output_bytes: int = 51200,
         stream_interval: float = 0.25,
+        session_manager: Any = None,
         **pool_options: Any,
     ) -> None:
         self.log = log
@@ -71,7 +76,9 @@ class ExecutionService:
         self.artifacts_url = base_url.rstrip("/") + "/api/xcsh/artifacts/"
         self.max_output_bytes = max_output_bytes
         self.stream_interval = stream_interval
-        self.launcher = KernelLauncher(kernel_manager, log=log)
+        self.launcher = KernelLauncher(
+            kernel_manager, log=log, listing=SessionListing(session_manager, log=log)
+        )
         self.pool = KernelSessionPool(
             self.launcher, init_code=self._init_code, log=log, **pool_options
         )

@@ -225,6 +225,8 @@ class KernelSession:
 
     def _forget_kernel(self) -> None:
         self.release_connection()
+        if self.kernel_id is not None:
+            self.launcher.listing.remove(self.kernel_id)
         self.kernel_id = None
         self.dead, self.restarted_underneath = None, False
 
@@ -239,6 +241,7 @@ class KernelSession:
         if self.kernel_id == kernel_id:
             return
         self.kernel_id = kernel_id
+        self.launcher.listing.add(kernel_id, self.key.name, self.key.cwd)
         self.launcher.watch_restarts(kernel_id, self._on_restarter)
         self._new_incarnation()
 

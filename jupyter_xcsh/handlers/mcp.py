@@ -40,6 +40,13 @@ PROGRESS_INTERVAL = 2.0
 
 SSE = "text/event-stream"
 
+#: The answer to a request with neither a valid token nor a browser's login (403).
+NO_TOKEN = (
+    "Missing or invalid token: send the server's token in the header "
+    "'Authorization: token <token>' (or 'Bearer <token>'); "
+    "'jupyter xcsh mcp-config' prints a client configuration with it filled in"
+)
+
 
 class McpHandler(XcshAPIHandler):
     """Serve MCP (protocol 2025-03-26 to 2025-11-25), stateless (SPEC §7).
@@ -68,6 +75,20 @@ class McpHandler(XcshAPIHandler):
     def skip_check_origin(self) -> bool:
         """Check the Origin of token-authenticated requests too (only preflights skip it)."""
         return self.request.method == "OPTIONS"
+
+    def check_xsrf_cookie(self) -> None:
+        """Tell a caller without credentials that the token is missing.
+
+        jupyter_server asks a request that is not token-authenticated for the browser's
+        ``_xsrf`` cookie, and its 403 says ``'_xsrf' argument missing from POST``: what an MCP
+        client lacks is the token.
+        """
+        try:
+            super().check_xsrf_cookie()
+        except web.HTTPError as e:
+            if e.status_code == 403 and self.current_user is None:
+                raise web.HTTPError(403, NO_TOKEN) from e
+            raise
 
     async def prepare(self) -> None:  # type: ignore[override]
         """Refuse a foreign ``Origin`` with 403 before anything else."""

@@ -227,8 +227,9 @@ def merge_actions(base: Schema, actions: Mapping[str, Schema]) -> Schema:
     ``actions`` maps an action name to the request schema of the operation serving it (which
     has no ``action`` field: the REST path says it). The result stays one flat object, as MCP
     clients and model APIs want (no top-level ``oneOf``): the ``action`` enum grows, fields
-    only the other operation has are added with ``<action> only:`` in their description, and
-    only the fields every operation requires stay required.
+    only the other operation has are added with ``<action> only:`` in their description, a
+    description of ``action`` that lists its values lists the new one too, and only the fields
+    every operation requires stay required.
     """
     merged = flatten(copy.deepcopy(base))
     properties: dict[str, Any] = merged.setdefault("properties", {})
@@ -239,6 +240,10 @@ def merge_actions(base: Schema, actions: Mapping[str, Schema]) -> Schema:
         known = chosen.get("enum") or ([chosen["const"]] if "const" in chosen else [])
         chosen.pop("const", None)
         chosen["enum"] = [*known, action]
+        listed = ", ".join(str(a) for a in known if a is not None)
+        described = chosen.get("description", "")
+        if listed and listed in described:
+            chosen["description"] = described.replace(listed, f"{listed}, {action}", 1)
         for name, field in schema.get("properties", {}).items():
             if name not in properties:
                 field = copy.deepcopy(field)

@@ -13,17 +13,16 @@
  * model, addressed by cell id (index only for pre-4.5 notebooks), and the document's known
  * modification time is set to the file's new one, in one synchronous step:
  *
- * - unsaved typing elsewhere in the notebook survives (nothing is reloaded, the cursor stays),
- *   and the person's next save is not seen as a conflict: it writes both their change and the
- *   agent's;
- * - a notebook with no unsaved changes is instead loaded from the saved file, exactly (and
- *   stays clean) — unless the person starts typing while the file is fetched, in which case
- *   their keystrokes win and the cell operation is applied as above;
+ * - nothing is reloaded: the view does not jump, the active cell and the cursor stay, and the
+ *   lab's "edited since it ran" prompt marks survive;
+ * - unsaved typing elsewhere in the notebook survives, and the person's next save is not seen
+ *   as a conflict: it writes both their change and the agent's;
+ * - a notebook with no unsaved changes stays clean: the file now holds what it shows;
  * - a revert writes a whole cell (outputs, metadata, attachments), which the event does not
  *   carry: the cell is then taken from the saved file;
  * - when the operation cannot be placed (the person deleted that cell), nothing is
  *   acknowledged: their next save meets JupyterLab's own conflict dialog, so neither side is
- *   overwritten silently;
+ *   overwritten silently; a notebook with no unsaved changes is then loaded from the file;
  * - a batch (several changes in one call, SPEC §10) is followed as one step: its changes are
  *   applied in order in one synchronous step, or the notebook is loaded from the file once;
  * - a collaborative document (jupyter-collaboration) is left to the collaboration server, which
@@ -345,13 +344,21 @@ export class LiveSync extends NotebookEventSync<ICellChanges> {
             hash: true
           });
     const model = context.model;
-    if (!model.dirty && (await this._reload(panel))) {
-      return;
-    }
+    const wasDirty = model.dirty;
     const failed = applyChanges(model.sharedModel, steps);
     if (failed === null) {
       acknowledgeSave(context, saved);
+      if (!wasDirty) {
+        model.dirty = false; // the file holds exactly this change
+      }
       return;
+    }
+    if (!wasDirty) {
+      // Nothing of the person's to lose: show the file as saved.
+      model.dirty = false;
+      if (await this._reload(panel)) {
+        return;
+      }
     }
     const change = failed;
     // Not acknowledged: the person's next save meets JupyterLab's conflict dialog.
@@ -385,7 +392,7 @@ export class LiveSync extends NotebookEventSync<ICellChanges> {
 
   /**
    * Load the saved file into a notebook with no unsaved changes; `false` if the person started
-   * typing while it was fetched (their keystrokes win, and the cell operation is applied).
+   * typing while it was fetched (their keystrokes win).
    */
   private async _reload(panel: NotebookPanel): Promise<boolean> {
     const { context } = panel;

@@ -16,14 +16,16 @@
  *   the file), so no "unsaved" mark and no autosave follow from the agent's run;
  * - the final event of a cell carries the file's new modification time, which the document
  *   takes as known, so the person's next save is not taken for a conflict ("File Changed");
- * - outputs too large for an event are read from the saved file.
+ * - outputs too large for an event are read from the saved file;
+ * - while a cell of the run runs its prompt shows `[*]`, as for the cells the lab runs itself
+ *   (the run's `started` event names its cells by id, its `cell` events say which one runs).
  *
  * A collaborative document (jupyter-collaboration) is left alone: the server writes the run's
  * outputs into the shared document itself, which every open lab tab follows.
  */
 
 import type { NotebookPanel } from '@jupyterlab/notebook';
-import type { Contents, Event } from '@jupyterlab/services';
+import type { Event } from '@jupyterlab/services';
 
 import { acknowledgeSave } from './livesync';
 import { NotebookEventSync } from './notebooksync';
@@ -58,6 +60,21 @@ export interface IRunOutputsEvent {
    */
   lastModified: string | null;
 }
+
+/**
+ * Cells of a run starting or ending to run (the prompt shows `[*]` while one runs).
+ */
+export interface IRunStateEvent {
+  path: string;
+  /** The cells' ids (a run's cells before nbformat 4.5 have none, and are not followed). */
+  cellIds: string[];
+  running: boolean;
+}
+
+/**
+ * What a run tells an open notebook: a cell's outputs, or which cells run.
+ */
+export type RunSyncEvent = IRunOutputsEvent | IRunStateEvent;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -97,13 +114,80 @@ export function parseRunOutputs(raw: unknown): IRunOutputsEvent | null {
 }
 
 /**
- * What a run needs of a notebook's cell models (a code cell's outputs and count).
+ * Follows which cells of the runs in place run, from their events.
+ *
+ * The run's events number its cells by position; its `started` event gives each one's id.
+ */
+export class RunCellTracker {
+  /**
+   * Read a run's `started`, `cell` or `finished` emission; `null` for any other, or when it
+   * changes no cell's state.
+   */
+  parse(raw: unknown): IRunStateEvent | null {
+    if (
+      !isRecord(raw) ||
+      raw.schema_id !== RUN_SCHEMA_ID ||
+      typeof raw.callId !== 'string' ||
+      typeof raw.path !== 'string'
+    ) {
+      return null;
+    }
+    const { callId, path } = raw;
+    switch (raw.event) {
+      case 'started': {
+        const cells = Array.isArray(raw.cells) ? raw.cells : [];
+        this._cells.set(
+          callId,
+          cells.map(c =>
+            isRecord(c) && typeof c.cellId === 'string' ? c.cellId : null
+          )
+        );
+        // Bounded: a run whose end was missed is forgotten after as many others.
+        if (this._cells.size > RunCellTracker.MAX_RUNS) {
+          this._cells.delete(this._cells.keys().next().value as string);
+        }
+        return null;
+      }
+      case 'cell': {
+        const at = raw.cellIndex;
+        const id =
+          typeof at === 'number' ? this._cells.get(callId)?.[at] : null;
+        return typeof id === 'string'
+          ? { path, cellIds: [id], running: raw.status === 'running' }
+          : null;
+      }
+      case 'finished': {
+        const ids = this._cells.get(callId) ?? [];
+        this._cells.delete(callId);
+        const cellIds = ids.filter((id): id is string => id !== null);
+        return cellIds.length > 0 ? { path, cellIds, running: false } : null;
+      }
+    }
+    return null;
+  }
+
+  private _cells = new Map<string, (string | null)[]>();
+}
+
+/**
+ * The namespace for {@link RunCellTracker} statics.
+ */
+export namespace RunCellTracker {
+  /**
+   * The most runs followed at once.
+   */
+  export const MAX_RUNS = 100;
+}
+
+/**
+ * What a run needs of a notebook's cell models (a code cell's outputs, count and state).
  */
 interface IRunCellModel {
   readonly id: string;
   readonly type: string;
   outputs?: { fromJSON(values: Output[]): void };
   executionCount?: number | null;
+  executionState?: 'idle' | 'running';
 }
 
 /**
@@ -136,7 +220,8 @@ export function findRunCell(
 }
 
 /**
- * Give the event's cell its outputs and execution count; `false` when the cell is not there.
+ * Give the event's cell its outputs, and its execution count once it ended; `false` when the
+ * cell is not there.
  *
  * Through the cell's own output model, as the lab does for the cells it runs (which keeps
  * the shared document and the rendered outputs in step).
@@ -152,27 +237,67 @@ export function applyRunOutputs(
   }
   const cell = cells.get(at) as IRunCellModel;
   cell.outputs?.fromJSON(outputs);
-  cell.executionCount = event.executionCount;
+  if (event.final) {
+    // As for the cells the lab runs: the count shows once the cell ended (`[*]` until then).
+    cell.executionCount = event.executionCount;
+  }
   return true;
+}
+
+/**
+ * Show whether the event's cells run (`[*]` in their prompt); `false` when none changed.
+ */
+export function applyRunState(
+  cells: IRunCells,
+  event: IRunStateEvent
+): boolean {
+  let changed = false;
+  for (const cellId of event.cellIds) {
+    const at = findRunCell(cells, { cellId, cellIndex: -1 });
+    const cell = at < 0 ? null : (cells.get(at) as IRunCellModel);
+    // Only a cell this run marked running is set idle (not one the person runs).
+    if (cell !== null && (event.running || cell.executionState === 'running')) {
+      changed ||= cell.executionState !== (event.running ? 'running' : 'idle');
+      cell.executionState = event.running ? 'running' : 'idle';
+    }
+  }
+  return changed;
+}
+
+/**
+ * Make a change a run made, leaving a notebook with no unsaved changes clean: the file holds
+ * (or will hold) the same outputs, and whether a cell runs is not saved at all.
+ */
+function keepClean(model: { dirty: boolean }, change: () => boolean): void {
+  const wasDirty = model.dirty;
+  if (change() && !wasDirty) {
+    model.dirty = false;
+  }
 }
 
 /**
  * Keeps open notebooks showing the outputs of agents' runs in place.
  */
-export class RunSync extends NotebookEventSync<IRunOutputsEvent> {
-  protected parse(emission: Event.Emission): IRunOutputsEvent | null {
-    return parseRunOutputs(emission);
+export class RunSync extends NotebookEventSync<RunSyncEvent> {
+  protected parse(emission: Event.Emission): RunSyncEvent | null {
+    return parseRunOutputs(emission) ?? this._tracker.parse(emission);
   }
+
+  private _tracker = new RunCellTracker();
 
   protected readonly failure = 'could not show a run output';
 
   protected async follow(
     panel: NotebookPanel,
-    event: IRunOutputsEvent
+    event: RunSyncEvent
   ): Promise<void> {
     const { context } = panel;
     const model = context.model;
     if (context.isDisposed || !model || model.collaborative === true) {
+      return;
+    }
+    if ('running' in event) {
+      keepClean(model, () => applyRunState(model.cells, event));
       return;
     }
     let outputs = event.outputs;
@@ -185,22 +310,20 @@ export class RunSync extends NotebookEventSync<IRunOutputsEvent> {
         return;
       }
     }
-    const wasDirty = model.dirty;
-    if (!applyRunOutputs(model.cells, event, outputs)) {
-      return;
-    }
-    if (event.final && event.lastModified !== null) {
-      // Without a hash the document compares times; its next own save brings the hash back.
-      const saved: Partial<Contents.IModel> = {
-        last_modified: event.lastModified,
-        hash: undefined
-      };
-      acknowledgeSave(context, saved);
-    }
-    if (!wasDirty) {
-      // The file holds (or will hold) exactly these outputs: nothing for the person to save.
-      model.dirty = false;
-    }
+    const shown = outputs;
+    keepClean(model, () => {
+      if (!applyRunOutputs(model.cells, event, shown)) {
+        return false;
+      }
+      if (event.final && event.lastModified !== null) {
+        // Without a hash the document compares times; its next own save brings the hash back.
+        acknowledgeSave(context, {
+          last_modified: event.lastModified,
+          hash: undefined
+        });
+      }
+      return true;
+    });
   }
 
   /**

@@ -3,7 +3,10 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
+import { CommandRegistry } from '@lumino/commands';
 import { Widget } from '@lumino/widgets';
+
+import { addActivityCommands, commandActions } from '../panel/commands';
 
 import { clipHead, clipTail, formatBytes, splitLines } from '../panel/collapse';
 import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../panel/events';
@@ -655,7 +658,9 @@ describe('ActivityPanel', () => {
     openArtifact: jest.fn(() => Promise.resolve()),
     interrupt: jest.fn(() => Promise.reject(new Error('server gone'))),
     answer: jest.fn(() => Promise.resolve()),
-    revert: jest.fn(() => Promise.resolve())
+    revert: jest.fn(() => Promise.resolve()),
+    clear: jest.fn(() => Promise.resolve()),
+    filter: jest.fn(() => Promise.resolve())
   };
 
   let consoleError: jest.SpyInstance;
@@ -664,7 +669,18 @@ describe('ActivityPanel', () => {
     // The panel logs what it cannot render; none of these tests may hit that.
     consoleError = jest.spyOn(console, 'error');
     model = new ActivityModel();
-    panel = new ActivityPanel({ model, actions });
+    // Its buttons run the commands, as in the lab.
+    const commands = new CommandRegistry();
+    panel = new ActivityPanel({ model, actions: commandActions(commands) });
+    addActivityCommands({
+      commands,
+      model,
+      panel,
+      show: () => undefined,
+      actions,
+      keep: () => undefined,
+      ask: () => Promise.resolve(null)
+    });
     Widget.attach(panel, document.body);
   });
 

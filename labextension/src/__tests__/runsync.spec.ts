@@ -8,7 +8,13 @@ import { ServerConnection } from '@jupyterlab/services';
 import { interruptCall, IRunResult, runNotebook } from '../client';
 import { RUN_SCHEMA_ID, parseEmission } from '../panel/events';
 import { ActivityModel } from '../panel/model';
-import { applyRunOutputs, findRunCell, parseRunOutputs } from '../runsync';
+import {
+  applyRunOutputs,
+  applyRunState,
+  findRunCell,
+  parseRunOutputs,
+  RunCellTracker
+} from '../runsync';
 
 function outputsEmission(
   extra: Record<string, unknown> = {}
@@ -44,6 +50,7 @@ class FakeCell {
     }
   };
   executionCount: number | null = null;
+  executionState: 'idle' | 'running' = 'idle';
 }
 
 function notebook(): {
@@ -112,6 +119,17 @@ describe('applyRunOutputs', () => {
     expect(cells.list[2].outputs.values).toEqual([]);
   });
 
+  it('keeps the old count while the cell runs (its prompt shows [*])', () => {
+    const cells = notebook();
+    cells.list[0].executionCount = 7;
+    const event = parseRunOutputs(outputsEmission({ final: false }))!;
+
+    expect(applyRunOutputs(cells, event, event.outputs!)).toBe(true);
+
+    expect(cells.list[0].outputs.values).toHaveLength(1);
+    expect(cells.list[0].executionCount).toBe(7);
+  });
+
   it('finds the cell wherever it moved, and never a deleted or markdown cell', () => {
     const cells = notebook();
     cells.list.push(cells.list.shift()!); // the person moved cell a to the end
@@ -126,6 +144,88 @@ describe('applyRunOutputs', () => {
     const cells = notebook();
     const event = parseRunOutputs(outputsEmission({ cellId: 'gone' }))!;
     expect(applyRunOutputs(cells, event, [])).toBe(false);
+  });
+});
+
+describe('a cell running in place', () => {
+  function runEvent(event: string, extra: Record<string, unknown> = {}) {
+    return {
+      schema_id: RUN_SCHEMA_ID,
+      callId: 'r1',
+      event,
+      path: 'a.ipynb',
+      ...extra
+    };
+  }
+
+  it('shows [*] while it runs and its count once it ended', () => {
+    const tracker = new RunCellTracker();
+    const nb = notebook();
+    nb.list[2].executionCount = 4;
+    expect(
+      tracker.parse(
+        runEvent('started', {
+          cells: [{ index: 0, title: 'cell 2', code: '', cellId: 'c' }]
+        })
+      )
+    ).toBeNull();
+
+    const running = tracker.parse(
+      runEvent('cell', { cellIndex: 0, status: 'running' })
+    );
+    expect(running).toEqual({ path: 'a.ipynb', cellIds: ['c'], running: true });
+    expect(applyRunState(nb, running!)).toBe(true);
+    expect(nb.list[2].executionState).toBe('running');
+
+    const ended = tracker.parse(
+      runEvent('cell', { cellIndex: 0, status: 'complete' })
+    );
+    expect(applyRunState(nb, ended!)).toBe(true);
+    expect(nb.list[2].executionState).toBe('idle');
+  });
+
+  it('is idle when its run ends, whatever events were missed', () => {
+    const tracker = new RunCellTracker();
+    const nb = notebook();
+    tracker.parse(
+      runEvent('started', {
+        cells: [
+          { index: 0, cellId: 'a' },
+          { index: 1, cellId: null }
+        ]
+      })
+    );
+    applyRunState(
+      nb,
+      tracker.parse(runEvent('cell', { cellIndex: 0, status: 'running' }))!
+    );
+    // A cell without an id (before nbformat 4.5) is not followed.
+    expect(
+      tracker.parse(runEvent('cell', { cellIndex: 1, status: 'running' }))
+    ).toBeNull();
+
+    const finished = tracker.parse(runEvent('finished', { result: {} }));
+    expect(finished).toEqual({
+      path: 'a.ipynb',
+      cellIds: ['a'],
+      running: false
+    });
+    applyRunState(nb, finished!);
+    expect(nb.list[0].executionState).toBe('idle');
+    // Forgotten once finished.
+    expect(
+      tracker.parse(runEvent('cell', { cellIndex: 0, status: 'running' }))
+    ).toBeNull();
+  });
+
+  it('never ends a run the person started in another cell', () => {
+    const nb = notebook();
+    nb.list[0].executionState = 'running';
+    expect(
+      applyRunState(nb, { path: 'a.ipynb', cellIds: ['c'], running: false })
+    ).toBe(false);
+    expect(nb.list[0].executionState).toBe('running');
+    expect(nb.list[2].executionState).toBe('idle');
   });
 });
 

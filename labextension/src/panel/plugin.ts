@@ -8,7 +8,7 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, InputDialog } from '@jupyterlab/apputils';
 import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Event } from '@jupyterlab/services';
@@ -17,18 +17,18 @@ import type { Widget } from '@lumino/widgets';
 
 import { IAgentActivity, ICellMarks, IXcshClient } from '../tokens';
 import { UnreadBadge } from './badge';
+import {
+  addActivityCommands,
+  commandActions,
+  CommandIDs,
+  PALETTE_ITEMS
+} from './commands';
 import { ActivityModel, IPythonCall } from './model';
 import type { IOpenCell } from './revert';
 import { Reverter } from './reverter';
 import { ActivityPanel } from './widget';
 
-/**
- * The command ids of the activity panel.
- */
-export namespace CommandIDs {
-  /** Show the activity panel. */
-  export const show = 'jupyter-xcsh:show-activity';
-}
+export { CommandIDs } from './commands';
 
 /**
  * The id of the panel in the shell (also its layout-restorer name).
@@ -82,13 +82,7 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
     });
     const panel = new ActivityPanel({
       model,
-      actions: {
-        openNotebook: (path, cellIndex) => openNotebook(app, path, cellIndex),
-        openArtifact: path => app.commands.execute('docmanager:open', { path }),
-        interrupt: call => interrupt(model, client, call),
-        answer: (call, value) => answer(model, client, call, value),
-        revert: call => reverter.revert(call)
-      },
+      actions: commandActions(app.commands),
       highlighter: languages
         ? (code, language, element) =>
             languages.highlight(code, languages.findBest(language), element)
@@ -111,12 +105,29 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
       app.serviceManager.events.stream.disconnect(onEmission)
     );
 
-    app.commands.addCommand(CommandIDs.show, {
-      label: 'Show Agent Activity',
-      caption: 'Show the notebook and python tool calls of agents',
-      execute: () => app.shell.activateById(panel.id)
+    addActivityCommands({
+      commands: app.commands,
+      model,
+      panel,
+      show: () => app.shell.activateById(panel.id),
+      actions: {
+        openNotebook: (path, cellIndex) => openNotebook(app, path, cellIndex),
+        openArtifact: path => app.commands.execute('docmanager:open', { path }),
+        interrupt: call => interrupt(model, client, call),
+        answer: (call, value) => answer(model, client, call, value),
+        revert: call => reverter.revert(call)
+      },
+      keep: callId => marks?.removeCall(callId),
+      ask: async (prompt, password) => {
+        const answered = await (password
+          ? InputDialog.getPassword({ title: prompt })
+          : InputDialog.getText({ title: prompt }));
+        return answered.button.accept ? answered.value : null;
+      }
     });
-    palette?.addItem({ command: CommandIDs.show, category: 'Agent' });
+    for (const item of PALETTE_ITEMS) {
+      palette?.addItem({ ...item, category: 'Agent' });
+    }
     return {
       model,
       show: () => void app.commands.execute(CommandIDs.show)

@@ -49,7 +49,8 @@ export class ActivityPanel extends Widget {
       h('option', { value: 'python' }, 'Python')
     );
     this._filterSelect.addEventListener('change', () => {
-      this.filter = this._filterSelect.value as ActivityFilter;
+      const kind = this._filterSelect.value as ActivityFilter;
+      this._run(() => this._actions.filter(kind));
     });
     const clear = h(
       'button',
@@ -60,7 +61,9 @@ export class ActivityPanel extends Widget {
       },
       'Clear'
     );
-    clear.addEventListener('click', () => this.model.clear());
+    clear.addEventListener('click', () =>
+      this._run(() => this._actions.clear())
+    );
     this._count = h('span', { class: 'jp-xcsh-Count', 'aria-live': 'polite' });
 
     this._empty = h('p', { class: 'jp-xcsh-Empty' });
@@ -412,6 +415,16 @@ export namespace ActivityPanel {
      * Put back the cell(s) a notebook call changed.
      */
     revert(call: INotebookCall): Promise<unknown>;
+
+    /**
+     * Remove finished calls from the list.
+     */
+    clear(): Promise<unknown>;
+
+    /**
+     * List only the calls of one kind.
+     */
+    filter(kind: ActivityFilter): Promise<unknown>;
   }
 
   /**
