@@ -223,6 +223,8 @@ class XcshApp(ExtensionApp):
 
     @staticmethod
     async def _close_execution(services: XcshServices) -> None:
-        # Calls waiting for input end first (interrupted), then the kernels go.
-        await services.background_runs.close()
+        # Calls waiting for input end first (interrupted), then the kernels go (ending the
+        # calls still running with "Session was shut down"), then any run left.
+        await services.background_runs.close(waiting_only=True)
         await services.execution.close()
+        await services.background_runs.close()

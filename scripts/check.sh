@@ -116,7 +116,7 @@ XCSH_ENTERPRISE_GATEWAY="$PWD/$VENV-eg/bin/jupyter-enterprisegateway" bounded 20
   tests/test_python_execution.py tests/test_python_interrupts.py tests/test_python_stdin.py \
   tests/test_python_recovery.py tests/test_python_kernels_gone.py \
   tests/test_python_remote_kernel.py tests/test_python_streaming.py tests/test_sessions_api.py \
-  tests/test_execution_faults.py tests/test_notebook_run_gateway.py
+  tests/test_execution_faults.py tests/test_notebook_run_gateway.py tests/test_python_sessions_listed.py
 
 step "behind a real JupyterHub ($VENV-hub)"
 # A hub with its proxy (configurable-http-proxy, from npm) on 127.0.0.1, single-user servers

@@ -320,10 +320,17 @@ class RunRegistry:
             if k < excess or now - finished_at > self.retention:
                 del self._runs[run_id]
 
-    async def close(self) -> None:
-        """Cancel every run still going and wait for them."""
-        await asyncio.gather(*(run.close() for run in self._runs.values()))
-        self._runs.clear()
+    async def close(self, *, waiting_only: bool = False) -> None:
+        """Cancel every run still going (``waiting_only``: those waiting for input) and wait.
+
+        The server stops in two steps: the calls waiting for input are interrupted first, then
+        the sessions are shut down, which ends the other calls ("Session was shut down"), and
+        only then is every run left cancelled.
+        """
+        runs = [run for run in self._runs.values() if run.waiting or not waiting_only]
+        await asyncio.gather(*(run.close() for run in runs))
+        if not waiting_only:
+            self._runs.clear()
 
 
 class RunInputTool:
