@@ -55,6 +55,12 @@ step "tests"
 # pytest exits 5 when it collects no test: set -e makes that a failure, as it must be.
 bounded 30 python -m pytest tests -p no:cacheprovider -q -ra
 
+step "jupyter_server's own REST API tests with the extension loaded (scripts/server-tests.sh)"
+# Its contents, kernels and sessions API tests, of the installed release (its sdist, cached in
+# .cache/), with jupyter_xcsh in every server they start: the extension must not change how the
+# server it lives in behaves. ~2 minutes.
+VENV="$VENV" bounded 10 bash scripts/server-tests.sh
+
 step "API fuzzing (Schemathesis over rest-api.yml, live server, fixed seed)"
 VENV="$VENV" bounded 15 bash scripts/fuzz.sh
 

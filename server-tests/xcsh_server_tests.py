@@ -1,0 +1,97 @@
+"""A pytest plugin for jupyter_server's own tests: every server they start has jupyter_xcsh loaded.
+
+``scripts/server-tests.sh`` runs jupyter_server's REST API tests with it, so that a change the
+extension makes to the server it lives in fails them. The extension is added to
+``ServerApp.jpserver_extensions`` in whichever ``jp_server_config`` a test gets (pytest-jupyter's
+or a test module's own, parametrized one); failures to link or load it are raised, not logged;
+before each test that has a server runs, the extension is checked to be linked and loaded
+(its services built and published in the web application's settings), and a run in which no
+test had a server fails.
+
+``XCSH_SERVER_TESTS_EXTENSION=0`` is the control run: the same tests, the extension not loaded
+(checked the same way).
+
+Deselected, with or without the extension: the tests parametrized with the deprecated
+synchronous ``MappingKernelManager``. Its kernels' ZMQ streams live on jupyter_core's
+process-wide ``run_sync`` event loop (a thread that outlives each test's server), where a stream
+still registered when a test's server destroys its ZMQ context keeps its file descriptor's
+entry (under the tests' ``-W error``, pyzmq's "Unregistering FD after closing socket" warning
+aborts the unregistering). A later stream whose socket gets that descriptor then fails with
+``ValueError: fd N added twice``: in a kernel start (HTTP 500), or in a websocket's ``open``
+after the server has counted the connection, which is then never uncounted
+(``sessions/test_api.py::test_restart_kernel``: "connections" stays 1). Seen in control runs
+without the extension as with it (issue 29).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+EXTENSION = "jupyter_xcsh"
+#: The deprecated synchronous kernel manager whose parametrizations are deselected.
+SYNC_KERNEL_MANAGER = "jupyter_server.services.kernels.kernelmanager.MappingKernelManager"
+
+LOADED = os.environ.get("XCSH_SERVER_TESTS_EXTENSION", "1") != "0"
+
+_servers_checked = 0
+
+
+@pytest.fixture(autouse=True)
+def _xcsh_enabled(jp_server_config: Any) -> None:
+    """Enable (or, in the control run, disable) the extension before the test's server starts."""
+    server = jp_server_config.setdefault("ServerApp", {})
+    server.setdefault("jpserver_extensions", {})[EXTENSION] = LOADED
+    server["reraise_server_extension_failures"] = True
+
+
+def extension_loaded(serverapp: Any) -> bool:
+    """Whether the extension is linked and loaded in ``serverapp`` (its services published)."""
+    manager = serverapp.extension_manager
+    package = manager.extensions.get(EXTENSION)
+    if package is None or not package.enabled or not manager.linked_extensions.get(EXTENSION):
+        return False
+    services = [getattr(app, "services", None) for app in manager.extension_apps[EXTENSION]]
+    published = serverapp.web_app.settings.get("xcsh")
+    return published is not None and any(published is s for s in services)
+
+
+def _kernel_manager_class(item: pytest.Item) -> Any:
+    callspec = getattr(item, "callspec", None)
+    config = callspec.params.get("jp_server_config") if callspec is not None else None
+    if not isinstance(config, dict):
+        return None
+    return (config.get("ServerApp") or {}).get("kernel_manager_class")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the synchronous ``MappingKernelManager`` parametrizations (module docstring)."""
+    kept = [item for item in items if _kernel_manager_class(item) != SYNC_KERNEL_MANAGER]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """Before a test that has a server runs, check the extension is (or is not) loaded in it."""
+    global _servers_checked
+    serverapp = getattr(item, "funcargs", {}).get("jp_serverapp")
+    if serverapp is not None:
+        loaded = extension_loaded(serverapp)
+        assert loaded == LOADED, f"{EXTENSION} {'not ' if LOADED else ''}loaded in the server"
+        _servers_checked += 1
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail a run in which no test had a server (nothing was checked)."""
+    if session.testscollected and not _servers_checked and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say in how many tests' servers the extension was (or was not) loaded."""
+    state = "loaded" if LOADED else "not loaded (control run)"
+    terminalreporter.write_line(f"{EXTENSION} {state} in the server of {_servers_checked} tests")
