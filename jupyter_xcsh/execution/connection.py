@@ -112,7 +112,11 @@ class KernelConnection:
         for name in ("shell", "iopub", "stdin", "control"):
             self._pumps.append(asyncio.create_task(self._pump(name)))
         while True:
-            msg_id = self.client.kernel_info()
+            # Built and sent here rather than by ``client.kernel_info()``: an asynchronous
+            # client of jupyter_client 8.0 returns a future of the id there, not the id.
+            request = self.client.session.msg("kernel_info_request", {})
+            self._deliver("shell", request)
+            msg_id: str = request["header"]["msg_id"]
             queue = self.collect(msg_id)
             try:
                 replied = iopub_seen = False
