@@ -1,8 +1,9 @@
 """A real Jupyter Kernel Gateway for the tests, and a proxy that makes it fail on purpose.
 
 ``kernel_gateway`` (session scope) starts ``jupyter kernelgateway`` on 127.0.0.1 and a free
-port. ``use_kernels(request, config)`` configures a test server to run its kernels locally or
-on that gateway (through ``GatewayClient.url``), so one test module runs against both.
+port: the program named by ``XCSH_KERNEL_GATEWAY``, else the one beside this Python.
+``use_kernels(request, config)`` configures a test server to run its kernels locally or on
+that gateway (through ``GatewayClient.url``), so one test module runs against both.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from traitlets.config import Config
 
 #: The kernel runners every execution test module is parametrized over.
 KERNELS = ["local", "gateway"]
+#: Names the ``jupyter-kernelgateway`` program to run (default: the one beside this Python),
+#: so an environment whose packages the gateway cannot share runs one installed elsewhere.
+GATEWAY_VARIABLE = "XCSH_KERNEL_GATEWAY"
 
 
 def free_port() -> int:
@@ -123,7 +127,11 @@ def kernel_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime))
     env["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(share), env.get("JUPYTER_PATH")) if p)
     log = open(workdir / "gateway.log", "wb")  # noqa: SIM115 - closed after the process
-    executable = os.path.join(os.path.dirname(sys.executable), "jupyter-kernelgateway")
+    executable = os.environ.get(GATEWAY_VARIABLE) or os.path.join(
+        os.path.dirname(sys.executable), "jupyter-kernelgateway"
+    )
+    if not os.path.exists(executable):
+        pytest.skip(f"no Kernel Gateway at {executable} (set {GATEWAY_VARIABLE})")
     process = subprocess.Popen(
         [
             executable,
