@@ -195,3 +195,13 @@ class DenyExecuteAuthorizer(Authorizer):
 
     def is_authorized(self, handler, user, action, resource):  # type: ignore[no-untyped-def]
         return not (action == "execute" and resource == "kernels")
+
+
+class FixedMethodsContentsManager(AsyncLargeFileManager):
+    """Ignore methods set on the instance, as a manager with slots or a proxy would: the
+    ``save_guard`` fast path's probe fails (``ServerApp.contents_manager_class``)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in ("save", "atomic_writing"):
+            return
+        super().__setattr__(name, value)

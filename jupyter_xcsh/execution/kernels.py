@@ -11,7 +11,16 @@ from typing import Any
 
 from jupyter_core.utils import ensure_async
 
-__all__ = ["KernelLauncher", "is_fd_exhaustion", "is_kernel_gone", "is_server_error"]
+from ..fast_paths import FastPaths
+
+__all__ = [
+    "KernelLauncher",
+    "is_fd_exhaustion",
+    "is_kernel_gone",
+    "is_server_error",
+    "probe_activity_watch",
+    "probe_restarter",
+]
 
 
 def _chain(error: BaseException) -> list[BaseException]:
@@ -74,6 +83,8 @@ class KernelLauncher:
     on_fd_exhaustion
         Called before retrying a kernel start that failed with EMFILE/ENFILE, to release what
         can be released.
+    fast_paths
+        The fast paths its connections and recoveries may use (default: all).
 
     """
 
@@ -83,10 +94,12 @@ class KernelLauncher:
         *,
         log: logging.Logger,
         on_fd_exhaustion: Callable[[], None] | None = None,
+        fast_paths: FastPaths | None = None,
     ) -> None:
         self.km = kernel_manager
         self.log = log
         self.on_fd_exhaustion = on_fd_exhaustion
+        self.fast_paths = fast_paths or FastPaths()
 
     @property
     def default_kernel_name(self) -> str:
@@ -171,10 +184,14 @@ class KernelLauncher:
         return alive and not _forgotten_remotely(kernel)
 
     def has_restarter(self, kernel_id: str) -> bool:
-        """Whether the server's auto-restarter watches this (local) kernel."""
+        """Whether the server's auto-restarter watches this (local) kernel.
+
+        Without the ``restarter_wait`` fast path, never: the tool restarts a dead kernel itself.
+        """
         kernel = self._lookup(kernel_id)
         return (
-            kernel is not None
+            self.fast_paths.uses("restarter_wait")
+            and kernel is not None
             and bool(getattr(kernel, "autorestart", False))
             and getattr(kernel, "_restarter", None) is not None
         )
@@ -226,3 +243,24 @@ class KernelLauncher:
                 self.log.warning("xcsh: shutting down kernel %s failed: %s", kernel_id, e)
         with contextlib.suppress(Exception):
             self.km.remove_kernel(kernel_id)
+
+
+def probe_restarter(kernel_manager: Any) -> str | None:
+    """Whether local kernels keep their auto-restarter where ``has_restarter`` looks."""
+    kernel_class = getattr(kernel_manager, "kernel_manager_class", None)
+    if isinstance(kernel_class, str):
+        from traitlets.utils.importstring import import_item
+
+        kernel_class = import_item(kernel_class)
+    traits = getattr(kernel_class, "class_traits", None)
+    if traits is None or "_restarter" not in traits():
+        return "the server's kernel managers have no _restarter trait"
+    return None
+
+
+def probe_activity_watch(kernel_manager: Any) -> str | None:
+    """Whether the server watches its kernels' activity as ``kernel_activity`` takes over."""
+    for name in ("start_watching_activity", "track_message_type", "get_kernel"):
+        if not callable(getattr(kernel_manager, name, None)):
+            return f"the kernel manager has no {name}"
+    return None

@@ -15,12 +15,18 @@ sees the old or the new notebook, never a part. The save still goes through ``sa
 save hooks, contents events and checkpoints behave as for any save — and a manager that keeps no
 files (no ``atomic_writing``) is used unchanged. ``use_atomic_writing = False`` (for file systems
 where renames misbehave) is honoured: the tool then writes in place as the server does.
+
+Replacing methods on the manager's instance is the ``save_guard`` fast path
+(``jupyter_xcsh.fast_paths``, also ``XcshSettings.guard_saves``): ``probe_save_guard`` checks
+at startup that the instance takes them. Without it the tool's own saves still wait for each
+other per file, and go through the manager's ``save`` as it is (its own atomic writing).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import os
 import stat
@@ -96,11 +102,13 @@ def replacing_file(
 class SaveGuard:
     """Serialise the saves of each file through one contents manager; make the tool's atomic."""
 
-    def __init__(self, contents_manager: Any) -> None:
+    def __init__(self, contents_manager: Any, *, install: bool = True) -> None:
+        """Guard ``contents_manager``'s saves; ``install`` False: only the tool's own saves."""
         self.contents_manager = contents_manager
         # One lock per file, dropped once nobody holds or awaits it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self._install()
+        if install:
+            self._install()
 
     # -- keys and locks ------------------------------------------------------------------------
 
@@ -181,3 +189,22 @@ class SaveGuard:
                 yield stream
 
         return atomic_writing
+
+
+def probe_save_guard(contents_manager: Any) -> str | None:
+    """Whether methods set on ``contents_manager``'s instance replace its own; None when so."""
+    for name in ("save", "atomic_writing"):
+        method = getattr(contents_manager, name, None)
+        if method is None and name == "atomic_writing":
+            continue  # a manager that keeps no files: only its save is wrapped
+        if not callable(method):
+            return f"the contents manager's {name} is not callable"
+        marker = functools.partial(method)
+        try:
+            setattr(contents_manager, name, marker)
+            taken = getattr(contents_manager, name) is marker
+        finally:
+            vars(contents_manager).pop(name, None)
+        if not taken:
+            return f"the contents manager's instance does not take a {name} of its own"
+    return None
