@@ -79,18 +79,21 @@ class KernelConnection:
         on_iopub: Handler1 | None = None,
         on_close: Callable[[], None] | None = None,
         fast_paths: FastPaths | None = None,
+        owns_context: bool = False,
     ) -> None:
         """Wrap ``client`` (its channels start in ``open``).
 
         ``iopub_queue``: messages the IOPub socket queues (None: ZMQ's default); ``on_iopub``
         sees every IOPub message read; ``on_close`` runs once, when the connection closes;
         ``fast_paths``: whether messages are decoded (``message_decoding``) and sockets read
-        and written (``socket_views``) the fast way (default: both).
+        and written (``socket_views``) the fast way (default: both); ``owns_context``: the
+        client's ZMQ context is this connection's, destroyed when it closes.
         """
         self.client = client
         paths = fast_paths or FastPaths()
         self._socket_views = paths.uses("socket_views")
         self._decode = decode_message if paths.uses("message_decoding") else deserialize_message
+        self._owns_context = owns_context
         self._iopub_queue = iopub_queue
         self._on_iopub = on_iopub
         self._on_close = on_close
@@ -179,6 +182,9 @@ class KernelConnection:
         self._pumps.clear()
         with contextlib.suppress(Exception):
             self.client.stop_channels()
+        context = getattr(self.client, "context", None)
+        if self._owns_context and isinstance(context, zmq.Context) and not context.closed:
+            context.destroy(linger=100)  # as jupyter_client's stop_channels does for its own
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
             try:
@@ -346,8 +352,8 @@ class KernelConnection:
 
         Lowering the queue of a connected socket is not safe: libzmq can then count messages
         read before the change as still queued and stop reading the kernel for good. The
-        client's context is the server's, shared: its default is set only around the one
-        synchronous socket creation.
+        client's context may be shared: its default is set only around the one synchronous
+        socket creation (with pyzmq's public ``Context.getsockopt``/``setsockopt``).
         """
         client = self.client
         context = getattr(client, "context", None)

@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import zmq.asyncio
 from jupyter_core.utils import ensure_async
 
 from ..fast_paths import FastPaths
@@ -155,12 +156,15 @@ class KernelLauncher:
     def client(self, kernel_id: str) -> Any:
         """Return a new client of the kernel (ZMQ locally, websocket on a gateway).
 
+        The client has a ZMQ context of its own, which ``KernelConnection.close`` destroys:
+        jupyter_client before 8.1 left the context it made for a client open until garbage
+        collection (an I/O thread and its sockets' files per closed connection meanwhile).
         Raises ``KeyError`` when the kernel is gone.
         """
         kernel = self._lookup(kernel_id)
         if kernel is None:
             raise KeyError(kernel_id)
-        return kernel.client()
+        return kernel.client(context=zmq.asyncio.Context())
 
     def exists(self, kernel_id: str) -> bool:
         """Whether the kernel manager still has the kernel (shut down elsewhere: no)."""

@@ -226,6 +226,7 @@ class NotebookKernels:
                 self.launcher.client(kernel_id),
                 log=self.log,
                 fast_paths=self.launcher.fast_paths,
+                owns_context=True,  # launcher.client gave it a context of its own
             )
             kernel = NotebookKernel(kernel_id, connection)
             try:

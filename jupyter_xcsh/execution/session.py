@@ -273,6 +273,7 @@ class KernelSession:
             on_iopub=recorder,
             on_close=None if recorder is None else lambda: resume_server_watch(km, kernel_id),
             fast_paths=paths,
+            owns_context=True,  # launcher.client gave it a context of its own
         )
         try:
             await connection.open(deadline, lambda: self.launcher.is_alive(kernel_id))
