@@ -390,6 +390,10 @@ class KernelConnection:
             self.log.warning("xcsh: control interrupt_request failed: %s", e)
 
     # -- reading --------------------------------------------------------------------------
+    def mark_lost(self, reason: str) -> None:
+        """The kernel died or restarted: every routed request gets ``"lost"``, once."""
+        self._mark_lost(reason)
+
     def _mark_lost(self, reason: str) -> None:
         if self.lost is not None:
             return

@@ -121,6 +121,10 @@ class KernelSession:
         self._restarter_outcome = what
         if what == "restart":
             self.restarted_underneath = True
+            # A kernel that died soon after its start comes back on new ports, where this
+            # connection never hears it: a running call learns it from here.
+            if self.connection is not None:
+                self.connection.mark_lost("kernel restarting")
         else:
             self.mark_dead("the kernel died and the server's auto-restarter gave up")
         if self._restarter_event is not None:
