@@ -194,14 +194,14 @@ class XcshApp(ExtensionApp):
         log.info(fast.summary())
         on = [
             what
-            for what, on in (
+            for what, enabled in (
                 ("collector pause during notebook edits", settings.pause_collector),
                 ("malloc_trim after large calls", settings.trim_memory),
                 ("contents manager save guard", fast.uses("save_guard")),
                 ("kernel activity-watch takeover", fast.uses("activity_watch")),
                 ("session kernel stream bound", fast.uses("kernel_stream_bound")),
             )
-            if on
+            if enabled
         ]
         log.info(
             "jupyter_xcsh process-wide interventions on: %s (see XcshSettings)",
