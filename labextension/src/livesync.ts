@@ -285,17 +285,26 @@ export function applyChanges(
  *
  * `DocumentRegistry.Context` exposes no setter for its contents model; the private field is
  * the one `Context` itself compares in `_maybeSave` (JupyterLab 4). It is written only when
- * it is what the public `contentsModel` reads (checked on every call): on another context
- * nothing is changed, and the person's next save may ask about the file changed on disk, as
- * JupyterLab does for any change made outside it.
+ * it holds what the public `contentsModel` (a copy of it) reads, checked on every call: on
+ * another context nothing is changed, and the person's next save may ask about the file
+ * changed on disk, as JupyterLab does for any change made outside it.
  */
 export function acknowledgeSave(
   context: NotebookPanel['context'],
   saved: Partial<Contents.IModel>
 ): boolean {
   const current = context.contentsModel;
-  const internal = context as unknown as { _contentsModel?: unknown };
-  if (current === null || internal._contentsModel !== current) {
+  const internal = context as unknown as {
+    _contentsModel?: Partial<Contents.IModel> | null;
+  };
+  const held = internal._contentsModel;
+  if (
+    current === null ||
+    typeof held !== 'object' ||
+    held === null ||
+    held.path !== current.path ||
+    held.last_modified !== current.last_modified
+  ) {
     return false;
   }
   internal._contentsModel = {

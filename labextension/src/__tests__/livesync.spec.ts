@@ -310,11 +310,11 @@ describe('a batch', () => {
 });
 
 describe('acknowledgeSave', () => {
-  // As JupyterLab 4's Context: the public getter reads the private field.
+  // As JupyterLab 4's Context: the public getter returns a copy of the private field.
   const labContext = (model: object): any => ({
     _contentsModel: model,
     get contentsModel() {
-      return this._contentsModel;
+      return { ...this._contentsModel };
     }
   });
 
