@@ -1,6 +1,6 @@
 """Benchmark running code: the python tool against the other ways of reaching a kernel.
 
-Usage: python bench/execute.py [--rounds 400] [--megabytes 20,200] [--repeat 3]
+Usage: python bench/execute.py [--rounds 400] [--megabytes 20,200] [--repeat 3] [--fast-paths off]
 
 Starts one Jupyter Server (127.0.0.1, a free port) with the extension, and
 jupyter-server-nbmodel when it is installed, then measures in the same run, on kernels of that
@@ -138,7 +138,7 @@ class Server:
     ``profile``: run it under cProfile, written to that file on SIGRTMIN+1 (``profile_call.py``).
     """
 
-    def __init__(self, profile: str | None = None) -> None:
+    def __init__(self, profile: str | None = None, options: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.token = secrets.token_hex(16)
         self.tmp = tempfile.TemporaryDirectory()
@@ -161,6 +161,7 @@ class Server:
                 "--ServerApp.open_browser=False",
                 f"--ServerApp.root_dir={root}",
                 *(f"--ServerApp.jpserver_extensions={name}=True" for name in extensions),
+                *options,
             ],
             env=env,
             cwd=self.tmp.name,  # not a checkout: `-m` would import the package from there
@@ -572,6 +573,11 @@ def measure_output(server: Server, sizes: list[int], repeat: int) -> list[Row]:
     return rows
 
 
+def fast_path_options(choice: str) -> tuple[str, ...]:
+    """The server options of ``--fast-paths on|off``."""
+    return () if choice == "on" else ("--XcshSettings.fast_paths=False",)
+
+
 def main() -> int:
     """Run the benchmark, print one table; exit 1 when a target is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -579,8 +585,11 @@ def main() -> int:
     parser.add_argument("--block", type=int, default=20, help="rounds per interleaved block")
     parser.add_argument("--megabytes", default="20,200", help="sizes of the large prints")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each print (best kept)")
+    parser.add_argument(
+        "--fast-paths", choices=["on", "off"], default="on", help="XcshSettings.fast_paths"
+    )
     args = parser.parse_args()
-    server = Server()
+    server = Server(options=fast_path_options(args.fast_paths))
     try:
         server.python("pass")  # start the session kernel
         rows = measure_pass(server, args.rounds, args.block)

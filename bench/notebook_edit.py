@@ -7,7 +7,7 @@ jupyter-collaboration is installed it also measures the live-document path: the 
 a collaboration room has the notebook open (a Yjs client joined over the websocket), which
 changes the shared document instead of the file.
 
-    python bench/notebook_edit.py [--cells 2000] [--runs 25]
+    python bench/notebook_edit.py [--cells 2000] [--runs 25] [--fast-paths off]
 """
 
 from __future__ import annotations
@@ -69,14 +69,16 @@ def has_collaboration() -> bool:
     return importlib.util.find_spec("jupyter_server_ydoc") is not None
 
 
-def start_server(root: str, port: int, token: str, data: str) -> subprocess.Popen[bytes]:
+def start_server(
+    root: str, port: int, token: str, data: str, options: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
     """Start a real Jupyter Server with the extension and wait until it answers."""
     cmd = [
         sys.executable, "-m", "jupyter_server", "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--allow-root",
         "--ServerApp.open_browser=False", f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root}",
-        "--ServerApp.jpserver_extensions=jupyter_xcsh=True",
+        "--ServerApp.jpserver_extensions=jupyter_xcsh=True", *options,
     ]  # fmt: skip
     if has_collaboration():
         cmd += [
@@ -200,11 +202,11 @@ def time_floor(path: str, runs: int, *, serialise: bool) -> list[float]:
 
 
 @contextlib.contextmanager
-def serving(root: str) -> Iterator[tuple[int, str]]:
+def serving(root: str, options: tuple[str, ...] = ()) -> Iterator[tuple[int, str]]:
     """A Jupyter Server with the extension on ``root`` (``start_server``): its port and token."""
     port, token = free_port(), secrets.token_hex(16)
     state = tempfile.TemporaryDirectory()  # the collaboration databases, outside the root
-    server = start_server(root, port, token, state.name)
+    server = start_server(root, port, token, state.name, options)
     try:
         yield port, token
     finally:
@@ -218,13 +220,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cells", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=25)
+    parser.add_argument("--fast-paths", choices=["on", "off"], default="on")
     args = parser.parse_args()
+    options = () if args.fast_paths == "on" else ("--XcshSettings.fast_paths=False",)
 
     with tempfile.TemporaryDirectory() as root:
         path, size_mb = write_big_notebook(root, args.cells)
         floor: list[float] = []
         live: list[float] = []
-        with serving(root) as (port, token):
+        with serving(root, options) as (port, token):
             middle = args.cells // 2 + 1
             post(port, token, {"action": "read", "notebook_path": "big.ipynb", "max_chars": 1000})
             # The floor's runs alternate with the edits: both see the same machine load.

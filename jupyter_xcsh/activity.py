@@ -89,8 +89,10 @@ def event_source(source: Any) -> str | None:
 class ActivityEvents:
     """Emit the extension's events on the server's event logger."""
 
-    def __init__(self, event_logger: EventLogger | None) -> None:
+    def __init__(self, event_logger: EventLogger | None, *, fast_emit: bool = True) -> None:
+        """Emit on ``event_logger``; ``fast_emit`` False: through ``EventLogger.emit`` only."""
         self.event_logger = event_logger
+        self._fast = fast_emit
         self._queue: list[tuple[str, dict[str, Any]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None  # where the queue is emptied
         self._timer: asyncio.TimerHandle | None = None
@@ -106,6 +108,8 @@ class ActivityEvents:
         logger = self.event_logger
         if logger is None:
             return False
+        if not self._fast:
+            return True  # EventLogger.emit itself does nothing when nobody listens
         try:  # the test jupyter_events' own emit makes before doing anything
             return bool(
                 logger.handlers
@@ -153,7 +157,10 @@ class ActivityEvents:
     def _emit(self, schema_id: str, payload: dict[str, Any]) -> None:
         assert self.event_logger is not None
         try:
-            emit_event(self.event_logger, schema_id, payload)
+            if self._fast:
+                emit_event(self.event_logger, schema_id, payload)
+            else:
+                self.event_logger.emit(schema_id=schema_id, data=payload)
         except Exception:  # an event must never break the tool call it reports
             log.warning("Dropped an xcsh event of %s", schema_id, exc_info=True)
 

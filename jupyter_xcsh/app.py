@@ -13,9 +13,14 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Instance
 
 from .activity import ActivityEvents
+from .event_emit import probe_event_emit
 from .execution import ExecutionService
+from .execution.connection import probe_socket_views
 from .execution.inplace import RunService
+from .execution.kernels import probe_activity_watch, probe_restarter
 from .execution.notebook_kernels import NotebookKernels
+from .execution.wire import probe_decoding
+from .fast_paths import FastPaths, probe_fast_paths
 from .handlers import artifacts as artifacts_handlers
 from .handlers import mcp as mcp_handlers
 from .handlers import notebook as notebook_handlers
@@ -28,7 +33,7 @@ from .notebook.find import NotebookFinder
 from .notebook.live import LiveDocuments
 from .notebook.reader import ReadLimits
 from .notebook.regex_workers import RegexWorkers
-from .notebook.saves import SaveGuard, TemporaryFiles
+from .notebook.saves import SaveGuard, TemporaryFiles, probe_save_guard
 from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
 from .services import XcshServices
@@ -37,6 +42,13 @@ from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.python import CallRegistry
 from .tools.run import RunTool
 from .tools.runs import RunInputTool, RunRegistry
+
+#: The fast paths that are also an intervention with a setting of its own: name -> setting.
+INTERVENTION_SETTINGS = {
+    "save_guard": "guard_saves",
+    "activity_watch": "take_over_activity_watch",
+    "kernel_stream_bound": "bound_kernel_streams",
+}
 
 #: The modules whose ``routes(services)`` make up the extension's endpoints.
 ROUTE_MODULES = (
@@ -71,6 +83,7 @@ class XcshApp(ExtensionApp):
         assert self.serverapp is not None  # set by the server before it loads extensions
         server = self.serverapp
         settings = XcshSettings(parent=self)
+        fast = self._fast_paths(settings)
         limits = ReadLimits(
             max_chars=settings.read_max_chars,
             max_source_chars=settings.read_max_source_chars,
@@ -90,9 +103,10 @@ class XcshApp(ExtensionApp):
             server.contents_manager,
             limits,
             live=LiveDocuments(server.web_app.settings),
-            guard=SaveGuard(server.contents_manager, temporaries),
+            guard=SaveGuard(server.contents_manager, temporaries, install=fast.uses("save_guard")),
+            pause_collector=settings.pause_collector,
         )
-        activity = ActivityEvents(server.event_logger)
+        activity = ActivityEvents(server.event_logger, fast_emit=fast.uses("event_emit"))
         artifact_store = ArtifactStore(
             server.root_dir,
             folder=settings.artifacts_dir,
@@ -114,6 +128,8 @@ class XcshApp(ExtensionApp):
             cleanup_interval=settings.cleanup_interval,
             heartbeat_interval=settings.heartbeat_interval,
             session_manager=server.session_manager,
+            fast_paths=fast,
+            trim_memory=settings.trim_memory,
         )
         calls = CallRegistry()
         runs = RunRegistry()
@@ -128,6 +144,7 @@ class XcshApp(ExtensionApp):
         )
         self.services = XcshServices(
             settings=settings,
+            fast_paths=fast,
             notebook_store=notebook_store,
             artifact_store=artifact_store,
             execution=execution,
@@ -163,6 +180,47 @@ class XcshApp(ExtensionApp):
             ),
         )
         self.settings["xcsh"] = self.services
+
+    def _fast_paths(self, settings: XcshSettings) -> FastPaths:
+        """Probe the fast paths the settings leave on; log them and the interventions on."""
+        assert self.serverapp is not None
+        server = self.serverapp
+        fast = probe_fast_paths(
+            {
+                "message_decoding": probe_decoding,
+                "socket_views": probe_socket_views,
+                "event_emit": lambda: probe_event_emit(server.event_logger),
+                "activity_watch": lambda: probe_activity_watch(server.kernel_manager),
+                "save_guard": lambda: probe_save_guard(server.contents_manager),
+                "kernel_stream_bound": None,  # checked inside each kernel by the prelude
+                "restarter_wait": lambda: probe_restarter(server.kernel_manager),
+            },
+            enabled=settings.fast_paths,
+            disabled=settings.disabled_fast_paths,
+            turned_off={
+                name: setting
+                for name, setting in INTERVENTION_SETTINGS.items()
+                if not getattr(settings, setting)
+            },
+        )
+        log = server.log  # the server's log, where operators look at startup
+        log.info(fast.summary())
+        on = [
+            what
+            for what, enabled in (
+                ("collector pause during notebook edits", settings.pause_collector),
+                ("malloc_trim after large calls", settings.trim_memory),
+                ("contents manager save guard", fast.uses("save_guard")),
+                ("kernel activity-watch takeover", fast.uses("activity_watch")),
+                ("session kernel stream bound", fast.uses("kernel_stream_bound")),
+            )
+            if enabled
+        ]
+        log.info(
+            "jupyter_xcsh process-wide interventions on: %s (see XcshSettings)",
+            ", ".join(on) or "none",
+        )
+        return fast
 
     def initialize_handlers(self) -> None:
         """Register every endpoint, each handler receiving the services through ``initialize``."""

@@ -16,6 +16,9 @@ modifiers, and carry a capsule made here from values of fixed types. ``emit_even
 
 Whenever the logger has modifiers for the schema, or is not the jupyter_events it was written
 against (its private listener sets are missing), the event goes through ``EventLogger.emit``.
+This is the ``event_emit`` fast path (``jupyter_xcsh.fast_paths``): ``probe_event_emit`` checks
+at startup that listeners and modifiers land in the sets read here; else the extension calls
+``EventLogger.emit`` for every event.
 """
 
 from __future__ import annotations
@@ -34,7 +37,10 @@ except ImportError:  # another jupyter_events: every event goes through EventLog
     EVENTS_METADATA_VERSION = 0  # unused: see JUPYTER_EVENTS_CORE_VALIDATOR
     JUPYTER_EVENTS_CORE_VALIDATOR = None
 
-__all__ = ["emit_event"]
+__all__ = ["emit_event", "probe_event_emit"]
+
+#: The schema of the probe's own throwaway logger.
+_PROBE_SCHEMA = "https://events.jupyter.org/jupyter_xcsh/fast-path-probe/v1"
 
 #: Per logger, the schemas whose capsule has been validated against the core schema.
 _CAPSULES_CHECKED: weakref.WeakKeyDictionary[EventLogger, set[str]] = weakref.WeakKeyDictionary()
@@ -93,3 +99,41 @@ def emit_event(logger: EventLogger, schema_id: str, data: dict[str, Any]) -> Non
         task = asyncio.create_task(listener(logger=logger, schema_id=schema_id, data=data))
         active.add(task)
         task.add_done_callback(done)
+
+
+def probe_event_emit(logger: EventLogger | None) -> str | None:
+    """Whether ``emit_event`` sees the listeners and modifiers of loggers like ``logger``.
+
+    A throwaway logger of the same class gets a listener and a modifier through the public
+    calls; None when both land in the private sets ``emit_event`` reads, else what differs.
+    """
+    if logger is None:
+        return "the server has no event logger"
+    if JUPYTER_EVENTS_CORE_VALIDATOR is None:
+        return "jupyter_events has no core schema validator to check capsules with"
+    probe = type(logger)()
+    probe.register_event_schema(
+        {"$id": _PROBE_SCHEMA, "version": "1", "type": "object", "properties": {}}
+    )
+
+    async def listener(logger: EventLogger, schema_id: str, data: dict[str, Any]) -> None:
+        """Receive nothing: only registered."""
+
+    def modifier(schema_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+    async def unmodified(logger: EventLogger, schema_id: str, data: dict[str, Any]) -> None:
+        """Receive nothing: only registered."""
+
+    probe.add_listener(schema_id=_PROBE_SCHEMA, listener=listener)
+    probe.add_listener(schema_id=_PROBE_SCHEMA, listener=unmodified, modified=False)
+    if listener not in (probe._modified_listeners.get(_PROBE_SCHEMA) or ()):
+        return "a listener is not in the logger's _modified_listeners"
+    if unmodified not in (probe._unmodified_listeners.get(_PROBE_SCHEMA) or ()):
+        return "an unmodified listener is not in the logger's _unmodified_listeners"
+    probe.add_modifier(schema_id=_PROBE_SCHEMA, modifier=modifier)
+    if not probe._modifiers.get(_PROBE_SCHEMA):
+        return "a modifier is not in the logger's _modifiers"
+    if not isinstance(probe._active_listeners, set) or not hasattr(probe._logger, "info"):
+        return "the logger's _active_listeners or _logger changed"
+    return None

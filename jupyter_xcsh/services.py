@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from .activity import ActivityEvents
 from .execution import ExecutionService
 from .execution.inplace import RunService
+from .fast_paths import FastPaths
 from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
 from .settings import XcshSettings
@@ -23,6 +24,8 @@ class XcshServices:
     """Everything the handlers use: the settings, the domain services and the tools."""
 
     settings: XcshSettings
+    #: The fast paths in use (probed at startup).
+    fast_paths: FastPaths
     notebook_store: NotebookStore
     artifact_store: ArtifactStore
     execution: ExecutionService

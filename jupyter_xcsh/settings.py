@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from traitlets import Enum, Float, Int, Unicode
+from traitlets import Bool, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
+
+from .fast_paths import FAST_PATHS
 
 
 class XcshSettings(Configurable):
@@ -198,5 +200,87 @@ class XcshSettings(Configurable):
             "'expected_source_hash' or 'expected_revision' (default 'never', the original tool's "
             "behaviour): 'index' refuses changes addressed by cell_index without one (an insert "
             "always is), 'always' refuses every change without one. Refusals are 400s."
+        ),
+    )
+
+    fast_paths = Bool(
+        True,
+        config=True,
+        help=(
+            "Use the fast paths that lean on private internals of jupyter_client, pyzmq, "
+            "jupyter_events, jupyter_server and ipykernel (default True; each is checked once "
+            "at startup and falls back to the public API when its internal does not behave as "
+            "expected; the startup log names them). False uses the public API everywhere: "
+            "every result is the same, calls are slower, and the interventions that need an "
+            "internal (guard_saves, take_over_activity_watch, bound_kernel_streams) are off. "
+            "See the README's 'Fast paths and interventions'."
+        ),
+    )
+
+    disabled_fast_paths = List(
+        Enum(sorted(FAST_PATHS)),
+        default_value=[],
+        config=True,
+        help=(
+            "Fast paths turned off one by one (default none): any of "
+            + ", ".join(sorted(FAST_PATHS))
+            + ". Each then takes the public API, as with fast_paths=False."
+        ),
+    )
+
+    pause_collector = Bool(
+        True,
+        config=True,
+        help=(
+            "Pause Python's cyclic garbage collector, process-wide, while the notebook tool "
+            "parses, changes and saves a notebook (default True; each pause lasts at most 2 "
+            "seconds). False lets the collector run: large notebooks' edits then sometimes pay "
+            "a full collection of the server's heap (60-100 ms)."
+        ),
+    )
+
+    trim_memory = Bool(
+        True,
+        config=True,
+        help=(
+            "After a python tool call with more than 4 MiB of output, give the memory the "
+            "server freed back to the system (glibc's malloc_trim; default True; a no-op "
+            "elsewhere). False leaves the server's resident size at its peak after such calls."
+        ),
+    )
+
+    guard_saves = Bool(
+        True,
+        config=True,
+        help=(
+            "Wrap the contents manager's save and atomic_writing on its instance (default "
+            "True): every save of a file (the lab's, collaboration rooms', the tool's) waits "
+            "for the others of that file, and the tool's saves replace the file whole. False "
+            "(or fast_paths=False): only the tool's own saves wait for each other, and a lab "
+            "save racing a tool save of the same file may interleave as the server allows."
+        ),
+    )
+
+    take_over_activity_watch = Bool(
+        True,
+        config=True,
+        help=(
+            "While the python tool reads a session kernel, close the server's own activity "
+            "watcher of that kernel and keep its last_activity/execution_state from the "
+            "tool's connection (default True; the server's watcher comes back when the "
+            "connection closes). False (or fast_paths=False): the server watches every "
+            "kernel itself, decoding each message a second time."
+        ),
+    )
+
+    bound_kernel_streams = Bool(
+        True,
+        config=True,
+        help=(
+            "In session kernels (never a person's kernel), send stdout/stderr in messages of "
+            "at most 1 MiB and make IOPub wait for the server rather than queue or drop "
+            "(default True; ipykernel only). False (or fast_paths=False): ipykernel's own "
+            "behaviour, so a huge print reaches the server as one message it holds whole, "
+            "and the server reads IOPub with ZMQ's default queue of 1000 messages."
         ),
     )

@@ -61,6 +61,42 @@ step "jupyter_server's own REST API tests with the extension loaded (scripts/ser
 # server it lives in behaves. ~2 minutes.
 VENV="$VENV" bounded 10 bash scripts/server-tests.sh
 
+# The core suites (SPEC §1-§8: notebook tool, python tool, runs in place, stdin, MCP), run
+# again where something other than the code changes: the fast paths, the dependencies.
+CORE_TESTS=(tests/test_notebook_*.py tests/test_python_*.py tests/test_mcp_*.py
+  tests/test_stdin_policy.py tests/test_fast_paths.py)
+versions() {  # <python>: the versions of the packages the matrix is about
+  "$1" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_](server|client|core|events)|ipykernel|tornado|nbformat|pyzmq|traitlets) "
+}
+
+step "core suites with every fast path off (XCSH_TEST_FAST_PATHS=off: the public API everywhere)"
+XCSH_TEST_FAST_PATHS=off bounded 15 python -m pytest "${CORE_TESTS[@]}" -p no:cacheprovider -q -ra
+
+step "core suites on the lowest declared versions ($VENV-lowest: uv lowest-direct, ipykernel 6.29)"
+# uv resolves every requirement pyproject.toml declares to its lowest version (the packages
+# those need to their newest), so a floor that no longer works fails here. Kernel Gateway 3
+# needs a newer jupyter_server: the gateway tests use the one of the main environment.
+python3 -m venv "$VENV-lowest"
+"$VENV-lowest/bin/python" -m pip install -q --upgrade pip uv
+"$VENV-lowest/bin/python" -m uv pip install -q --python "$VENV-lowest/bin/python" \
+  --resolution lowest-direct ".[test-core]"
+versions "$VENV-lowest/bin/python"
+XCSH_KERNEL_GATEWAY="$(realpath "$VENV")/bin/jupyter-kernelgateway" \
+  bounded 20 "$VENV-lowest/bin/python" -m pytest "${CORE_TESTS[@]}" -p no:cacheprovider -q -ra
+
+step "core suites on the newest releases, pre-releases included ($VENV-newest)"
+python3 -m venv "$VENV-newest"
+"$VENV-newest/bin/python" -m pip install -q --upgrade pip
+"$VENV-newest/bin/python" -m pip install -q --upgrade --pre ".[test]"
+versions "$VENV-newest/bin/python" | tee /tmp/xcsh-newest-versions.txt
+# Without a pre-release newer than the main environment's releases the two are the same
+# environment, whose whole suite already ran above: the core suites run again only if not.
+if versions python | cmp -s - /tmp/xcsh-newest-versions.txt; then
+  echo "same versions as $VENV (no newer pre-release): covered by the test stage above"
+else
+  bounded 15 "$VENV-newest/bin/python" -m pytest "${CORE_TESTS[@]}" -p no:cacheprovider -q -ra
+fi
+
 step "API fuzzing (Schemathesis over rest-api.yml, live server, fixed seed)"
 VENV="$VENV" bounded 15 bash scripts/fuzz.sh
 

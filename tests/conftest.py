@@ -4,6 +4,10 @@ Tests marked ``collaboration`` need jupyter-collaboration and run only when sele
 (``-m collaboration``), in the environments ``scripts/check.sh`` makes for them. With
 ``XCSH_TEST_RTC=1`` every test server also runs jupyter-collaboration (no room is open unless a
 test opens one): the file-path tests then prove nothing changed for notebooks nobody has open.
+With ``XCSH_TEST_FAST_PATHS=off`` every test server runs with ``XcshSettings.fast_paths =
+False`` (the public API everywhere, ``jupyter_xcsh.fast_paths``): the same tests then prove the
+results do not depend on a fast path; tests marked ``fast_path`` check a fast path's own
+mechanism and are deselected there.
 """
 
 from __future__ import annotations
@@ -26,12 +30,19 @@ from .threads import stop_anyio_workers
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
+def fast_paths_off() -> bool:
+    """Whether this test run turns every fast path off (``XCSH_TEST_FAST_PATHS=off``)."""
+    return os.environ.get("XCSH_TEST_FAST_PATHS") == "off"
+
+
 @pytest.fixture
 def jp_server_config(jp_server_config, jp_root_dir, tmp_path_factory):
     """Enable the extension on the test server (modules extend this with their own config)."""
     config = Config(jp_server_config)
     extensions = dict(config.ServerApp.get("jpserver_extensions", {}))
     config.ServerApp.jpserver_extensions = {**extensions, "jupyter_xcsh": True}
+    if fast_paths_off():
+        config.XcshSettings.fast_paths = False
     if os.environ.get("XCSH_TEST_RTC") == "1":
         from .rtc import rtc_config
 
@@ -79,11 +90,14 @@ def pytest_collection_modifyitems(config, items):
     """Run each environment-dependent test only where it can pass (scripts/check.sh runs all).
 
     ``pillow`` tests need the ``images`` extra installed (``.venv-images``), ``without_pillow``
-    tests need it absent (the main environment); ``collaboration`` tests need
+    tests need it absent (the main environment); ``fast_path`` tests need the fast paths on
+    (not ``XCSH_TEST_FAST_PATHS=off``); ``collaboration`` tests need
     jupyter-collaboration and run only when a marker expression selects tests
     (``-m collaboration``). The others are deselected, not skipped.
     """
     unwanted = {"without_pillow" if importlib.util.find_spec("PIL") else "pillow"}
+    if fast_paths_off():
+        unwanted.add("fast_path")
     if not config.getoption("markexpr"):
         unwanted.add("collaboration")
 

@@ -62,14 +62,15 @@ class EmfileKernelManager(AsyncMappingKernelManager):
 
 
 class UnreadableContentsManager(AsyncLargeFileManager):
-    """Refuse to read file contents, as a permission problem would (``contents_manager_class``)."""
+    """Refuse to read file contents, as a permission problem would (``contents_manager_class``).
 
-    async def get(self, path, content=True, type=None, format=None, require_hash=False):  # type: ignore[no-untyped-def]
+    The fakes' ``get`` passes on ``**kwargs`` (``require_hash`` from jupyter_server 2.11).
+    """
+
+    async def get(self, path, content=True, type=None, format=None, **kwargs):  # type: ignore[no-untyped-def]
         if content and type != "directory":
             raise HTTPError(403, f"Permission denied: {path}")
-        return await super().get(
-            path, content=content, type=type, format=format, require_hash=require_hash
-        )
+        return await super().get(path, content=content, type=type, format=format, **kwargs)
 
 
 class SlowStartKernelManager(AsyncMappingKernelManager):
@@ -137,10 +138,8 @@ class HalfWrittenContentsManager(AsyncLargeFileManager):
     half_written_reads = Int(1, config=True, help="Text reads of each file served half-written.")
     reads: dict[str, int]
 
-    async def get(self, path, content=True, type=None, format=None, require_hash=False):  # type: ignore[no-untyped-def]
-        model = await super().get(
-            path, content=content, type=type, format=format, require_hash=require_hash
-        )
+    async def get(self, path, content=True, type=None, format=None, **kwargs):  # type: ignore[no-untyped-def]
+        model = await super().get(path, content=content, type=type, format=format, **kwargs)
         if content and type == "file" and format == "text":
             self.reads = getattr(self, "reads", {})
             self.reads[path] = self.reads.get(path, 0) + 1
@@ -155,10 +154,8 @@ class SaveAfterLoadContentsManager(AsyncLargeFileManager):
 
     saved: bool = False
 
-    async def get(self, path, content=True, type=None, format=None, require_hash=False):  # type: ignore[no-untyped-def]
-        model = await super().get(
-            path, content=content, type=type, format=format, require_hash=require_hash
-        )
+    async def get(self, path, content=True, type=None, format=None, **kwargs):  # type: ignore[no-untyped-def]
+        model = await super().get(path, content=content, type=type, format=format, **kwargs)
         if content and type == "file" and not self.saved:
             self.saved = True
             notebook = await super().get(path, content=True, type="notebook")
@@ -177,10 +174,8 @@ class RoomOpensOnLoadContentsManager(AsyncLargeFileManager):
 
     opened: bool = False
 
-    async def get(self, path, content=True, type=None, format=None, require_hash=False):  # type: ignore[no-untyped-def]
-        model = await super().get(
-            path, content=content, type=type, format=format, require_hash=require_hash
-        )
+    async def get(self, path, content=True, type=None, format=None, **kwargs):  # type: ignore[no-untyped-def]
+        model = await super().get(path, content=content, type=type, format=format, **kwargs)
         if content and type == "file" and path.endswith(".ipynb") and not self.opened:
             self.opened = True
             collaboration = self.parent.web_app.settings["jupyter_server_ydoc"]
@@ -195,3 +190,13 @@ class DenyExecuteAuthorizer(Authorizer):
 
     def is_authorized(self, handler, user, action, resource):  # type: ignore[no-untyped-def]
         return not (action == "execute" and resource == "kernels")
+
+
+class FixedMethodsContentsManager(AsyncLargeFileManager):
+    """Ignore methods set on the instance, as a manager with slots or a proxy would: the
+    ``save_guard`` fast path's probe fails (``ServerApp.contents_manager_class``)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in ("save", "atomic_writing"):
+            return
+        super().__setattr__(name, value)

@@ -1,9 +1,10 @@
 """A real Jupyter Kernel Gateway for the tests, and a proxy that makes it fail on purpose.
 
 ``kernel_gateway`` (session scope) starts ``jupyter kernelgateway`` on 127.0.0.1 and a free
-port (Enterprise Gateway instead when ``XCSH_ENTERPRISE_GATEWAY`` names its executable).
-``use_kernels(request, config)`` configures a test server to run its kernels locally or
-on that gateway (through ``GatewayClient.url``), so one test module runs against both.
+port: Enterprise Gateway when ``XCSH_ENTERPRISE_GATEWAY`` names its executable, else Kernel
+Gateway (the program named by ``XCSH_KERNEL_GATEWAY``, else the one beside this Python).
+``use_kernels(request, config)`` configures a test server to run its kernels locally or on
+that gateway (through ``GatewayClient.url``), so one test module runs against both.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from traitlets.config import Config
 
 #: The kernel runners every execution test module is parametrized over.
 KERNELS = ["local", "gateway"]
+#: Names the ``jupyter-kernelgateway`` program to run (default: the one beside this Python),
+#: so an environment whose packages the gateway cannot share runs one installed elsewhere.
+GATEWAY_VARIABLE = "XCSH_KERNEL_GATEWAY"
 
 
 def free_port() -> int:
@@ -128,7 +132,12 @@ def gateway_command(port: int) -> list[str]:
             # The server lists kernels through the gateway (GET /api/kernels).
             "--EnterpriseGatewayApp.list_kernels=True",
         ]
-    executable = os.path.join(os.path.dirname(sys.executable), "jupyter-kernelgateway")
+    executable = os.environ.get(GATEWAY_VARIABLE) or os.path.join(
+        os.path.dirname(sys.executable), "jupyter-kernelgateway"
+    )
+    if not os.path.exists(executable):
+        # An environment that runs the gateway half of the suites must have a gateway.
+        pytest.fail(f"no Kernel Gateway at {executable} (set {GATEWAY_VARIABLE})")
     return [
         executable,
         "--KernelGatewayApp.ip=127.0.0.1",

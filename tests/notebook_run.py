@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
 from typing import Any
 
+import zmq.asyncio
 from jupyter_client.session import Session
 from jupyter_core.utils import ensure_async
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
@@ -71,7 +73,9 @@ class OtherClient:
     def __init__(self, serverapp: Any, kernel_id: str) -> None:
         self.kernel_id = kernel_id
         kernel = serverapp.kernel_manager.get_kernel(kernel_id)
-        self.client = kernel.client(session=Session(key=kernel.session.key))
+        self.client = kernel.client(
+            session=Session(key=kernel.session.key), context=zmq.asyncio.Context()
+        )
 
     async def ready(self) -> None:
         # A gateway's client opens its websocket asynchronously; a local one at once.
@@ -80,7 +84,9 @@ class OtherClient:
 
     async def execute(self, code: str, started: bool = True) -> str:
         """Send ``code``; with ``started``, return once the kernel began executing it."""
-        msg_id: str = self.client.execute(code)
+        msg_id = self.client.execute(code)
+        if inspect.isawaitable(msg_id):  # jupyter_client 8.0: a future of the id
+            msg_id = await msg_id
         if started:
             await self.wait_for(msg_id, "busy")
         return msg_id
@@ -111,6 +117,7 @@ class OtherClient:
 
     def close(self) -> None:
         self.client.stop_channels()
+        self.client.context.destroy(linger=100)
 
 
 async def shared_with_a_person(jp_fetch: Any, serverapp: Any, path: Any, code: str) -> OtherClient:

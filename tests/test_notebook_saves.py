@@ -62,6 +62,7 @@ class LabSaver(threading.Thread):
                 self.failures.append(repr(e))
 
 
+@pytest.mark.fast_path  # the save_guard (XcshSettings.guard_saves); README: what changes off
 async def test_agent_changes_racing_lab_saves_never_leave_a_corrupt_notebook(
     notebook_tool, jp_root_dir, jp_http_port, jp_base_url, jp_auth_header
 ):
@@ -144,6 +145,7 @@ class TestALabSaveBetweenLoadAndSave:
         assert sources[0] == "agent" and sources[-1] == "lab"
 
 
+@pytest.mark.fast_path  # save_guard: the tool renames its saves into place
 async def test_a_save_replaces_the_file_whole_keeping_its_mode_and_links(
     notebook_tool, jp_root_dir
 ):

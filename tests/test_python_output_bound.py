@@ -48,6 +48,7 @@ with open("sizes.json", "w") as f:
 """
 
 
+@pytest.mark.fast_path  # kernel_stream_bound (XcshSettings.bound_kernel_streams)
 async def test_a_huge_print_leaves_a_session_kernel_in_messages_of_at_most_the_bound(
     jp_fetch, jp_root_dir
 ):
@@ -62,6 +63,7 @@ async def test_a_huge_print_leaves_a_session_kernel_in_messages_of_at_most_the_b
     assert max(sizes) <= STREAM_BOUND_CHARS
 
 
+@pytest.mark.fast_path  # kernel_stream_bound (XcshSettings.bound_kernel_streams)
 async def test_many_small_writes_are_sent_once_they_reach_the_bound(jp_fetch, jp_root_dir):
     # A tight loop of 1 KiB lines: ipykernel alone sends what 0.2 s buffered, here all of it.
     code = RECORD_MESSAGES.replace(
@@ -114,6 +116,7 @@ async def test_a_run_in_place_leaves_the_persons_kernel_as_ipykernel_made_it(
     assert kernel._activity_stream is not None  # the server watches it as any kernel
 
 
+@pytest.mark.fast_path  # kernel_stream_bound (XcshSettings.bound_kernel_streams)
 async def test_the_server_reads_a_session_kernel_with_a_small_iopub_queue(jp_fetch, jp_serverapp):
     await run(jp_fetch, "pass")
     pool = jp_serverapp.web_app.settings["xcsh"].execution.pool

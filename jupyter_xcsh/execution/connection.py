@@ -22,7 +22,8 @@ import zmq.asyncio
 from jupyter_client.client import KernelClient
 from jupyter_core.utils import ensure_async
 
-from .wire import decode_message
+from ..fast_paths import FastPaths
+from .wire import decode_message, deserialize_message
 
 __all__ = [
     "ConnectionClosedError",
@@ -30,6 +31,7 @@ __all__ = [
     "KernelConnection",
     "KernelLostError",
     "Route",
+    "probe_socket_views",
 ]
 
 #: Seconds given to a ZMQ stdin socket to finish connecting once the kernel answers.
@@ -52,6 +54,8 @@ FAIRNESS_BATCH = 64
 #: stays in the kernel, whose IOPub waits for the server (the prelude's ``XPUB_NODROP``). Only
 #: for kernels running the prelude: another kernel's IOPub drops what does not fit its queue.
 IOPUB_HIGH_WATER_MARK = 8
+#: libzmq's default high-water mark, what a context's sockets get when it sets none.
+ZMQ_DEFAULT_HWM = 1000
 
 
 class KernelLostError(RuntimeError):
@@ -74,13 +78,19 @@ class KernelConnection:
         iopub_queue: int | None = None,
         on_iopub: Handler1 | None = None,
         on_close: Callable[[], None] | None = None,
+        fast_paths: FastPaths | None = None,
     ) -> None:
         """Wrap ``client`` (its channels start in ``open``).
 
         ``iopub_queue``: messages the IOPub socket queues (None: ZMQ's default); ``on_iopub``
-        sees every IOPub message read; ``on_close`` runs once, when the connection closes.
+        sees every IOPub message read; ``on_close`` runs once, when the connection closes;
+        ``fast_paths``: whether messages are decoded (``message_decoding``) and sockets read
+        and written (``socket_views``) the fast way (default: both).
         """
         self.client = client
+        paths = fast_paths or FastPaths()
+        self._socket_views = paths.uses("socket_views")
+        self._decode = decode_message if paths.uses("message_decoding") else deserialize_message
         self._iopub_queue = iopub_queue
         self._on_iopub = on_iopub
         self._on_close = on_close
@@ -112,7 +122,11 @@ class KernelConnection:
         for name in ("shell", "iopub", "stdin", "control"):
             self._pumps.append(asyncio.create_task(self._pump(name)))
         while True:
-            msg_id = self.client.kernel_info()
+            # Built and sent here rather than by ``client.kernel_info()``: an asynchronous
+            # client of jupyter_client 8.0 returns a future of the id there, not the id.
+            request = self.client.session.msg("kernel_info_request", {})
+            self._deliver("shell", request)
+            msg_id: str = request["header"]["msg_id"]
             queue = self.collect(msg_id)
             try:
                 replied = iopub_seen = False
@@ -285,7 +299,7 @@ class KernelConnection:
 
         The view never closes the socket; it is made again if the channel's socket changed.
         """
-        if not isinstance(socket, zmq.asyncio.Socket) or socket.closed:
+        if not (self._socket_views and isinstance(socket, zmq.asyncio.Socket)) or socket.closed:
             return None
         twin = self._twins.get(id(socket))
         if twin is None or twin.underlying != socket.underlying:
@@ -332,8 +346,9 @@ class KernelConnection:
 
         Lowering the queue of a connected socket is not safe: libzmq can then count messages
         read before the change as still queued and stop reading the kernel for good. The
-        client's context is shared by every client of the tools (``KernelLauncher.client``):
-        its default is set only around the one synchronous socket creation.
+        client's context may be shared (``KernelLauncher.client`` gives every client of the
+        tools one context): its default is set only around the one synchronous socket creation
+        (with pyzmq's public ``Context.getsockopt``/``setsockopt``).
         """
         client = self.client
         context = getattr(client, "context", None)
@@ -343,15 +358,15 @@ class KernelConnection:
             return  # not ZMQ channels: a gateway's websocket
         if getattr(client, "_iopub_channel", None) is not None:
             return  # already connected: it keeps ZMQ's default queue
-        previous = context.sockopts.get(zmq.RCVHWM)
+        try:
+            previous = context.getsockopt(zmq.RCVHWM)
+        except (KeyError, zmq.ZMQError):  # no default set: ZMQ's own
+            previous = ZMQ_DEFAULT_HWM
         context.setsockopt(zmq.RCVHWM, self._iopub_queue)
         try:
             client.iopub_channel  # noqa: B018 (creates and connects the socket)
         finally:
-            if previous is None:
-                context.sockopts.pop(zmq.RCVHWM, None)
-            else:
-                context.sockopts[zmq.RCVHWM] = previous
+            context.setsockopt(zmq.RCVHWM, previous)
 
     def interrupt_request(self) -> None:
         """Send an ``interrupt_request`` on the control channel (protocol 5.3+).
@@ -370,6 +385,10 @@ class KernelConnection:
             self.log.warning("xcsh: control interrupt_request failed: %s", e)
 
     # -- reading --------------------------------------------------------------------------
+    def mark_lost(self, reason: str) -> None:
+        """The kernel died or restarted: every routed request gets ``"lost"``, once."""
+        self._mark_lost(reason)
+
     def _mark_lost(self, reason: str) -> None:
         if self.lost is not None:
             return
@@ -404,10 +423,10 @@ class KernelConnection:
             twin = self._twin(socket)
             if twin is not None:
                 try:
-                    return decode_message(channel.session, twin.recv_multipart(zmq.NOBLOCK))
+                    return self._decode(channel.session, twin.recv_multipart(zmq.NOBLOCK))
                 except zmq.Again:
                     pass
-            return decode_message(channel.session, await socket.recv_multipart())
+            return self._decode(channel.session, await socket.recv_multipart())
         return await channel.get_msg(timeout=None)
 
     async def _pump(self, name: str) -> None:
@@ -452,3 +471,28 @@ class KernelConnection:
                 # a new process started on the same ports (a restart we did not ask for).
                 if state in ("restarting", "dead") or (state == "starting" and self.ready):
                     self._mark_lost(f"kernel {state}")
+
+
+def probe_socket_views() -> str | None:
+    """Whether a synchronous view of an asyncio ZMQ socket sends and receives on that socket.
+
+    None when a message sent through one socket's view is received through its peer's view,
+    both sockets staying open and their events readable; else what failed.
+    """
+    context = zmq.asyncio.Context()
+    try:
+        sender, receiver = context.socket(zmq.PAIR), context.socket(zmq.PAIR)
+        sender.bind("inproc://xcsh-socket-views-probe")
+        receiver.connect("inproc://xcsh-socket-views-probe")
+        zmq.Socket.shadow(sender.underlying).send_multipart([b"xcsh", b"probe"])
+        view: zmq.Socket[bytes] = zmq.Socket.shadow(receiver.underlying)
+        if not view.poll(2000):
+            return "a message sent through a view never arrived"
+        if view.recv_multipart(zmq.NOBLOCK) != [b"xcsh", b"probe"]:
+            return "a view received another message"
+        sender.get(zmq.EVENTS)
+        if sender.closed or receiver.closed:
+            return "a view closed its socket"
+        return None
+    finally:
+        context.destroy(linger=0)

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from datetime import UTC, datetime
 from typing import Any
-
-from jupyter_server._tz import utcnow
 
 __all__ = ["ActivityRecorder", "resume_server_watch", "take_over_watch"]
 
 log = logging.getLogger(__name__)
+
+
+def utcnow() -> datetime:
+    """The time now, timezone-aware, as jupyter_server stamps kernel activity."""
+    return datetime.now(UTC)
 
 
 class ActivityRecorder:

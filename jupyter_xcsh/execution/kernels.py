@@ -12,9 +12,17 @@ from typing import Any
 import zmq.asyncio
 from jupyter_core.utils import ensure_async
 
+from ..fast_paths import FastPaths
 from .listing import SessionListing
 
-__all__ = ["KernelLauncher", "is_fd_exhaustion", "is_kernel_gone", "is_server_error"]
+__all__ = [
+    "KernelLauncher",
+    "is_fd_exhaustion",
+    "is_kernel_gone",
+    "is_server_error",
+    "probe_activity_watch",
+    "probe_restarter",
+]
 
 
 def _chain(error: BaseException) -> list[BaseException]:
@@ -79,6 +87,8 @@ class KernelLauncher:
         can be released.
     listing
         Where the python tool's sessions record their kernels for the lab (none by default).
+    fast_paths
+        The fast paths its connections and recoveries may use (default: all).
 
     """
 
@@ -89,6 +99,7 @@ class KernelLauncher:
         log: logging.Logger,
         on_fd_exhaustion: Callable[[], None] | None = None,
         listing: SessionListing | None = None,
+        fast_paths: FastPaths | None = None,
     ) -> None:
         self.km = kernel_manager
         self.log = log
@@ -99,6 +110,7 @@ class KernelLauncher:
         # connection; closing a socket of a shared context returns at once.
         self._context: zmq.asyncio.Context | None = None
         self.listing = listing or SessionListing(None, log=log)
+        self.fast_paths = fast_paths or FastPaths()
 
     @property
     def default_kernel_name(self) -> str:
@@ -154,7 +166,11 @@ class KernelLauncher:
     def client(self, kernel_id: str) -> Any:
         """Return a new client of the kernel (ZMQ locally, websocket on a gateway).
 
-        Raises ``KeyError`` when the kernel is gone.
+        Every client gets the launcher's one ZMQ context (released by ``close``): a client
+        left to make its own would terminate it on the event loop when its channels stop, and
+        jupyter_client before 8.1 even left it open until garbage collection (an I/O thread
+        and its sockets' files per closed connection meanwhile). Raises ``KeyError`` when the
+        kernel is gone.
         """
         kernel = self._lookup(kernel_id)
         if kernel is None:
@@ -202,10 +218,14 @@ class KernelLauncher:
         return alive and not _forgotten_remotely(kernel)
 
     def has_restarter(self, kernel_id: str) -> bool:
-        """Whether the server's auto-restarter watches this (local) kernel."""
+        """Whether the server's auto-restarter watches this (local) kernel.
+
+        Without the ``restarter_wait`` fast path, never: the tool restarts a dead kernel itself.
+        """
         kernel = self._lookup(kernel_id)
         return (
-            kernel is not None
+            self.fast_paths.uses("restarter_wait")
+            and kernel is not None
             and bool(getattr(kernel, "autorestart", False))
             and getattr(kernel, "_restarter", None) is not None
         )
@@ -257,3 +277,24 @@ class KernelLauncher:
                 self.log.warning("xcsh: shutting down kernel %s failed: %s", kernel_id, e)
         with contextlib.suppress(Exception):
             self.km.remove_kernel(kernel_id)
+
+
+def probe_restarter(kernel_manager: Any) -> str | None:
+    """Whether local kernels keep their auto-restarter where ``has_restarter`` looks."""
+    kernel_class = getattr(kernel_manager, "kernel_manager_class", None)
+    if isinstance(kernel_class, str):
+        from traitlets.utils.importstring import import_item
+
+        kernel_class = import_item(kernel_class)
+    traits = getattr(kernel_class, "class_traits", None)
+    if traits is None or "_restarter" not in traits():
+        return "the server's kernel managers have no _restarter trait"
+    return None
+
+
+def probe_activity_watch(kernel_manager: Any) -> str | None:
+    """Whether the server watches its kernels' activity as ``kernel_activity`` takes over."""
+    for name in ("start_watching_activity", "track_message_type", "get_kernel"):
+        if not callable(getattr(kernel_manager, name, None)):
+            return f"the kernel manager has no {name}"
+    return None

@@ -224,7 +224,11 @@ class NotebookKernels:
             if kernel is not None and kernel.usable:
                 return kernel
             self.drop(kernel_id)
-            connection = KernelConnection(self.launcher.client(kernel_id), log=self.log)
+            connection = KernelConnection(
+                self.launcher.client(kernel_id),
+                log=self.log,
+                fast_paths=self.launcher.fast_paths,
+            )
             kernel = NotebookKernel(kernel_id, connection)
             try:
                 await connection.open(deadline, lambda: self.launcher.is_alive(kernel_id))

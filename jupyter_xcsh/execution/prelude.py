@@ -169,9 +169,13 @@ del __xcsh_bound_streams
 NOTICE_EXPRESSION = "__import__('os').environ.pop('XCSH_ENVIRONMENT_NOTICE', '')"
 
 
-def init_code(*, cwd: str, env: dict[str, str]) -> str:
-    """Return the init script: set ``env``, chdir to ``cwd``, cwd first on sys.path, prelude."""
-    return _ENVIRONMENT.format(cwd=cwd, env=env) + STREAM_BOUND + PRELUDE
+def init_code(*, cwd: str, env: dict[str, str], bound_streams: bool = True) -> str:
+    """Return the init script: set ``env``, chdir to ``cwd``, cwd first on sys.path, prelude.
+
+    ``bound_streams``: with ``STREAM_BOUND`` (the ``kernel_stream_bound`` fast path).
+    """
+    bound = STREAM_BOUND if bound_streams else ""
+    return _ENVIRONMENT.format(cwd=cwd, env=env) + bound + PRELUDE
 
 
 def read_notice(reply: dict[str, Any]) -> str | None:

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from ..errors import InvalidRequestError, NotFoundError
+from ..fast_paths import FastPaths
 from ..memory import TRIM_AFTER_BYTES, release_freed_memory
 from ..outputs.artifacts import ArtifactStore
 from ..outputs.images import budget_images
@@ -50,6 +51,10 @@ class ExecutionService:
     session_manager
         The server's session manager, where each session's kernel is recorded by name for
         the lab (``listing.py``); None records nothing.
+    fast_paths
+        The fast paths kernel connections may use (default: all).
+    trim_memory
+        Give freed memory back to the system after a call with large output (``memory``).
     pool_options
         ``max_sessions``, ``idle_timeout``, ``cleanup_interval``, ``heartbeat_interval``.
 
@@ -67,6 +72,8 @@ class ExecutionService:
         max_output_bytes: int = 51200,
         stream_interval: float = 0.25,
         session_manager: Any = None,
+        fast_paths: FastPaths | None = None,
+        trim_memory: bool = True,
         **pool_options: Any,
     ) -> None:
         self.log = log
@@ -76,8 +83,12 @@ class ExecutionService:
         self.artifacts_url = base_url.rstrip("/") + "/api/xcsh/artifacts/"
         self.max_output_bytes = max_output_bytes
         self.stream_interval = stream_interval
+        self.trim_memory = trim_memory
         self.launcher = KernelLauncher(
-            kernel_manager, log=log, listing=SessionListing(session_manager, log=log)
+            kernel_manager,
+            log=log,
+            listing=SessionListing(session_manager, log=log),
+            fast_paths=fast_paths,
         )
         self.pool = KernelSessionPool(
             self.launcher, init_code=self._init_code, log=log, **pool_options
@@ -98,7 +109,8 @@ class ExecutionService:
             "ARTIFACTS": self.artifact_store.directory,
             "XCSH_ARTIFACTS_URL": self.artifacts_url,
         }
-        return init_code(cwd=os_cwd, env=env)
+        bound = self.launcher.fast_paths.uses("kernel_stream_bound")
+        return init_code(cwd=os_cwd, env=env, bound_streams=bound)
 
     def _release_idle(self) -> None:
         """Release the cached clients of idle sessions and mark them for restart (EMFILE)."""
@@ -205,7 +217,7 @@ class ExecutionService:
             unlisten()
             stdin.partial_result = None
         observer.call_finished(result)
-        if result.get("totalBytes", 0) > TRIM_AFTER_BYTES:
+        if self.trim_memory and result.get("totalBytes", 0) > TRIM_AFTER_BYTES:
             release_freed_memory()  # the call's message buffers, else kept at their peak
         return result
 

@@ -121,6 +121,10 @@ class KernelSession:
         self._restarter_outcome = what
         if what == "restart":
             self.restarted_underneath = True
+            # A kernel that died soon after its start comes back on new ports, where this
+            # connection never hears it: a running call learns it from here.
+            if self.connection is not None:
+                self.connection.mark_lost("kernel restarting")
         else:
             self.mark_dead("the kernel died and the server's auto-restarter gave up")
         if self._restarter_event is not None:
@@ -264,15 +268,18 @@ class KernelSession:
             raise KernelLostError(KERNEL_GONE.format(kernel_id)) from None
         # The connection reads every IOPub message anyway: it keeps the server's figures of
         # the kernel's activity while it is open (see kernel_activity).
-        km = self.launcher.km
-        recorder = take_over_watch(km, kernel_id)
+        km, paths = self.launcher.km, self.launcher.fast_paths
+        recorder = take_over_watch(km, kernel_id) if paths.uses("activity_watch") else None
         connection = KernelConnection(
             client,
             log=self.log,
             on_lost=self._on_connection_lost,
-            iopub_queue=IOPUB_HIGH_WATER_MARK,  # the prelude makes the kernel wait for it
+            # The prelude's stream bound makes the kernel wait for a small queue; without it
+            # the kernel's IOPub drops what does not fit, so the queue keeps ZMQ's default.
+            iopub_queue=IOPUB_HIGH_WATER_MARK if paths.uses("kernel_stream_bound") else None,
             on_iopub=recorder,
             on_close=None if recorder is None else lambda: resume_server_watch(km, kernel_id),
+            fast_paths=paths,
         )
         try:
             await connection.open(deadline, lambda: self.launcher.is_alive(kernel_id))

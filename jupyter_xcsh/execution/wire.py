@@ -1,13 +1,24 @@
-"""Kernel messages read from ZMQ frames, as jupyter_client reads them but cheaper."""
+"""Kernel messages read from ZMQ frames, as jupyter_client reads them but cheaper.
+
+``decode_message`` is the ``message_decoding`` fast path (``jupyter_xcsh.fast_paths``): it
+leans on ``Session``'s digest history, an internal; ``probe_decoding`` checks at startup that it
+still decodes as ``Session.deserialize`` does, else ``deserialize_message`` (the public call)
+is used.
+"""
 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from typing import Any
 
 from jupyter_client.adapter import adapt
+from jupyter_client.session import Session
 
-__all__ = ["decode_message"]
+__all__ = ["decode_message", "deserialize_message", "probe_decoding"]
+
+#: Turns the frames of a kernel's ZMQ message into a message.
+Decoder = Callable[[Any, list[bytes]], dict[str, Any]]
 
 
 def decode_message(session: Any, frames: list[bytes]) -> dict[str, Any]:
@@ -42,3 +53,34 @@ def decode_message(session: Any, frames: list[bytes]) -> dict[str, Any]:
         "buffers": [memoryview(b) for b in frames[5:]],
     }
     return adapt(message)
+
+
+def deserialize_message(session: Any, frames: list[bytes]) -> dict[str, Any]:
+    """Turn the frames of a kernel's ZMQ message into a message with ``Session.deserialize``."""
+    _, frames = session.feed_identities(frames)
+    message: dict[str, Any] = session.deserialize(frames)
+    return message
+
+
+def probe_decoding() -> str | None:
+    """Whether ``decode_message`` reads a signed message as ``Session.deserialize`` does.
+
+    None when it does (and refuses the same message twice, as the session's digest history
+    makes ``Session.deserialize`` do); else what differs.
+    """
+    writer, public, fast = (Session(key=b"xcsh-probe") for _ in range(3))
+    parent = writer.msg("execute_request", {"code": ""})
+    sent = writer.msg("status", {"execution_state": "idle"}, parent=parent, metadata={"m": 1})
+    frames = [b"identity", *writer.serialize(sent)]
+    expected = deserialize_message(public, list(frames))
+    got = decode_message(fast, list(frames))
+    for key in ("msg_id", "msg_type", "content", "metadata"):
+        if got.get(key) != expected.get(key):
+            return f"{key} differs from Session.deserialize's"
+    if got["parent_header"].get("msg_id") != parent["header"]["msg_id"]:
+        return "parent_header differs from Session.deserialize's"
+    try:
+        decode_message(fast, list(frames))
+    except ValueError:
+        return None
+    return "a replayed message was accepted"

@@ -21,12 +21,18 @@ carries the writer's process id (``.~xcsh-<pid>-<random>.tmp``) and every folder
 written one in is noted in a journal in the server's runtime folder, so a server starting later
 removes the leftovers (:class:`TemporaryFiles`): only files of that name, older than itself,
 whose writer no longer runs.
+
+Replacing methods on the manager's instance is the ``save_guard`` fast path
+(``jupyter_xcsh.fast_paths``, also ``XcshSettings.guard_saves``): ``probe_save_guard`` checks
+at startup that the instance takes them. Without it the tool's own saves still wait for each
+other per file, and go through the manager's ``save`` as it is (its own atomic writing).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import os
@@ -220,12 +226,23 @@ def replacing_file(
 class SaveGuard:
     """Serialise the saves of each file through one contents manager; make the tool's atomic."""
 
-    def __init__(self, contents_manager: Any, temporaries: TemporaryFiles | None = None) -> None:
+    def __init__(
+        self,
+        contents_manager: Any,
+        temporaries: TemporaryFiles | None = None,
+        *,
+        install: bool = True,
+    ) -> None:
+        """Guard ``contents_manager``'s saves; ``install`` False: only the tool's own saves.
+
+        ``temporaries`` notes where the tool's atomic saves make their temporary files.
+        """
         self.contents_manager = contents_manager
         self.temporaries = temporaries
         # One lock per file, dropped once nobody holds or awaits it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self._install()
+        if install:
+            self._install()
 
     # -- keys and locks ------------------------------------------------------------------------
 
@@ -309,3 +326,22 @@ class SaveGuard:
                 yield stream
 
         return atomic_writing
+
+
+def probe_save_guard(contents_manager: Any) -> str | None:
+    """Whether methods set on ``contents_manager``'s instance replace its own; None when so."""
+    for name in ("save", "atomic_writing"):
+        method = getattr(contents_manager, name, None)
+        if method is None and name == "atomic_writing":
+            continue  # a manager that keeps no files: only its save is wrapped
+        if not callable(method):
+            return f"the contents manager's {name} is not callable"
+        marker = functools.partial(method)
+        try:
+            setattr(contents_manager, name, marker)
+            taken = getattr(contents_manager, name) is marker
+        finally:
+            vars(contents_manager).pop(name, None)
+        if not taken:
+            return f"the contents manager's instance does not take a {name} of its own"
+    return None

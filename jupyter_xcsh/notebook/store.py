@@ -17,6 +17,7 @@ opened meanwhile gets the change instead of being overwritten from the file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import weakref
 from collections.abc import Callable
@@ -85,8 +86,18 @@ class NotebookStore:
         limits: ReadLimits | None = None,
         live: LiveDocuments | None = None,
         guard: SaveGuard | None = None,
+        *,
+        pause_collector: bool = True,
     ) -> None:
+        """Read and save through ``contents_manager``.
+
+        ``pause_collector``: keep the cyclic garbage collector off while a notebook file is
+        parsed, changed and saved (``gc_pause``).
+        """
         self.contents_manager = contents_manager
+        self._collection_paused: Callable[[], contextlib.AbstractContextManager[None]] = (
+            collection_paused if pause_collector else contextlib.nullcontext
+        )
         self.limits = limits or ReadLimits()
         self.live = live
         self.guard = guard or SaveGuard(contents_manager)
@@ -180,7 +191,7 @@ class NotebookStore:
         if live is not None:
             value = await in_transaction(live, path, look, commit=False)
             return _Outcome(value, "document", None)
-        with collection_paused():  # the parsed file is freed before the collector resumes
+        with self._collection_paused():  # the parsed file is freed before the collector resumes
             return await self._view_file(api_path, key, path, look)
 
     async def _view_file(
@@ -208,7 +219,7 @@ class NotebookStore:
                 return Snapshot(shared.cell_keys(), shared.nbformat, "document", None)
 
             return await in_transaction(live, path, shared_snapshot, commit=False)
-        with collection_paused():
+        with self._collection_paused():
             return await self._file_snapshot(api_path, key, path)
 
     async def _file_snapshot(self, api_path: str, key: str, path: str) -> Snapshot:
@@ -318,7 +329,7 @@ class NotebookStore:
         None when the change must start again: a room opened, or someone saved the file since
         the load (never on the ``final`` attempt, which holds the file's save lock throughout).
         """
-        with collection_paused():  # the parsed file is freed before the collector resumes
+        with self._collection_paused():  # the parsed file is freed before the collector resumes
             return await self._change_loaded_file(api_path, key, path, mutate, final)
 
     async def _change_loaded_file(

@@ -279,20 +279,34 @@ export function applyChanges(
 
 /**
  * Tell an open document that the file's new modification time (and hash, when `saved` has the
- * key) are known, so its next save is not taken for a conflict with the agent's save.
+ * key) are known, so its next save is not taken for a conflict with the agent's save. Whether
+ * it could.
  *
  * `DocumentRegistry.Context` exposes no setter for its contents model; the private field is
- * the one `Context` itself compares in `_maybeSave` (JupyterLab 4).
+ * the one `Context` itself compares in `_maybeSave` (JupyterLab 4). It is written only when
+ * it holds what the public `contentsModel` (a copy of it) reads, checked on every call: on
+ * another context nothing is changed, and the person's next save may ask about the file
+ * changed on disk, as JupyterLab does for any change made outside it.
  */
 export function acknowledgeSave(
   context: NotebookPanel['context'],
   saved: Partial<Contents.IModel>
-): void {
+): boolean {
   const current = context.contentsModel;
-  if (current === null) {
-    return;
+  const internal = context as unknown as {
+    _contentsModel?: Partial<Contents.IModel> | null;
+  };
+  const held = internal._contentsModel;
+  if (
+    current === null ||
+    typeof held !== 'object' ||
+    held === null ||
+    held.path !== current.path ||
+    held.last_modified !== current.last_modified
+  ) {
+    return false;
   }
-  (context as unknown as { _contentsModel: unknown })._contentsModel = {
+  internal._contentsModel = {
     ...current,
     last_modified: saved.last_modified ?? current.last_modified,
     // A time without a hash: drop the old hash, or the document would compare against it.
@@ -300,6 +314,7 @@ export function acknowledgeSave(
     hash_algorithm:
       'hash' in saved ? saved.hash_algorithm : current.hash_algorithm
   };
+  return true;
 }
 
 /**

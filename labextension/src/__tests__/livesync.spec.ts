@@ -310,11 +310,32 @@ describe('a batch', () => {
 });
 
 describe('acknowledgeSave', () => {
+  // As JupyterLab 4's Context: the public getter returns a copy of the private field.
+  const labContext = (model: object): any => ({
+    _contentsModel: model,
+    get contentsModel() {
+      return { ...this._contentsModel };
+    }
+  });
+
+  it('leaves a context whose model is not that field alone', () => {
+    const model = { path: 'a.ipynb', last_modified: 'old', hash: 'h0' };
+    const context = { contentsModel: model } as any;
+    expect(acknowledgeSave(context, { last_modified: 'new' })).toBe(false);
+    expect(context.contentsModel).toBe(model);
+    expect(model.last_modified).toBe('old');
+    expect('_contentsModel' in context).toBe(false);
+  });
+
   it('replaces the known modification time and hash only', () => {
-    const context = {
-      contentsModel: { path: 'a.ipynb', last_modified: 'old', hash: 'h0' }
-    } as any;
-    acknowledgeSave(context, { last_modified: 'new', hash: 'h1' });
+    const context = labContext({
+      path: 'a.ipynb',
+      last_modified: 'old',
+      hash: 'h0'
+    });
+    expect(acknowledgeSave(context, { last_modified: 'new', hash: 'h1' })).toBe(
+      true
+    );
     expect(context._contentsModel).toEqual({
       path: 'a.ipynb',
       last_modified: 'new',
@@ -324,14 +345,12 @@ describe('acknowledgeSave', () => {
   });
 
   it('drops a stale hash when only the time is known', () => {
-    const context = {
-      contentsModel: {
-        path: 'a.ipynb',
-        last_modified: 'old',
-        hash: 'h0',
-        hash_algorithm: 'sha256'
-      }
-    } as any;
+    const context = labContext({
+      path: 'a.ipynb',
+      last_modified: 'old',
+      hash: 'h0',
+      hash_algorithm: 'sha256'
+    });
     acknowledgeSave(context, { last_modified: 'new', hash: undefined });
     expect(context._contentsModel.last_modified).toBe('new');
     expect(context._contentsModel.hash).toBeUndefined();
@@ -339,9 +358,11 @@ describe('acknowledgeSave', () => {
   });
 
   it('keeps the hash when the key is absent', () => {
-    const context = {
-      contentsModel: { path: 'a.ipynb', last_modified: 'old', hash: 'h0' }
-    } as any;
+    const context = labContext({
+      path: 'a.ipynb',
+      last_modified: 'old',
+      hash: 'h0'
+    });
     acknowledgeSave(context, { last_modified: 'new' });
     expect(context._contentsModel.hash).toBe('h0');
   });
