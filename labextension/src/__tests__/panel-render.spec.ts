@@ -20,6 +20,7 @@ import { IRenderContext } from '../panel/renderparts';
 import { renderPythonCall } from '../panel/renderpython';
 import { ActivityPanel } from '../panel/widget';
 import { h } from '../panel/dom';
+import { UNTRANSLATED } from '../translation';
 
 const lines = (n: number, prefix = 'line') =>
   Array.from({ length: n }, (_, i) => `${prefix} ${i + 1}`).join('\n');
@@ -37,6 +38,7 @@ function fakeContext() {
     revert: jest.fn()
   };
   const ctx: IRenderContext = {
+    trans: UNTRANSLATED,
     isOpen: (key, byDefault = false) => open.get(key) ?? byDefault,
     toggle: (key, byDefault = false) =>
       open.set(key, !(open.get(key) ?? byDefault)),
@@ -606,7 +608,7 @@ describe('renderPythonCall', () => {
     const element = renderPythonCall(c, ctx);
     const warning = element.querySelector('.jp-xcsh-Warning')!;
     expect(text(warning)).toContain('Output truncated');
-    expect(text(warning)).toContain('1 lines, 195.3 KiB');
+    expect(text(warning)).toContain('1 line, 195.3 KiB');
     warning.querySelector<HTMLButtonElement>('.jp-xcsh-OpenArtifact')!.click();
     expect(actions.openArtifact).toHaveBeenCalledWith(
       'xcsh-artifacts/abc.python.log'

@@ -5,10 +5,12 @@
 
 import type { Cell } from '@jupyterlab/cells';
 import type { Notebook, NotebookPanel } from '@jupyterlab/notebook';
+import type { TranslationBundle } from '@jupyterlab/translation';
 import type { IDisposable } from '@lumino/disposable';
 import { PanelLayout, Widget } from '@lumino/widgets';
 
 import type { ICellMark } from '../tokens';
+import { UNTRANSLATED } from '../translation';
 import { type CellMarks, markTitle } from './model';
 
 /**
@@ -24,7 +26,10 @@ export class CellMarkWidget extends Widget {
   /**
    * Create the mark of one cell.
    */
-  constructor(onDismiss: (mark: ICellMark) => void) {
+  constructor(
+    onDismiss: (mark: ICellMark) => void,
+    private readonly trans: TranslationBundle = UNTRANSLATED
+  ) {
     super({ node: document.createElement('button') });
     this.addClass('jp-xcsh-CellMark');
     const button = this.node as HTMLButtonElement;
@@ -48,7 +53,10 @@ export class CellMarkWidget extends Widget {
   set mark(mark: ICellMark | null) {
     this._mark = mark;
     // Shown on hover and keyboard focus by the stylesheet, read by screen readers.
-    this.node.setAttribute('aria-label', mark === null ? '' : markTitle(mark));
+    this.node.setAttribute(
+      'aria-label',
+      mark === null ? '' : markTitle(mark, this.trans)
+    );
     this.node.dataset.action = mark?.action ?? '';
     this.node.dataset.callId = mark?.callId ?? '';
   }
@@ -66,8 +74,10 @@ export class NotebookMarks implements IDisposable {
    */
   constructor(
     private readonly panel: NotebookPanel,
-    private readonly marks: CellMarks
+    private readonly marks: CellMarks,
+    options: NotebookMarks.IOptions = {}
   ) {
+    this._trans = options.trans ?? UNTRANSLATED;
     marks.changed.connect(this._onMarksChanged, this);
     panel.content.modelChanged.connect(this._onModelChanged, this);
     panel.disposed.connect(() => this.dispose());
@@ -163,7 +173,10 @@ export class NotebookMarks implements IDisposable {
   private _mark(cell: Cell, mark: ICellMark): void {
     let widget = this._shown.get(cell);
     if (widget === undefined || widget.isDisposed) {
-      widget = new CellMarkWidget(shown => this.marks.dismiss(shown));
+      widget = new CellMarkWidget(
+        shown => this.marks.dismiss(shown),
+        this._trans
+      );
       (cell.layout as PanelLayout).addWidget(widget);
       cell.addClass(MARKED_CELL_CLASS);
       this._shown.set(cell, widget);
@@ -182,8 +195,22 @@ export class NotebookMarks implements IDisposable {
     }
   }
 
+  private _trans: TranslationBundle;
   private _model: Notebook['model'] = null;
   private _shown = new Map<Cell, CellMarkWidget>();
   private _scheduled = false;
   private _disposed = false;
+}
+
+/**
+ * The namespace for {@link NotebookMarks} statics.
+ */
+export namespace NotebookMarks {
+  /**
+   * The options of a notebook's marks.
+   */
+  export interface IOptions {
+    /** The extension's strings in the lab's language. */
+    trans?: TranslationBundle;
+  }
 }

@@ -9,8 +9,10 @@ import {
 } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Event } from '@jupyterlab/services';
+import { ITranslator } from '@jupyterlab/translation';
 
 import { ICellMarks } from '../tokens';
+import { translationBundle } from '../translation';
 import { CellMarks } from './model';
 import { NotebookMarks } from './notebookmarks';
 
@@ -24,13 +26,20 @@ export const marksPlugin: JupyterFrontEndPlugin<ICellMarks> = {
   autoStart: true,
   provides: ICellMarks,
   requires: [INotebookTracker],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker): ICellMarks => {
+  optional: [ITranslator],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    translator: ITranslator | null
+  ): ICellMarks => {
     const marks = new CellMarks();
     app.serviceManager.events.stream.connect(
       (_: Event.IManager, emission: Event.Emission) =>
         marks.handleEmission(emission)
     );
-    const follow = (panel: NotebookPanel) => new NotebookMarks(panel, marks);
+    const trans = translationBundle(translator);
+    const follow = (panel: NotebookPanel) =>
+      new NotebookMarks(panel, marks, { trans });
     tracker.forEach(follow);
     tracker.widgetAdded.connect((_, panel) => follow(panel));
     return marks;

@@ -3,10 +3,12 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
+import type { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
+import { translationBundle } from '../translation';
 import { h } from './dom';
 import {
   ActivityCall,
@@ -39,14 +41,16 @@ export class ActivityPanel extends Widget {
     this.model = options.model;
     this._actions = options.actions;
     this._highlighter = options.highlighter ?? null;
+    const trans = translationBundle(options.translator);
+    this._trans = trans;
     this.addClass('jp-xcsh-ActivityPanel');
 
     this._filterSelect = h(
       'select',
-      { class: 'jp-xcsh-Filter', 'aria-label': 'Show calls of' },
-      h('option', { value: 'all' }, 'All calls'),
-      h('option', { value: 'notebook' }, 'Notebook'),
-      h('option', { value: 'python' }, 'Python')
+      { class: 'jp-xcsh-Filter', 'aria-label': trans.__('Show calls of') },
+      h('option', { value: 'all' }, trans.__('All calls')),
+      h('option', { value: 'notebook' }, trans.__('Notebook')),
+      h('option', { value: 'python' }, trans.__('Python'))
     );
     this._filterSelect.addEventListener('change', () => {
       const kind = this._filterSelect.value as ActivityFilter;
@@ -57,9 +61,9 @@ export class ActivityPanel extends Widget {
       {
         type: 'button',
         class: 'jp-xcsh-Clear',
-        title: 'Remove finished calls from the list'
+        title: trans.__('Remove finished calls from the list')
       },
-      'Clear'
+      trans.__('Clear')
     );
     clear.addEventListener('click', () =>
       this._run(() => this._actions.clear())
@@ -72,7 +76,7 @@ export class ActivityPanel extends Widget {
       h(
         'div',
         { class: 'jp-xcsh-PanelHeader' },
-        h('h2', { class: 'jp-xcsh-PanelTitle' }, 'Agent activity'),
+        h('h2', { class: 'jp-xcsh-PanelTitle' }, trans.__('Agent activity')),
         this._count
       ),
       h('div', { class: 'jp-xcsh-Toolbar' }, this._filterSelect, clear),
@@ -81,6 +85,7 @@ export class ActivityPanel extends Widget {
     );
 
     this._context = {
+      trans,
       isOpen: (key, byDefault = false) => this._open.get(key) ?? byDefault,
       toggle: (key, byDefault = false) => {
         this._open.set(key, !(this._open.get(key) ?? byDefault));
@@ -260,20 +265,25 @@ export class ActivityPanel extends Widget {
         h(
           'div',
           { class: 'jp-xcsh-Error' },
-          `This ${call.kind} call could not be shown.`
+          call.kind === 'notebook'
+            ? this._trans.__('This notebook call could not be shown.')
+            : this._trans.__('This python call could not be shown.')
         )
       );
     }
   }
 
   private _updateSummary(total: number, shown: number): void {
+    const trans = this._trans;
     this._count.textContent =
-      total === 0 ? '' : `${shown} call${shown === 1 ? '' : 's'}`;
+      total === 0 ? '' : trans._n('%1 call', '%1 calls', shown);
     this._empty.hidden = shown > 0;
     this._empty.textContent =
       total === 0
-        ? 'No agent activity yet. Notebook and python tool calls appear here as they happen.'
-        : 'No calls of this kind.';
+        ? trans.__(
+            'No agent activity yet. Notebook and python tool calls appear here as they happen.'
+          )
+        : trans.__('No calls of this kind.');
   }
 
   /**
@@ -344,6 +354,7 @@ export class ActivityPanel extends Widget {
   }
 
   private _shown = new Signal<this, void>(this);
+  private _trans: TranslationBundle;
   private _actions: ActivityPanel.IActions;
   private _highlighter: ActivityPanel.Highlighter | null;
   private _context: IRenderContext;
@@ -454,5 +465,10 @@ export namespace ActivityPanel {
      * Syntax highlighting of code and markdown; plain text without it.
      */
     highlighter?: Highlighter;
+
+    /**
+     * The lab's translator; the strings are shown as written without it.
+     */
+    translator?: ITranslator | null;
   }
 }
