@@ -78,6 +78,7 @@ export class NotebookMarks implements IDisposable {
     options: NotebookMarks.IOptions = {}
   ) {
     this._trans = options.trans ?? UNTRANSLATED;
+    this._enabled = options.enabled ?? (() => true);
     marks.changed.connect(this._onMarksChanged, this);
     panel.content.modelChanged.connect(this._onModelChanged, this);
     panel.disposed.connect(() => this.dispose());
@@ -110,6 +111,7 @@ export class NotebookMarks implements IDisposable {
     }
     const notebook = this.panel.content;
     const marks = this.marks.marksOf(this.panel.context.path);
+    const enabled = this._enabled();
     const wanted = new Map<Cell, ICellMark>();
     if (marks.length > 0) {
       const byId = new Map<string, Cell>();
@@ -125,8 +127,9 @@ export class NotebookMarks implements IDisposable {
           continue;
         }
         const source = cell.model.sharedModel.getSource();
+        // Observed while hidden too, so that a person's edit meanwhile still ends the mark.
         const state = this.marks.observe(mark, source);
-        if (state === 'shown') {
+        if (state === 'shown' && enabled) {
           wanted.set(cell, mark);
         }
       }
@@ -196,6 +199,7 @@ export class NotebookMarks implements IDisposable {
   }
 
   private _trans: TranslationBundle;
+  private _enabled: () => boolean;
   private _model: Notebook['model'] = null;
   private _shown = new Map<Cell, CellMarkWidget>();
   private _scheduled = false;
@@ -212,5 +216,7 @@ export namespace NotebookMarks {
   export interface IOptions {
     /** The extension's strings in the lab's language. */
     trans?: TranslationBundle;
+    /** Whether marks are shown (a setting); {@link NotebookMarks.refresh} applies a change. */
+    enabled?: () => boolean;
   }
 }

@@ -9,8 +9,10 @@ import {
 } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Event } from '@jupyterlab/services';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
+import { loadSettings, marksEnabled } from '../settings';
 import { ICellMarks } from '../tokens';
 import { translationBundle } from '../translation';
 import { CellMarks } from './model';
@@ -26,11 +28,12 @@ export const marksPlugin: JupyterFrontEndPlugin<ICellMarks> = {
   autoStart: true,
   provides: ICellMarks,
   requires: [INotebookTracker],
-  optional: [ITranslator],
+  optional: [ITranslator, ISettingRegistry],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    settingRegistry: ISettingRegistry | null
   ): ICellMarks => {
     const marks = new CellMarks();
     app.serviceManager.events.stream.connect(
@@ -38,8 +41,20 @@ export const marksPlugin: JupyterFrontEndPlugin<ICellMarks> = {
         marks.handleEmission(emission)
     );
     const trans = translationBundle(translator);
-    const follow = (panel: NotebookPanel) =>
-      new NotebookMarks(panel, marks, { trans });
+    let enabled = true;
+    const views = new Set<NotebookMarks>();
+    const follow = (panel: NotebookPanel) => {
+      const view = new NotebookMarks(panel, marks, {
+        trans,
+        enabled: () => enabled
+      });
+      views.add(view);
+      panel.disposed.connect(() => views.delete(view));
+    };
+    loadSettings(settingRegistry, marksPlugin.id, composite => {
+      enabled = marksEnabled(composite);
+      views.forEach(view => view.refresh());
+    });
     tracker.forEach(follow);
     tracker.widgetAdded.connect((_, panel) => follow(panel));
     return marks;

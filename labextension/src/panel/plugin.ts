@@ -12,10 +12,12 @@ import { ICommandPalette, InputDialog } from '@jupyterlab/apputils';
 import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Event } from '@jupyterlab/services';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 import type { Widget } from '@lumino/widgets';
 
+import { activitySettingsApplier, loadSettings } from '../settings';
 import { IAgentActivity, ICellMarks, IXcshClient } from '../tokens';
 import { translationBundle } from '../translation';
 import { UnreadBadge } from './badge';
@@ -65,7 +67,8 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
     ICommandPalette,
     INotebookTracker,
     ICellMarks,
-    ITranslator
+    ITranslator,
+    ISettingRegistry
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -75,7 +78,8 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
     palette: ICommandPalette | null,
     notebooks: INotebookTracker | null,
     marks: ICellMarks | null,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    settingRegistry: ISettingRegistry | null
   ): IAgentActivity => {
     const trans = translationBundle(translator);
     const model = new ActivityModel();
@@ -110,6 +114,12 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
     app.serviceManager.events.stream.connect(onEmission);
     panel.disposed.connect(() =>
       app.serviceManager.events.stream.disconnect(onEmission)
+    );
+
+    loadSettings(
+      settingRegistry,
+      activityPlugin.id,
+      activitySettingsApplier(model, panel)
     );
 
     addActivityCommands({
