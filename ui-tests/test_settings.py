@@ -59,7 +59,7 @@ def test_settings_switch_the_marks_and_filter_and_bound_the_panel_live(lab, lab_
 
         # The filter setting: only python calls are listed, and the panel's menu says so.
         set_setting(lab_page, "jupyter-xcsh:activity", "filter", "python")
-        expect(panel.locator(".jp-xcsh-Filter")).to_have_value("python")
+        expect(panel.locator(".jp-xcsh-Filter select")).to_have_value("python")
         expect(panel.locator(".jp-xcsh-Call:visible")).to_have_count(0)
         expect(panel.locator(".jp-xcsh-Empty")).to_have_text("No calls of this kind.")
         set_setting(lab_page, "jupyter-xcsh:activity", "filter", "all")

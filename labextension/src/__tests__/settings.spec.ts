@@ -3,7 +3,6 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
-import { NBTestUtils } from '@jupyterlab/notebook/lib/testutils';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { CommandRegistry } from '@lumino/commands';
 import { Signal } from '@lumino/signaling';
@@ -21,6 +20,7 @@ import {
   followSettings,
   marksEnabled
 } from '../settings';
+import { openNotebook, waitFor } from './helpers';
 
 // The settings schemas the lab reads (package.json `jupyterlab.schemaDir`).
 import activitySchema from '../../../schema/activity.json';
@@ -63,7 +63,7 @@ describe('the settings schemas', () => {
 });
 
 describe('the activity panel follows its settings live', () => {
-  it('lists the calls the filter setting names and keeps as many calls as set', () => {
+  it('lists the calls the filter setting names and keeps as many calls as set', async () => {
     const model = new ActivityModel();
     const panel = new ActivityPanel({
       model,
@@ -99,7 +99,10 @@ describe('the activity panel follows its settings live', () => {
 
     settings.set('filter', 'python');
     expect(panel.filter).toBe('python');
-    expect(panel.node.querySelector('select')!.value).toBe('python');
+    await waitFor(
+      () => panel.node.querySelector('select')?.value === 'python',
+      'the toolbar select to show the setting'
+    );
     expect(listed()).toEqual(['p1']);
 
     // A filter chosen in the panel stays while another setting changes.
@@ -118,12 +121,7 @@ describe('the activity panel follows its settings live', () => {
 
 describe('the marks follow their setting live', () => {
   it('hides the marks when switched off and shows them again when on', async () => {
-    const context = await NBTestUtils.createMockContext(false);
-    const notebook = NBTestUtils.createNotebookPanel(context);
-    notebook.content.model!.sharedModel.insertCells(0, [
-      { cell_type: 'code', id: 'c0', source: 'x = 2', metadata: {} } as any
-    ]);
-    Widget.attach(notebook, document.body);
+    const { context, notebook, dispose } = await openNotebook();
     const marks = new CellMarks();
     const settings = new FakeSettings(defaults(marksSchema));
     let enabled = true;
@@ -159,7 +157,6 @@ describe('the marks follow their setting live', () => {
     settings.set('enabled', true);
     expect(marked()).toBe(true);
     view.dispose();
-    notebook.dispose();
-    context.dispose();
+    dispose();
   });
 });

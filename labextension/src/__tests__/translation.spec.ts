@@ -3,7 +3,6 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
-import { NBTestUtils } from '@jupyterlab/notebook/lib/testutils';
 import {
   ITranslator,
   nullTranslator,
@@ -16,13 +15,14 @@ import { XcshResponseError } from '../request';
 import { CellMarks } from '../marks/model';
 import { NotebookMarks } from '../marks/notebookmarks';
 import { addActivityCommands, commandActions } from '../panel/commands';
-import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../panel/events';
+import { PYTHON_SCHEMA_ID } from '../panel/events';
 import { ActivityModel, INotebookCall } from '../panel/model';
 import { Reverter } from '../panel/reverter';
 import { ActivityPanel } from '../panel/widget';
 import { AgentStatus, AgentStatusModel } from '../status/agentstatus';
 import type { IXcshClient } from '../tokens';
 import { TRANSLATION_DOMAIN, translationBundle } from '../translation';
+import { notebookEditEmission, openNotebook, waitFor } from './helpers';
 
 /**
  * A translator that wraps every string it translates in « », and records the
@@ -68,7 +68,7 @@ describe('the translation of the lab extension', () => {
     );
   });
 
-  it('puts the panel, its calls, answer box and revert through the translator', () => {
+  it('puts the panel, its calls, answer box and revert through the translator', async () => {
     const model = new ActivityModel();
     const commands = new CommandRegistry();
     const panel = new ActivityPanel({
@@ -84,29 +84,23 @@ describe('the translation of the lab extension', () => {
     expect(translated(node.querySelector('.jp-xcsh-Empty')?.textContent)).toBe(
       true
     );
-    expect(translated(node.querySelector('.jp-xcsh-Clear')?.textContent)).toBe(
-      true
-    );
+    const clear = await waitFor(() => node.querySelector('.jp-xcsh-Clear'));
     expect(
-      translated(node.querySelector('.jp-xcsh-Clear')?.getAttribute('title'))
+      translated(
+        clear.querySelector('.jp-ToolbarButtonComponent-label')?.textContent
+      )
     ).toBe(true);
-    for (const option of node.querySelectorAll('option')) {
+    expect(translated(clear.getAttribute('title'))).toBe(true);
+    const select = await waitFor(() =>
+      node.querySelector('.jp-xcsh-Filter select')
+    );
+    expect(translated(select.getAttribute('aria-label'))).toBe(true);
+    expect(select.querySelectorAll('option')).toHaveLength(3);
+    for (const option of select.querySelectorAll('option')) {
       expect(translated(option.textContent)).toBe(true);
     }
 
-    model.handleEmission({
-      schema_id: NOTEBOOK_SCHEMA_ID,
-      callId: 'n1',
-      action: 'edit',
-      path: 'a.ipynb',
-      status: 'ok',
-      cellIndex: 0,
-      cellId: 'c0',
-      cellType: 'code',
-      source: 'x = 2',
-      sourceHash: '0123456789abcdef',
-      previousCell: { cell_type: 'code', source: 'x = 1', metadata: {} }
-    });
+    model.handleEmission(notebookEditEmission('n1'));
     model.handleEmission({
       schema_id: PYTHON_SCHEMA_ID,
       callId: 'p1',
@@ -170,19 +164,7 @@ describe('the translation of the lab extension', () => {
 
   it('says what became of a revert through the translator', async () => {
     const model = new ActivityModel();
-    model.handleEmission({
-      schema_id: NOTEBOOK_SCHEMA_ID,
-      callId: 'n1',
-      action: 'edit',
-      path: 'a.ipynb',
-      status: 'ok',
-      cellIndex: 0,
-      cellId: 'c0',
-      cellType: 'code',
-      source: 'x = 2',
-      sourceHash: '0123456789abcdef',
-      previousCell: { cell_type: 'code', source: 'x = 1', metadata: {} }
-    });
+    model.handleEmission(notebookEditEmission('n1'));
     const refusing = {
       notebook: () =>
         Promise.reject(
@@ -229,12 +211,7 @@ describe('the translation of the lab extension', () => {
   });
 
   it('puts the cell marks through the translator', async () => {
-    const context = await NBTestUtils.createMockContext(false);
-    const notebook = NBTestUtils.createNotebookPanel(context);
-    notebook.content.model!.sharedModel.insertCells(0, [
-      { cell_type: 'code', id: 'c0', source: 'x = 2', metadata: {} } as any
-    ]);
-    Widget.attach(notebook, document.body);
+    const { context, notebook, dispose } = await openNotebook();
     const marks = new CellMarks();
     const view = new NotebookMarks(notebook, marks, {
       trans: translationBundle(translator)
@@ -255,8 +232,7 @@ describe('the translation of the lab extension', () => {
       /^«An agent edited this cell at .* \(call abcdef01\)\. Click to dismiss\.»$/
     );
     view.dispose();
-    notebook.dispose();
-    context.dispose();
+    dispose();
   });
 
   it('puts the command labels through the translator', () => {

@@ -4,9 +4,17 @@
  */
 
 import type { ITranslator, TranslationBundle } from '@jupyterlab/translation';
+import {
+  clearIcon,
+  HTMLSelect,
+  ReactWidget,
+  Toolbar,
+  ToolbarButton
+} from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
-import { Widget } from '@lumino/widgets';
+import { PanelLayout, Widget } from '@lumino/widgets';
+import React from 'react';
 
 import { translationBundle } from '../translation';
 import { h } from './dom';
@@ -45,44 +53,43 @@ export class ActivityPanel extends Widget {
     this._trans = trans;
     this.addClass('jp-xcsh-ActivityPanel');
 
-    this._filterSelect = h(
-      'select',
-      { class: 'jp-xcsh-Filter', 'aria-label': trans.__('Show calls of') },
-      h('option', { value: 'all' }, trans.__('All calls')),
-      h('option', { value: 'notebook' }, trans.__('Notebook')),
-      h('option', { value: 'python' }, trans.__('Python'))
+    // The lab's own toolbar, select and button (their styles, keyboard and themes).
+    this._filterSelect = new FilterSelect(trans, kind =>
+      this._run(() => this._actions.filter(kind))
     );
-    this._filterSelect.addEventListener('change', () => {
-      const kind = this._filterSelect.value as ActivityFilter;
-      this._run(() => this._actions.filter(kind));
-    });
-    const clear = h(
-      'button',
-      {
-        type: 'button',
-        class: 'jp-xcsh-Clear',
-        title: trans.__('Remove finished calls from the list')
-      },
-      trans.__('Clear')
-    );
-    clear.addEventListener('click', () =>
-      this._run(() => this._actions.clear())
+    this.toolbar = new Toolbar();
+    this.toolbar.addClass('jp-xcsh-Toolbar');
+    this.toolbar.addItem('filter', this._filterSelect);
+    this.toolbar.addItem('spacer', Toolbar.createSpacerItem());
+    this.toolbar.addItem(
+      'clear',
+      new ToolbarButton({
+        icon: clearIcon,
+        label: trans.__('Clear'),
+        tooltip: trans.__('Remove finished calls from the list'),
+        className: 'jp-xcsh-Clear',
+        onClick: () => this._run(() => this._actions.clear())
+      })
     );
     this._count = h('span', { class: 'jp-xcsh-Count', 'aria-live': 'polite' });
 
     this._empty = h('p', { class: 'jp-xcsh-Empty' });
     this._list = h('div', { class: 'jp-xcsh-CallList' });
-    this.node.append(
-      h(
-        'div',
-        { class: 'jp-xcsh-PanelHeader' },
-        h('h2', { class: 'jp-xcsh-PanelTitle' }, trans.__('Agent activity')),
-        this._count
-      ),
-      h('div', { class: 'jp-xcsh-Toolbar' }, this._filterSelect, clear),
-      this._empty,
-      this._list
+    const layout = new PanelLayout();
+    this.layout = layout;
+    layout.addWidget(
+      new Widget({
+        node: h(
+          'div',
+          { class: 'jp-xcsh-PanelHeader' },
+          h('h2', { class: 'jp-xcsh-PanelTitle' }, trans.__('Agent activity')),
+          this._count
+        )
+      })
     );
+    layout.addWidget(this.toolbar);
+    layout.addWidget(new Widget({ node: this._empty }));
+    layout.addWidget(new Widget({ node: this._list }));
 
     this._context = {
       trans,
@@ -117,6 +124,11 @@ export class ActivityPanel extends Widget {
   readonly model: ActivityModel;
 
   /**
+   * The panel's toolbar: the filter and the clear button.
+   */
+  readonly toolbar: Toolbar;
+
+  /**
    * Emitted each time the panel is shown.
    */
   get shown(): ISignal<this, void> {
@@ -131,7 +143,7 @@ export class ActivityPanel extends Widget {
   }
   set filter(value: ActivityFilter) {
     this._filter = value;
-    this._filterSelect.value = value;
+    this._filterSelect.filter = value;
     this._sync();
   }
 
@@ -359,7 +371,7 @@ export class ActivityPanel extends Widget {
   private _highlighter: ActivityPanel.Highlighter | null;
   private _context: IRenderContext;
   private _filter: ActivityFilter = 'all';
-  private _filterSelect: HTMLSelectElement;
+  private _filterSelect: FilterSelect;
   private _count: HTMLElement;
   private _empty: HTMLElement;
   private _list: HTMLElement;
@@ -371,6 +383,50 @@ export class ActivityPanel extends Widget {
   private _open = new Map<string, boolean>();
   private _highlighted = new Map<string, DocumentFragment>();
   private _stale = false;
+}
+
+/**
+ * The toolbar's choice of which calls are listed.
+ */
+class FilterSelect extends ReactWidget {
+  constructor(
+    private readonly _trans: TranslationBundle,
+    private readonly _choose: (kind: ActivityFilter) => void
+  ) {
+    super();
+    this.addClass('jp-xcsh-FilterItem');
+  }
+
+  /**
+   * The choice shown.
+   */
+  get filter(): ActivityFilter {
+    return this._filter;
+  }
+  set filter(value: ActivityFilter) {
+    if (value !== this._filter) {
+      this._filter = value;
+      this.update();
+    }
+  }
+
+  protected render(): React.ReactElement {
+    const trans = this._trans;
+    return React.createElement(HTMLSelect, {
+      className: 'jp-xcsh-Filter',
+      'aria-label': trans.__('Show calls of'),
+      value: this._filter,
+      onChange: (event: React.ChangeEvent<HTMLSelectElement>) =>
+        this._choose(event.target.value as ActivityFilter),
+      options: [
+        { value: 'all', label: trans.__('All calls') },
+        { value: 'notebook', label: trans.__('Notebook') },
+        { value: 'python', label: trans.__('Python') }
+      ]
+    });
+  }
+
+  private _filter: ActivityFilter = 'all';
 }
 
 /**
