@@ -68,11 +68,8 @@ def test_the_status_item_is_reachable_by_keyboard(lab, lab_page):
 
 
 def _open_notebook(lab, lab_page, name, sources):
-    path = lab.write_notebook(name, sources)
-    lab_page.open(f"lab/tree/{name}")
-    cells = cells_of(lab_page.page)
-    expect(cells).to_have_count(len(sources))
-    return path, cells
+    cells = lab_page.open_notebook(name, sources)
+    return lab.root / name, cells
 
 
 def test_an_agent_edit_marks_the_cell_until_the_person_types_in_it(lab, lab_page):

@@ -33,11 +33,8 @@ def set_setting(lab_page: Any, plugin: str, key: str, value: Any) -> None:
 
 
 def test_settings_switch_the_marks_and_filter_and_bound_the_panel_live(lab, lab_page):
-    lab.write_notebook("settings.ipynb", ["a = 1", "b = 2"])
-    lab_page.open("lab/tree/settings.ipynb")
+    cells = lab_page.open_notebook("settings.ipynb", ["a = 1", "b = 2"])
     page = lab_page.page
-    cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-    expect(cells).to_have_count(2)
     page.evaluate("() => { window.xcshNotReloaded = true; }")
     try:
         lab.notebook(action="edit", notebook_path="settings.ipynb", cell_index=1, content="b = 3")
