@@ -18,10 +18,6 @@ def status_item(page):
     return page.locator(".jp-xcsh-AgentStatus-text")
 
 
-def cells_of(page):
-    return page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-
-
 def test_status_bar_counts_a_running_call_and_opens_the_panel_on_it(lab, lab_page):
     lab_page.open()
     page = lab_page.page
