@@ -75,3 +75,14 @@ def test_settings_switch_the_marks_and_filter_and_bound_the_panel_live(lab, lab_
             ("jupyter-xcsh:activity", "maxCalls"),
         ):
             set_setting(lab_page, plugin, key, None)
+
+
+def test_the_settings_editor_lists_the_settings(lab, lab_page):
+    lab_page.open()
+    page = lab_page.page
+    page.evaluate("() => window.jupyterapp.commands.execute('settingeditor:open')")
+    for title in ("Agent activity", "Agent cell marks"):
+        expect(page.locator(".jp-PluginList-entry", has_text=title)).to_be_visible()
+    page.locator(".jp-PluginList-entry", has_text="Agent cell marks").click()
+    expect(page.get_by_text("Mark agent-changed cells").first).to_be_visible()
+    lab_page.screenshot("settings-editor")
