@@ -13,8 +13,9 @@ export default defineConfig(
       'jupyter_xcsh/',
       '.venv/',
       '**/*.d.ts',
-      // Generated from jupyter_xcsh/rest-api.yml by `npm run build:api`.
-      'labextension/src/restapi.generated.ts'
+      // Generated from jupyter_xcsh/rest-api.yml and event_schemas/ by `npm run build:types`.
+      'labextension/src/restapi.generated.ts',
+      'labextension/src/events.generated.ts'
     ]
   },
   js.configs.recommended,

@@ -293,6 +293,14 @@ class LabPage:
         self.page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60000)
         self.page.evaluate("() => window.jupyterapp.restored")
 
+    def open_notebook(self, name: str, sources: list[str]) -> Any:
+        """Write a notebook of code cells, open it in the lab; return its cells once shown."""
+        self.lab.write_notebook(name, sources)
+        self.open(f"lab/tree/{name}")
+        cells = self.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+        expect(cells).to_have_count(len(sources))
+        return cells
+
     def open_activity(self) -> Any:
         """Open the activity panel from its sidebar tab, as a person does; return the panel."""
         panel = self.page.locator("#jupyter-xcsh-activity")

@@ -210,5 +210,28 @@ def test_every_panel_action_is_a_command_in_the_palette(lab, lab_page):
     palette.locator("input").fill("agent python")
     palette.locator(".lm-CommandPalette-item", has_text="Show Agent Python Calls Only").click()
     panel = lab_page.open_activity()
-    expect(panel.locator(".jp-xcsh-Filter")).to_have_value("python")
+    expect(panel.locator(".jp-xcsh-Filter select")).to_have_value("python")
     lab_page.screenshot("filtered")
+
+
+def test_the_toolbar_is_the_labs_own_select_and_button(lab, lab_page):
+    lab.write_notebook("toolbar.ipynb", ["a = 1"])
+    lab_page.open()
+    panel = lab_page.open_activity()
+    lab.notebook(action="edit", notebook_path="toolbar.ipynb", cell_index=0, content="a = 2")
+    calls = panel.locator(".jp-xcsh-Call")
+    expect(calls).to_have_count(1)
+
+    toolbar = panel.locator(".jp-xcsh-Toolbar.jp-Toolbar")
+    select = toolbar.locator(".jp-HTMLSelect.jp-xcsh-Filter select")
+    clear = toolbar.locator(".jp-ToolbarButtonComponent.jp-xcsh-Clear")
+    expect(select).to_have_value("all")
+    expect(clear).to_have_attribute("title", "Remove finished calls from the list")
+    lab_page.screenshot("toolbar")
+
+    select.select_option("python")
+    expect(panel.locator(".jp-xcsh-Call:visible")).to_have_count(0)
+    select.select_option("all")
+    expect(panel.locator(".jp-xcsh-Call:visible")).to_have_count(1)
+    clear.click()
+    expect(calls).to_have_count(0)

@@ -18,10 +18,6 @@ def status_item(page):
     return page.locator(".jp-xcsh-AgentStatus-text")
 
 
-def cells_of(page):
-    return page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-
-
 def test_status_bar_counts_a_running_call_and_opens_the_panel_on_it(lab, lab_page):
     lab_page.open()
     page = lab_page.page
@@ -68,11 +64,8 @@ def test_the_status_item_is_reachable_by_keyboard(lab, lab_page):
 
 
 def _open_notebook(lab, lab_page, name, sources):
-    path = lab.write_notebook(name, sources)
-    lab_page.open(f"lab/tree/{name}")
-    cells = cells_of(lab_page.page)
-    expect(cells).to_have_count(len(sources))
-    return path, cells
+    cells = lab_page.open_notebook(name, sources)
+    return lab.root / name, cells
 
 
 def test_an_agent_edit_marks_the_cell_until_the_person_types_in_it(lab, lab_page):

@@ -29,7 +29,8 @@ import type { Event } from '@jupyterlab/services';
 
 import { acknowledgeSave } from './livesync';
 import { NotebookEventSync } from './notebooksync';
-import { RUN_SCHEMA_ID } from './panel/events';
+import type { RunEventV1 } from './events.generated';
+import { RUN_SCHEMA_ID, type Parsed } from './panel/events';
 
 /**
  * An nbformat output, as the server sends it (JSON).
@@ -37,16 +38,14 @@ import { RUN_SCHEMA_ID } from './panel/events';
 export type Output = { output_type: string } & Record<string, unknown>;
 
 /**
- * A cell's outputs reported by a run in place.
+ * A cell's outputs reported by a run in place (the `outputs` event of the run schema).
  */
-export interface IRunOutputsEvent {
+export interface IRunOutputsEvent extends Pick<
+  Parsed<RunEventV1>,
+  'cellId' | 'executionCount' | 'lastModified'
+> {
   path: string;
-  /**
-   * The cell's id; null in notebooks before nbformat 4.5 (then `cellIndex`).
-   */
-  cellId: string | null;
   cellIndex: number;
-  executionCount: number | null;
   /**
    * The outputs; null when they were too large for an event.
    */
@@ -55,10 +54,6 @@ export interface IRunOutputsEvent {
    * Whether these outputs were written into the file (the cell ended).
    */
   final: boolean;
-  /**
-   * The file's modification time after the write (final events).
-   */
-  lastModified: string | null;
 }
 
 /**

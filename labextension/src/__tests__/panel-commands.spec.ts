@@ -12,26 +12,12 @@ import {
   CommandIDs,
   PALETTE_ITEMS
 } from '../panel/commands';
-import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../panel/events';
+import { PYTHON_SCHEMA_ID } from '../panel/events';
 import { ActivityModel } from '../panel/model';
 import { ActivityPanel } from '../panel/widget';
+import { choose, notebookEditEmission, waitFor } from './helpers';
 
-function notebookCall(callId: string, fields: Record<string, unknown> = {}) {
-  return {
-    schema_id: NOTEBOOK_SCHEMA_ID,
-    callId,
-    action: 'edit',
-    path: 'a.ipynb',
-    status: 'ok',
-    cellIndex: 0,
-    cellId: 'c0',
-    cellType: 'code',
-    source: 'x = 2',
-    sourceHash: '0123456789abcdef',
-    previousCell: { cell_type: 'code', source: 'x = 1', metadata: {} },
-    ...fields
-  };
-}
+const notebookCall = notebookEditEmission;
 
 function pythonEvent(callId: string, fields: Record<string, unknown>) {
   return { schema_id: PYTHON_SCHEMA_ID, callId, session: 's', ...fields };
@@ -148,9 +134,12 @@ describe('the activity commands', () => {
 
       node.querySelector<HTMLButtonElement>('.jp-xcsh-Interrupt')!.click();
       node.querySelector<HTMLButtonElement>('.jp-xcsh-Revert')!.click();
-      const select = node.querySelector<HTMLSelectElement>('.jp-xcsh-Filter')!;
-      select.value = 'notebook';
-      select.dispatchEvent(new Event('change'));
+      choose(
+        await waitFor(() =>
+          node.querySelector<HTMLSelectElement>('.jp-xcsh-Filter select')
+        ),
+        'notebook'
+      );
       node.querySelector<HTMLButtonElement>('.jp-xcsh-Clear')!.click();
 
       expect(execute.mock.calls).toEqual([

@@ -20,6 +20,8 @@ import { IRenderContext } from '../panel/renderparts';
 import { renderPythonCall } from '../panel/renderpython';
 import { ActivityPanel } from '../panel/widget';
 import { h } from '../panel/dom';
+import { UNTRANSLATED } from '../translation';
+import { choose, waitFor } from './helpers';
 
 const lines = (n: number, prefix = 'line') =>
   Array.from({ length: n }, (_, i) => `${prefix} ${i + 1}`).join('\n');
@@ -37,6 +39,7 @@ function fakeContext() {
     revert: jest.fn()
   };
   const ctx: IRenderContext = {
+    trans: UNTRANSLATED,
     isOpen: (key, byDefault = false) => open.get(key) ?? byDefault,
     toggle: (key, byDefault = false) =>
       open.set(key, !(open.get(key) ?? byDefault)),
@@ -606,7 +609,7 @@ describe('renderPythonCall', () => {
     const element = renderPythonCall(c, ctx);
     const warning = element.querySelector('.jp-xcsh-Warning')!;
     expect(text(warning)).toContain('Output truncated');
-    expect(text(warning)).toContain('1 lines, 195.3 KiB');
+    expect(text(warning)).toContain('1 line, 195.3 KiB');
     warning.querySelector<HTMLButtonElement>('.jp-xcsh-OpenArtifact')!.click();
     expect(actions.openArtifact).toHaveBeenCalledWith(
       'xcsh-artifacts/abc.python.log'
@@ -705,25 +708,29 @@ describe('ActivityPanel', () => {
     ).toBe(true);
   });
 
-  it('lists calls newest first and filters them by kind', () => {
+  it('lists calls newest first and filters them by kind', async () => {
     model.handleEmission(notebookEmission({ callId: 'n1' }));
     model.handleEmission(startedEmission([{ code: 'x' }]));
     model.handleEmission(notebookEmission({ callId: 'n2' }));
     expect(ids()).toEqual(['n2', 'p1', 'n1']);
-    const select =
-      panel.node.querySelector<HTMLSelectElement>('.jp-xcsh-Filter')!;
-    select.value = 'python';
-    select.dispatchEvent(new Event('change'));
+    const select = await waitFor(() =>
+      panel.node.querySelector<HTMLSelectElement>('.jp-xcsh-Filter select')
+    );
+    choose(select, 'python');
     expect(ids()).toEqual(['p1']);
     panel.filter = 'notebook';
     expect(ids()).toEqual(['n2', 'n1']);
+    await waitFor(() => select.value === 'notebook', 'the select to follow');
     expect(text(panel.node.querySelector('.jp-xcsh-Count'))).toBe('2 calls');
   });
 
-  it('clears finished calls with its button', () => {
+  it('clears finished calls with its button', async () => {
     model.handleEmission(notebookEmission({ callId: 'n1' }));
     model.handleEmission(startedEmission([{ code: 'x' }]));
-    panel.node.querySelector<HTMLButtonElement>('.jp-xcsh-Clear')!.click();
+    const clear = await waitFor(() =>
+      panel.node.querySelector<HTMLButtonElement>('.jp-xcsh-Clear')
+    );
+    clear.click();
     expect(ids()).toEqual(['p1']);
   });
 

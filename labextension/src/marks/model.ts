@@ -13,6 +13,7 @@
  * place later) adds marks through {@link CellMarks.add}.
  */
 
+import type { TranslationBundle } from '@jupyterlab/translation';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import {
@@ -21,6 +22,7 @@ import {
   type INotebookCallEvent
 } from '../panel/events';
 import type { ICellMark, ICellMarks } from '../tokens';
+import { UNTRANSLATED } from '../translation';
 
 /**
  * What a view should do with a mark, given what its cell holds now.
@@ -270,20 +272,51 @@ export function marksForNotebookCall(event: INotebookCallEvent): ICellMark[] {
 /**
  * What a mark says on hover: which action, when, and which call.
  */
-export function markTitle(mark: ICellMark): string {
-  const verbs: Record<string, string> = {
-    edit: 'edited',
-    insert: 'inserted',
-    move: 'moved',
-    restore: 'restored',
-    run: 'ran'
-  };
-  const verb = verbs[mark.action] ?? mark.action;
+export function markTitle(
+  mark: ICellMark,
+  trans: TranslationBundle = UNTRANSLATED
+): string {
   const time = new Date(mark.time).toLocaleTimeString();
-  return (
-    `An agent ${verb} this cell at ${time} (call ${mark.callId.slice(0, 8)}). ` +
-    'Click to dismiss.'
-  );
+  const call = mark.callId.slice(0, 8);
+  switch (mark.action) {
+    case 'edit':
+      return trans.__(
+        'An agent edited this cell at %1 (call %2). Click to dismiss.',
+        time,
+        call
+      );
+    case 'insert':
+      return trans.__(
+        'An agent inserted this cell at %1 (call %2). Click to dismiss.',
+        time,
+        call
+      );
+    case 'move':
+      return trans.__(
+        'An agent moved this cell at %1 (call %2). Click to dismiss.',
+        time,
+        call
+      );
+    case 'restore':
+      return trans.__(
+        'An agent restored this cell at %1 (call %2). Click to dismiss.',
+        time,
+        call
+      );
+    case 'run':
+      return trans.__(
+        'An agent ran this cell at %1 (call %2). Click to dismiss.',
+        time,
+        call
+      );
+    default:
+      return trans.__(
+        'An agent changed this cell (%1) at %2 (call %3). Click to dismiss.',
+        mark.action,
+        time,
+        call
+      );
+  }
 }
 
 function keyOf(mark: ICellMark): string {

@@ -5,10 +5,12 @@
 
 import type { Cell } from '@jupyterlab/cells';
 import type { Notebook, NotebookPanel } from '@jupyterlab/notebook';
+import type { TranslationBundle } from '@jupyterlab/translation';
 import type { IDisposable } from '@lumino/disposable';
 import { PanelLayout, Widget } from '@lumino/widgets';
 
 import type { ICellMark } from '../tokens';
+import { UNTRANSLATED } from '../translation';
 import { type CellMarks, markTitle } from './model';
 
 /**
@@ -24,7 +26,10 @@ export class CellMarkWidget extends Widget {
   /**
    * Create the mark of one cell.
    */
-  constructor(onDismiss: (mark: ICellMark) => void) {
+  constructor(
+    onDismiss: (mark: ICellMark) => void,
+    private readonly trans: TranslationBundle = UNTRANSLATED
+  ) {
     super({ node: document.createElement('button') });
     this.addClass('jp-xcsh-CellMark');
     const button = this.node as HTMLButtonElement;
@@ -48,7 +53,10 @@ export class CellMarkWidget extends Widget {
   set mark(mark: ICellMark | null) {
     this._mark = mark;
     // Shown on hover and keyboard focus by the stylesheet, read by screen readers.
-    this.node.setAttribute('aria-label', mark === null ? '' : markTitle(mark));
+    this.node.setAttribute(
+      'aria-label',
+      mark === null ? '' : markTitle(mark, this.trans)
+    );
     this.node.dataset.action = mark?.action ?? '';
     this.node.dataset.callId = mark?.callId ?? '';
   }
@@ -66,8 +74,11 @@ export class NotebookMarks implements IDisposable {
    */
   constructor(
     private readonly panel: NotebookPanel,
-    private readonly marks: CellMarks
+    private readonly marks: CellMarks,
+    options: NotebookMarks.IOptions = {}
   ) {
+    this._trans = options.trans ?? UNTRANSLATED;
+    this._enabled = options.enabled ?? (() => true);
     marks.changed.connect(this._onMarksChanged, this);
     panel.content.modelChanged.connect(this._onModelChanged, this);
     panel.disposed.connect(() => this.dispose());
@@ -100,6 +111,7 @@ export class NotebookMarks implements IDisposable {
     }
     const notebook = this.panel.content;
     const marks = this.marks.marksOf(this.panel.context.path);
+    const enabled = this._enabled();
     const wanted = new Map<Cell, ICellMark>();
     if (marks.length > 0) {
       const byId = new Map<string, Cell>();
@@ -115,8 +127,9 @@ export class NotebookMarks implements IDisposable {
           continue;
         }
         const source = cell.model.sharedModel.getSource();
+        // Observed while hidden too, so that a person's edit meanwhile still ends the mark.
         const state = this.marks.observe(mark, source);
-        if (state === 'shown') {
+        if (state === 'shown' && enabled) {
           wanted.set(cell, mark);
         }
       }
@@ -163,7 +176,10 @@ export class NotebookMarks implements IDisposable {
   private _mark(cell: Cell, mark: ICellMark): void {
     let widget = this._shown.get(cell);
     if (widget === undefined || widget.isDisposed) {
-      widget = new CellMarkWidget(shown => this.marks.dismiss(shown));
+      widget = new CellMarkWidget(
+        shown => this.marks.dismiss(shown),
+        this._trans
+      );
       (cell.layout as PanelLayout).addWidget(widget);
       cell.addClass(MARKED_CELL_CLASS);
       this._shown.set(cell, widget);
@@ -182,8 +198,25 @@ export class NotebookMarks implements IDisposable {
     }
   }
 
+  private _trans: TranslationBundle;
+  private _enabled: () => boolean;
   private _model: Notebook['model'] = null;
   private _shown = new Map<Cell, CellMarkWidget>();
   private _scheduled = false;
   private _disposed = false;
+}
+
+/**
+ * The namespace for {@link NotebookMarks} statics.
+ */
+export namespace NotebookMarks {
+  /**
+   * The options of a notebook's marks.
+   */
+  export interface IOptions {
+    /** The extension's strings in the lab's language. */
+    trans?: TranslationBundle;
+    /** Whether marks are shown (a setting); {@link NotebookMarks.refresh} applies a change. */
+    enabled?: () => boolean;
+  }
 }

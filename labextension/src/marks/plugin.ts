@@ -9,8 +9,12 @@ import {
 } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Event } from '@jupyterlab/services';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator } from '@jupyterlab/translation';
 
+import { loadSettings, marksEnabled } from '../settings';
 import { ICellMarks } from '../tokens';
+import { translationBundle } from '../translation';
 import { CellMarks } from './model';
 import { NotebookMarks } from './notebookmarks';
 
@@ -24,13 +28,33 @@ export const marksPlugin: JupyterFrontEndPlugin<ICellMarks> = {
   autoStart: true,
   provides: ICellMarks,
   requires: [INotebookTracker],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker): ICellMarks => {
+  optional: [ITranslator, ISettingRegistry],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    translator: ITranslator | null,
+    settingRegistry: ISettingRegistry | null
+  ): ICellMarks => {
     const marks = new CellMarks();
     app.serviceManager.events.stream.connect(
       (_: Event.IManager, emission: Event.Emission) =>
         marks.handleEmission(emission)
     );
-    const follow = (panel: NotebookPanel) => new NotebookMarks(panel, marks);
+    const trans = translationBundle(translator);
+    let enabled = true;
+    const views = new Set<NotebookMarks>();
+    const follow = (panel: NotebookPanel) => {
+      const view = new NotebookMarks(panel, marks, {
+        trans,
+        enabled: () => enabled
+      });
+      views.add(view);
+      panel.disposed.connect(() => views.delete(view));
+    };
+    loadSettings(settingRegistry, marksPlugin.id, composite => {
+      enabled = marksEnabled(composite);
+      views.forEach(view => view.refresh());
+    });
     tracker.forEach(follow);
     tracker.widgetAdded.connect((_, panel) => follow(panel));
     return marks;

@@ -11,24 +11,29 @@
  * strings and lists are cut, and nothing here ever throws.
  */
 
+import {
+  NOTEBOOK_EVENT_V1_ID,
+  PYTHON_EVENT_V1_ID,
+  RUN_EVENT_V1_ID,
+  type NotebookEventV1,
+  type PythonEventV1
+} from '../events.generated';
 import { terminalText } from './terminal';
 
 /**
  * The schema id of the notebook tool's events.
  */
-export const NOTEBOOK_SCHEMA_ID =
-  'https://events.jupyter.org/jupyter_xcsh/notebook/v1';
+export const NOTEBOOK_SCHEMA_ID = NOTEBOOK_EVENT_V1_ID;
 
 /**
  * The schema id of the python tool's events.
  */
-export const PYTHON_SCHEMA_ID =
-  'https://events.jupyter.org/jupyter_xcsh/python/v1';
+export const PYTHON_SCHEMA_ID = PYTHON_EVENT_V1_ID;
 
 /**
  * The schema id of the events of runs in place (shown as python calls on a notebook).
  */
-export const RUN_SCHEMA_ID = 'https://events.jupyter.org/jupyter_xcsh/run/v1';
+export const RUN_SCHEMA_ID = RUN_EVENT_V1_ID;
 
 /**
  * Bounds applied while parsing, so one odd emission cannot exhaust the page.
@@ -56,32 +61,43 @@ export namespace Limits {
 }
 
 /**
+ * A payload's fields as parsed, from the types generated from the event
+ * schemas (`events.generated.ts`): each optional field is present, `null` when
+ * the server left it out or sent something malformed.
+ */
+export type Parsed<T> = {
+  [K in keyof T]-?: undefined extends T[K]
+    ? Exclude<T[K], undefined> | null
+    : T[K];
+};
+
+/**
+ * One change of a batch as the server sends it.
+ */
+type WireChange = NonNullable<NotebookEventV1['changes']>[number];
+
+/**
+ * One change of a batch, with the fields a single change's event has
+ * (`source` is `null` when the batch's event had no room left for it).
+ */
+export interface INotebookChangeEvent extends Omit<
+  Parsed<WireChange>,
+  'restored'
+> {
+  /** The change wrote a whole cell (a revert), outputs and metadata included. */
+  restored: boolean;
+}
+
+/**
  * A finished notebook tool call.
  */
-export interface INotebookCallEvent {
+export interface INotebookCallEvent extends Omit<
+  Parsed<NotebookEventV1>,
+  'restored' | 'changes'
+> {
   kind: 'notebook';
-  callId: string;
   /** When the server emitted it (ms since the epoch). */
   time: number;
-  action: string;
-  path: string;
-  status: 'ok' | 'error';
-  cellIndex: number | null;
-  fromIndex: number | null;
-  cellId: string | null;
-  cellType: string | null;
-  source: string | null;
-  totalCells: number | null;
-  lastModified: string | null;
-  error: string | null;
-  /** The addressed cell's source hash after the call (SPEC §5). */
-  sourceHash: string | null;
-  /** The notebook's revision after the call. */
-  revision: string | null;
-  /** edit and delete: the whole cell as it was before the call. */
-  previousCell: Record<string, unknown> | null;
-  /** edit and delete: the artifact holding a cell too large for the event. */
-  previousCellArtifactId: string | null;
   /** The call wrote a whole cell (a revert), outputs and metadata included. */
   restored: boolean;
   /**
@@ -89,24 +105,6 @@ export interface INotebookCallEvent {
    * applied; `null` for any other call.
    */
   changes: INotebookChangeEvent[] | null;
-}
-
-/**
- * One change of a batch, with the fields a single change's event has.
- */
-export interface INotebookChangeEvent {
-  action: string;
-  cellIndex: number | null;
-  fromIndex: number | null;
-  cellId: string | null;
-  cellType: string | null;
-  /** Cut to 64 KiB; `null` when the batch's event had no room left for it. */
-  source: string | null;
-  sourceHash: string | null;
-  revision: string | null;
-  previousCell: Record<string, unknown> | null;
-  previousCellArtifactId: string | null;
-  restored: boolean;
 }
 
 /**
@@ -118,11 +116,14 @@ export type CellStatus =
 /**
  * A cell as announced when a python call starts.
  */
-export interface IPythonCellSpec {
-  index: number;
-  title: string;
-  code: string;
-}
+export type IPythonCellSpec = Required<
+  NonNullable<PythonEventV1['cells']>[number]
+>;
+
+/**
+ * The name of a python event, checked against the schema's `event` enum.
+ */
+type EventName<T extends PythonEventV1['event']> = T;
 
 /**
  * Something a python cell displayed.
@@ -187,7 +188,7 @@ interface IPythonEventBase {
  * A python call was accepted.
  */
 export interface IPythonStartedEvent extends IPythonEventBase {
-  event: 'started';
+  event: EventName<'started'>;
   cells: IPythonCellSpec[];
 }
 
@@ -195,7 +196,7 @@ export interface IPythonStartedEvent extends IPythonEventBase {
  * A cell of a python call changed state.
  */
 export interface IPythonCellEvent extends IPythonEventBase {
-  event: 'cell';
+  event: EventName<'cell'>;
   cellIndex: number;
   status: CellStatus;
 }
@@ -204,7 +205,7 @@ export interface IPythonCellEvent extends IPythonEventBase {
  * The latest output tail of a cell (it replaces the previous one).
  */
 export interface IPythonChunkEvent extends IPythonEventBase {
-  event: 'chunk';
+  event: EventName<'chunk'>;
   cellIndex: number;
   text: string;
 }
@@ -213,7 +214,7 @@ export interface IPythonChunkEvent extends IPythonEventBase {
  * A cell displayed an image, a JSON value or a status event.
  */
 export interface IPythonDisplayEvent extends IPythonEventBase {
-  event: 'display';
+  event: EventName<'display'>;
   /** null when the server did not say which cell. */
   cellIndex: number | null;
   display: PythonDisplay;
@@ -222,19 +223,18 @@ export interface IPythonDisplayEvent extends IPythonEventBase {
 /**
  * A prompt for input, waiting for an answer (stdin `ask`) or no longer.
  */
-export interface IPythonInputState {
-  state: 'waiting' | 'answered' | 'timeout' | 'ended';
+export interface IPythonInputState extends Required<
+  Omit<NonNullable<PythonEventV1['input']>, 'runId'>
+> {
   /** Where to answer (`waiting` only). */
   runId: string | null;
-  prompt: string;
-  password: boolean;
 }
 
 /**
  * The kernel waits for an answer, or stopped waiting.
  */
 export interface IPythonInputEvent extends IPythonEventBase {
-  event: 'input';
+  event: EventName<'input'>;
   cellIndex: number | null;
   input: IPythonInputState;
 }
@@ -243,7 +243,7 @@ export interface IPythonInputEvent extends IPythonEventBase {
  * A python call ended.
  */
 export interface IPythonFinishedEvent extends IPythonEventBase {
-  event: 'finished';
+  event: EventName<'finished'>;
   result: IPythonCallResult;
 }
 

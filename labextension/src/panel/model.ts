@@ -128,13 +128,20 @@ export class ActivityModel {
    * @param options - The bounds of the model.
    */
   constructor(options: ActivityModel.IOptions = {}) {
-    this.maxCalls = options.maxCalls ?? ActivityModel.MAX_CALLS;
+    this._maxCalls = options.maxCalls ?? ActivityModel.MAX_CALLS;
   }
 
   /**
-   * The most calls kept; the oldest finished ones go first.
+   * The most calls kept; the oldest finished ones go first. Lowering it
+   * drops the oldest finished calls over the new bound at once.
    */
-  readonly maxCalls: number;
+  get maxCalls(): number {
+    return this._maxCalls;
+  }
+  set maxCalls(value: number) {
+    this._maxCalls = Math.max(1, Math.floor(value));
+    this._prune();
+  }
 
   /**
    * Emitted once per change of the list or of a call.
@@ -324,7 +331,13 @@ export class ActivityModel {
   private _add(call: ActivityCall): void {
     this._calls.unshift(call);
     this._changed.emit({ type: 'added', id: call.id });
-    // Over the bound, drop the oldest finished calls (running ones are live).
+    this._prune();
+  }
+
+  /**
+   * Over the bound, drop the oldest finished calls (running ones are live).
+   */
+  private _prune(): void {
     for (let i = this._calls.length - 1; i >= 0; i--) {
       if (this._calls.length <= this.maxCalls) {
         break;
@@ -342,6 +355,7 @@ export class ActivityModel {
     this._changed.emit({ type: 'updated', id: call.id });
   }
 
+  private _maxCalls: number;
   private _calls: ActivityCall[] = [];
   private _changed = new Signal<this, ActivityChange>(this);
   /** Revert call id → the call it reverted (bounded like the list). */

@@ -12,10 +12,14 @@ import { ICommandPalette, InputDialog } from '@jupyterlab/apputils';
 import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Event } from '@jupyterlab/services';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 import type { Widget } from '@lumino/widgets';
 
+import { activitySettingsApplier, loadSettings } from '../settings';
 import { IAgentActivity, ICellMarks, IXcshClient } from '../tokens';
+import { translationBundle } from '../translation';
 import { UnreadBadge } from './badge';
 import {
   addActivityCommands,
@@ -62,7 +66,9 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
     IEditorLanguageRegistry,
     ICommandPalette,
     INotebookTracker,
-    ICellMarks
+    ICellMarks,
+    ITranslator,
+    ISettingRegistry
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -71,17 +77,22 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
     languages: IEditorLanguageRegistry | null,
     palette: ICommandPalette | null,
     notebooks: INotebookTracker | null,
-    marks: ICellMarks | null
+    marks: ICellMarks | null,
+    translator: ITranslator | null,
+    settingRegistry: ISettingRegistry | null
   ): IAgentActivity => {
+    const trans = translationBundle(translator);
     const model = new ActivityModel();
     const reverter = new Reverter({
       client,
       model,
       marks,
-      openCells: path => openCells(notebooks, path)
+      openCells: path => openCells(notebooks, path),
+      translator
     });
     const panel = new ActivityPanel({
       model,
+      translator,
       actions: commandActions(app.commands),
       highlighter: languages
         ? (code, language, element) =>
@@ -90,7 +101,7 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
     });
     panel.id = PANEL_ID;
     panel.title.icon = activityIcon;
-    panel.title.caption = 'Agent activity';
+    panel.title.caption = trans.__('Agent activity');
     app.shell.add(panel, 'right', { rank: 650 });
     restorer?.add(panel, PANEL_ID);
     const badge = new UnreadBadge(panel, model);
@@ -105,8 +116,15 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
       app.serviceManager.events.stream.disconnect(onEmission)
     );
 
+    loadSettings(
+      settingRegistry,
+      activityPlugin.id,
+      activitySettingsApplier(model, panel)
+    );
+
     addActivityCommands({
       commands: app.commands,
+      trans,
       model,
       panel,
       show: () => app.shell.activateById(panel.id),
@@ -126,7 +144,7 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
       }
     });
     for (const item of PALETTE_ITEMS) {
-      palette?.addItem({ ...item, category: 'Agent' });
+      palette?.addItem({ ...item, category: trans.__('Agent') });
     }
     return {
       model,

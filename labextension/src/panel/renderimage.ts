@@ -48,9 +48,13 @@ export function renderImage(
       ? h('img', {
           class: 'jp-xcsh-Image jp-xcsh-Thumbnail',
           src: `data:${display.mimeType};base64,${display.data}`,
-          alt: `Image displayed by the code (${description})`
+          alt: ctx.trans.__('Image displayed by the code (%1)', description)
         })
-      : h('div', { class: 'jp-xcsh-Note' }, 'Image not shown here');
+      : h(
+          'div',
+          { class: 'jp-xcsh-Note' },
+          ctx.trans.__('Image not shown here')
+        );
   const path = display.artifactPath;
   let element: HTMLElement;
   if (path !== null) {
@@ -59,7 +63,7 @@ export function renderImage(
       {
         type: 'button',
         class: 'jp-xcsh-ImageLink',
-        title: `Open ${path}`
+        title: ctx.trans.__('Open %1', path)
       },
       picture,
       h('span', { class: 'jp-xcsh-ImageCaption' }, description)

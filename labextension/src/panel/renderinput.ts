@@ -31,6 +31,7 @@ export function renderInputPrompt(
     drafts.delete(call.id);
     return null;
   }
+  const trans = ctx.trans;
   const key = `${call.id}/input`;
   const field = h('input', {
     type: input.password ? 'password' : 'text',
@@ -38,7 +39,7 @@ export function renderInputPrompt(
     autocomplete: 'off',
     spellcheck: 'false',
     disabled: call.answering,
-    'aria-label': input.password ? 'Password' : 'Answer',
+    'aria-label': input.password ? trans.__('Password') : trans.__('Answer'),
     'data-xcsh-key': key
   });
   field.value = drafts.get(call.id) ?? '';
@@ -52,20 +53,20 @@ export function renderInputPrompt(
       disabled: call.answering,
       'data-xcsh-key': `${key}/send`
     },
-    call.answering ? 'Sending…' : 'Send'
+    call.answering ? trans.__('Sending…') : trans.__('Send')
   );
   const form = h(
     'form',
     {
       class: 'jp-xcsh-InputPrompt',
-      'aria-label': 'The kernel is waiting for input'
+      'aria-label': trans.__('The kernel is waiting for input')
     },
     h(
       'div',
       { class: 'jp-xcsh-InputLabel' },
       input.password
-        ? 'The code asks for a password: '
-        : 'The code waits for input: ',
+        ? trans.__('The code asks for a password: ')
+        : trans.__('The code waits for input: '),
       h('code', { class: 'jp-xcsh-InputText' }, input.prompt)
     ),
     h('div', { class: 'jp-xcsh-InputRow' }, field, send),
@@ -73,7 +74,7 @@ export function renderInputPrompt(
       ? h(
           'div',
           { class: 'jp-xcsh-Error jp-xcsh-Note', role: 'alert' },
-          `Could not answer: ${call.answerError}`
+          trans.__('Could not answer: %1', call.answerError)
         )
       : null
   );

@@ -3,6 +3,9 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
+import type { TranslationBundle } from '@jupyterlab/translation';
+
+import { UNTRANSLATED } from '../translation';
 import { Collapsed } from './collapse';
 import { Child, h } from './dom';
 import type { INotebookCallEvent, INotebookChangeEvent } from './events';
@@ -20,15 +23,18 @@ import { canRevert } from './revert';
  * `Notebook · <action> · <path> · cell <n> · <type>`, or for a batch
  * `Notebook · batch · <path> · <k> changes`.
  */
-export function notebookStatusLine(call: INotebookCall): string {
+export function notebookStatusLine(
+  call: INotebookCall,
+  trans: TranslationBundle = UNTRANSLATED
+): string {
   const e = call.event;
-  const parts = ['Notebook', e.action, e.path];
+  const parts = [trans.__('Notebook'), e.action, e.path];
   if (e.changes !== null && e.changes.length > 0) {
     const k = e.changes.length;
-    parts.push(k === 1 ? '1 change' : `${k} changes`);
+    parts.push(trans._n('%1 change', '%1 changes', k));
     return parts.join(' · ');
   }
-  const where = cellPlace(e);
+  const where = cellPlace(e, trans);
   if (where !== null) {
     parts.push(where);
   }
@@ -43,14 +49,15 @@ export function notebookStatusLine(call: INotebookCall): string {
  * move; `null` when the server did not say.
  */
 function cellPlace(
-  change: INotebookChangeEvent | INotebookCallEvent
+  change: INotebookChangeEvent | INotebookCallEvent,
+  trans: TranslationBundle
 ): string | null {
   if (change.cellIndex === null) {
     return null;
   }
   return change.fromIndex !== null && change.fromIndex !== change.cellIndex
-    ? `cell ${change.fromIndex} → ${change.cellIndex}`
-    : `cell ${change.cellIndex}`;
+    ? trans.__('cell %1 → %2', change.fromIndex, change.cellIndex)
+    : trans.__('cell %1', change.cellIndex);
 }
 
 /**
@@ -70,8 +77,9 @@ export function renderNotebookCall(
   ctx: IRenderContext
 ): HTMLElement {
   const e = call.event;
+  const trans = ctx.trans;
   const open = ctx.isOpen(call.id, true);
-  const statusLine = notebookStatusLine(call);
+  const statusLine = notebookStatusLine(call, trans);
 
   const canOpen = e.status === 'ok' && e.path !== '';
   const target = targetCell(e);
@@ -83,8 +91,8 @@ export function renderNotebookCall(
           class: 'jp-xcsh-CallTitle jp-xcsh-OpenNotebook',
           title:
             target === null
-              ? `Open ${e.path}`
-              : `Open ${e.path} at cell ${target}`,
+              ? trans.__('Open %1', e.path)
+              : trans.__('Open %1 at cell %2', e.path, target),
           'data-xcsh-key': `${call.id}/open`
         },
         statusLine
@@ -96,11 +104,15 @@ export function renderNotebookCall(
 
   const header = callHeader(ctx, call.id, {
     status: e.status,
-    statusLabel: e.status === 'ok' ? 'Succeeded' : 'Failed',
+    statusLabel: e.status === 'ok' ? trans.__('Succeeded') : trans.__('Failed'),
     title,
     details: [
       call.revertOf !== null
-        ? h('span', { class: 'jp-xcsh-RevertOf' }, 'Revert from the panel')
+        ? h(
+            'span',
+            { class: 'jp-xcsh-RevertOf' },
+            trans.__('Revert from the panel')
+          )
         : null,
       revertControl(call, ctx)
     ],
@@ -114,12 +126,17 @@ export function renderNotebookCall(
   );
   if (e.status === 'error') {
     body.appendChild(
-      textBlock(ctx, `${call.id}/error`, e.error ?? 'The call failed.', {
-        lines: Collapsed.ERROR_LINES,
-        keep: 'head',
-        className: 'jp-xcsh-Error',
-        label: 'Error'
-      })
+      textBlock(
+        ctx,
+        `${call.id}/error`,
+        e.error ?? trans.__('The call failed.'),
+        {
+          lines: Collapsed.ERROR_LINES,
+          keep: 'head',
+          className: 'jp-xcsh-Error',
+          label: trans.__('Error')
+        }
+      )
     );
   } else if (e.changes !== null) {
     e.changes.forEach((change, k) =>
@@ -127,7 +144,9 @@ export function renderNotebookCall(
     );
   } else if (e.source !== null) {
     if (e.action === 'delete') {
-      body.appendChild(h('div', { class: 'jp-xcsh-Note' }, 'Removed source'));
+      body.appendChild(
+        h('div', { class: 'jp-xcsh-Note' }, trans.__('Removed source'))
+      );
     }
     body.appendChild(
       textBlock(ctx, `${call.id}/source`, e.source, {
@@ -135,7 +154,7 @@ export function renderNotebookCall(
         keep: 'head',
         language: languageOf(e.cellType),
         className: 'jp-xcsh-Source',
-        label: 'Cell source'
+        label: trans.__('Cell source')
       })
     );
   }
@@ -164,8 +183,9 @@ function renderChange(
   k: number,
   ctx: IRenderContext
 ): HTMLElement {
+  const trans = ctx.trans;
   const parts = [`${k + 1}. ${change.action}`];
-  const where = cellPlace(change);
+  const where = cellPlace(change, trans);
   if (where !== null) {
     parts.push(where);
   }
@@ -185,7 +205,10 @@ function renderChange(
         keep: 'head',
         language: languageOf(change.cellType),
         className: 'jp-xcsh-Source',
-        label: change.action === 'delete' ? 'Removed source' : 'Cell source'
+        label:
+          change.action === 'delete'
+            ? trans.__('Removed source')
+            : trans.__('Cell source')
       })
     );
   }
@@ -204,7 +227,7 @@ function revertControl(call: INotebookCall, ctx: IRenderContext): Child {
     return h(
       'span',
       { class: 'jp-xcsh-Reverted', 'data-state': 'done' },
-      'Reverted'
+      ctx.trans.__('Reverted')
     );
   }
   const pending = state === 'pending';
@@ -215,9 +238,9 @@ function revertControl(call: INotebookCall, ctx: IRenderContext): Child {
       class: 'jp-xcsh-Revert',
       disabled: pending,
       'data-xcsh-key': `${call.id}/revert`,
-      title: 'Put the notebook back as it was before this call'
+      title: ctx.trans.__('Put the notebook back as it was before this call')
     },
-    pending ? 'Reverting…' : 'Revert'
+    pending ? ctx.trans.__('Reverting…') : ctx.trans.__('Revert')
   );
   button.addEventListener('click', event => {
     event.stopPropagation();

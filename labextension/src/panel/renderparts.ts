@@ -3,6 +3,8 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import { clipHead, clipTail, Expanded, splitLines } from './collapse';
 import { Child, h } from './dom';
 import type { INotebookCall, IPythonCall } from './model';
@@ -17,6 +19,11 @@ export type BlockLanguage = 'python' | 'markdown' | null;
  * highlighting and the actions of links and buttons.
  */
 export interface IRenderContext {
+  /**
+   * The extension's strings in the lab's language.
+   */
+  readonly trans: TranslationBundle;
+
   /**
    * Whether the part `key` is expanded.
    *
@@ -134,17 +141,23 @@ export function textBlock(
   const parts: Child[] = [];
   if (collapsible) {
     const hidden = total - options.lines;
-    const what = options.keep === 'head' ? 'more' : 'earlier';
+    const trans = ctx.trans;
     const label = open
-      ? 'Show less'
-      : `Show ${hidden} ${what} line${hidden === 1 ? '' : 's'}`;
+      ? trans.__('Show less')
+      : options.keep === 'head'
+        ? trans._n('Show %1 more line', 'Show %1 more lines', hidden)
+        : trans._n('Show %1 earlier line', 'Show %1 earlier lines', hidden);
     const button = toggleButton(ctx, key, label);
     const note =
       open && clipped.hidden > 0
         ? h(
             'div',
             { class: 'jp-xcsh-Note' },
-            `${clipped.hidden} more lines not shown`
+            ctx.trans._n(
+              '%1 more line not shown',
+              '%1 more lines not shown',
+              clipped.hidden
+            )
           )
         : null;
     if (options.keep === 'tail') {
@@ -195,7 +208,7 @@ export function callHeader(
       toggleButton(ctx, callId, '', {
         byDefault: true,
         className: 'jp-xcsh-Toggle',
-        title: open ? 'Collapse' : 'Expand'
+        title: open ? ctx.trans.__('Collapse') : ctx.trans.__('Expand')
       }),
       h('span', {
         class: 'jp-xcsh-StatusBadge',

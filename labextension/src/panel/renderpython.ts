@@ -3,6 +3,8 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import {
   Collapsed,
   Expanded,
@@ -26,13 +28,23 @@ import {
 /**
  * Words for the state of a call.
  */
-const CALL_STATUS_LABEL: Record<PythonCallStatus, string> = {
-  running: 'running',
-  ok: 'complete',
-  error: 'error',
-  cancelled: 'cancelled',
-  timedOut: 'timed out'
-};
+function callStatusLabel(
+  status: PythonCallStatus,
+  trans: TranslationBundle
+): string {
+  switch (status) {
+    case 'running':
+      return trans.__('running');
+    case 'ok':
+      return trans.__('complete');
+    case 'error':
+      return trans.__('error');
+    case 'cancelled':
+      return trans.__('cancelled');
+    case 'timedOut':
+      return trans.__('timed out');
+  }
+}
 
 /**
  * Render a python call: a header (with an interrupt button while it runs),
@@ -43,14 +55,16 @@ export function renderPythonCall(
   call: IPythonCall,
   ctx: IRenderContext
 ): HTMLElement {
+  const trans = ctx.trans;
   const open = ctx.isOpen(call.id, true);
   const n = call.cells.length;
   // Without the started event the number of cells is unknown.
   const total = call.started ? String(n) : '?';
+  const statusLabel = callStatusLabel(call.status, trans);
   const summary = [
-    call.path !== null ? 'Run' : 'Python',
+    call.path !== null ? trans.__('Run') : trans.__('Python'),
     call.path ?? call.session,
-    n > 0 ? `${n} cell${n === 1 ? '' : 's'}` : null
+    n > 0 ? trans._n('%1 cell', '%1 cells', n) : null
   ]
     .filter(part => part !== null)
     .join(' · ');
@@ -58,13 +72,13 @@ export function renderPythonCall(
   const duration = call.result?.durationMs ?? null;
   const header = callHeader(ctx, call.id, {
     status: call.status,
-    statusLabel: CALL_STATUS_LABEL[call.status],
+    statusLabel,
     title: h('span', { class: 'jp-xcsh-CallTitle' }, summary),
     details: [
       h(
         'span',
         { class: 'jp-xcsh-CallStatus', 'data-status': call.status },
-        CALL_STATUS_LABEL[call.status]
+        statusLabel
       ),
       duration !== null
         ? h('span', { class: 'jp-xcsh-Duration' }, formatDuration(duration))
@@ -95,7 +109,7 @@ export function renderPythonCall(
         lines: Collapsed.RESULT_LINES,
         keep: 'tail',
         className: 'jp-xcsh-Error',
-        label: 'Result'
+        label: trans.__('Result')
       })
     );
   }
@@ -104,7 +118,7 @@ export function renderPythonCall(
       h(
         'div',
         { class: 'jp-xcsh-Error jp-xcsh-Note' },
-        `Could not interrupt: ${call.interruptError}`
+        trans.__('Could not interrupt: %1', call.interruptError)
       )
     );
   }
@@ -116,7 +130,7 @@ export function renderPythonCall(
       'data-kind': 'python',
       'data-call-id': call.id,
       'data-status': call.status,
-      'aria-label': `${summary}, ${CALL_STATUS_LABEL[call.status]}`
+      'aria-label': `${summary}, ${statusLabel}`
     },
     header,
     body
@@ -144,11 +158,16 @@ function interruptButton(
       disabled: call.interrupting,
       title:
         call.path !== null
-          ? `Interrupt the run in ${call.path}`
-          : `Interrupt the call running in session ${call.session}`,
+          ? ctx.trans.__('Interrupt the run in %1', call.path)
+          : ctx.trans.__(
+              'Interrupt the call running in session %1',
+              call.session ?? ''
+            ),
       'data-xcsh-key': `${call.id}/interrupt`
     },
-    call.interrupting ? 'Interrupting…' : 'Interrupt'
+    call.interrupting
+      ? ctx.trans.__('Interrupting…')
+      : ctx.trans.__('Interrupt')
   );
   button.addEventListener('click', event => {
     event.stopPropagation();
@@ -163,6 +182,7 @@ function renderCell(
   total: string,
   ctx: IRenderContext
 ): HTMLElement {
+  const trans = ctx.trans;
   const key = `${call.id}/cell/${cell.index}`;
   const title = cell.title !== '' ? cell.title : firstLine(cell.code);
   const header = h(
@@ -203,7 +223,7 @@ function renderCell(
         keep: 'head',
         language: 'python',
         className: 'jp-xcsh-Source',
-        label: 'Code'
+        label: trans.__('Code')
       })
     );
   }
@@ -213,7 +233,7 @@ function renderCell(
         lines: Collapsed.OUTPUT_LINES,
         keep: 'tail',
         className: 'jp-xcsh-Output',
-        label: 'Output'
+        label: trans.__('Output')
       })
     );
   }
@@ -231,6 +251,7 @@ function renderStatusEvents(
   cell: IPythonCellState,
   ctx: IRenderContext
 ): HTMLElement {
+  const trans = ctx.trans;
   const eventsKey = `${key}/status`;
   const collapsible = cell.statusEventCount > Collapsed.STATUS_EVENTS;
   const open = collapsible && ctx.isOpen(eventsKey, false);
@@ -241,14 +262,14 @@ function renderStatusEvents(
   const earlier = cell.statusEventCount - shown.items.length;
   const list = h(
     'ul',
-    { class: 'jp-xcsh-StatusEvents', 'aria-label': 'Status events' },
+    { class: 'jp-xcsh-StatusEvents', 'aria-label': trans.__('Status events') },
     shown.items.map(statusEventItem)
   );
   let button: HTMLElement | null = null;
   if (collapsible) {
     const label = open
-      ? 'Show fewer events'
-      : `Show ${earlier} earlier event${earlier === 1 ? '' : 's'}`;
+      ? trans.__('Show fewer events')
+      : trans._n('Show %1 earlier event', 'Show %1 earlier events', earlier);
     button = toggleButton(ctx, eventsKey, label);
   }
   const dropped =
@@ -256,7 +277,11 @@ function renderStatusEvents(
       ? h(
           'div',
           { class: 'jp-xcsh-Note' },
-          `${earlier} earlier events not kept`
+          trans._n(
+            '%1 earlier event not kept',
+            '%1 earlier events not kept',
+            earlier
+          )
         )
       : null;
   return h('div', { class: 'jp-xcsh-StatusBlock' }, button, dropped, list);
@@ -322,7 +347,11 @@ function renderJsonDisplay(
   );
   const button =
     open || tree.clipped
-      ? toggleButton(ctx, key, open ? 'Collapse JSON' : 'Expand JSON')
+      ? toggleButton(
+          ctx,
+          key,
+          open ? ctx.trans.__('Collapse JSON') : ctx.trans.__('Expand JSON')
+        )
       : null;
   return h('div', { class: 'jp-xcsh-JsonBlock' }, tree.node, button);
 }
@@ -331,13 +360,23 @@ function truncationWarning(
   call: IPythonCall,
   ctx: IRenderContext
 ): HTMLElement {
+  const trans = ctx.trans;
   const result = call.result!;
   const sizes = [
-    result.totalLines !== null ? `${result.totalLines} lines` : null,
+    result.totalLines !== null
+      ? trans._n('%1 line', '%1 lines', result.totalLines)
+      : null,
     result.totalBytes !== null ? formatBytes(result.totalBytes) : null
   ].filter(part => part !== null);
-  const what =
-    sizes.length > 0 ? ` The full output (${sizes.join(', ')})` : ' It';
+  const warning =
+    sizes.length > 0
+      ? trans.__(
+          'Output truncated: only its tail is shown. The full output (%1) is kept as an artifact.',
+          sizes.join(', ')
+        )
+      : trans.__(
+          'Output truncated: only its tail is shown. It is kept as an artifact.'
+        );
   let link: HTMLElement;
   if (result.artifactPath !== null) {
     const path = result.artifactPath;
@@ -346,10 +385,10 @@ function truncationWarning(
       {
         type: 'button',
         class: 'jp-xcsh-Link jp-xcsh-OpenArtifact',
-        title: `Open ${path}`,
+        title: trans.__('Open %1', path),
         'data-xcsh-key': `${call.id}/artifact`
       },
-      'Open full output'
+      trans.__('Open full output')
     );
     link.addEventListener('click', event => {
       event.stopPropagation();
@@ -365,7 +404,7 @@ function truncationWarning(
   return h(
     'div',
     { class: 'jp-xcsh-Warning', role: 'note' },
-    `Output truncated: only its tail is shown.${what} is kept as an artifact. `,
+    `${warning} `,
     link
   );
 }

@@ -17,12 +17,15 @@
  * applied) when any of its cells changed since.
  */
 
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import type {
   INotebookBatchRequest,
   INotebookCell,
   INotebookChange,
   INotebookRequest
 } from '../client';
+import { UNTRANSLATED } from '../translation';
 import type { INotebookCallEvent, INotebookChangeEvent } from './events';
 import { Limits } from './events';
 
@@ -80,24 +83,27 @@ function changedSomething(change: Change): boolean {
  * Why a change the panel offers to revert cannot be reverted after all, or
  * `null` when it can.
  */
-export function revertUnavailable(event: INotebookCallEvent): string | null {
+export function revertUnavailable(
+  event: INotebookCallEvent,
+  trans: TranslationBundle = UNTRANSLATED
+): string | null {
   if (!canRevert(event)) {
-    return 'Only a finished change of a notebook can be reverted.';
+    return trans.__('Only a finished change of a notebook can be reverted.');
   }
   if (event.changes !== null) {
     for (const [k, change] of event.changes.entries()) {
       const reason = isNoOp(change)
         ? null
         : changedSomething(change)
-          ? changeUnavailable(change)
-          : 'The server did not say which cell it changed.';
+          ? changeUnavailable(change, trans)
+          : trans.__('The server did not say which cell it changed.');
       if (reason !== null) {
-        return `Change ${k + 1}: ${reason}`;
+        return trans.__('Change %1: %2', k + 1, reason);
       }
     }
     return null;
   }
-  return changeUnavailable(event);
+  return changeUnavailable(event, trans);
 }
 
 /**
@@ -111,21 +117,27 @@ function isNoOp(change: Change): boolean {
   );
 }
 
-function changeUnavailable(event: Change): string | null {
+function changeUnavailable(
+  event: Change,
+  trans: TranslationBundle
+): string | null {
   if (event.action === 'move' && event.fromIndex === null) {
-    return 'The server did not say where the cell was before it moved.';
+    return trans.__(
+      'The server did not say where the cell was before it moved.'
+    );
   }
   if (
     (event.action === 'edit' || event.action === 'delete') &&
     event.previousCell === null &&
     event.previousCellArtifactId === null
   ) {
-    return 'The server did not keep the cell as it was before this call.';
+    return trans.__(
+      'The server did not keep the cell as it was before this call.'
+    );
   }
   if (event.action !== 'delete' && event.sourceHash === null) {
-    return (
-      'The server did not report the source hash this call left, so a ' +
-      'revert could overwrite a later change.'
+    return trans.__(
+      'The server did not report the source hash this call left, so a revert could overwrite a later change.'
     );
   }
   return null;
@@ -264,10 +276,11 @@ export interface IOpenCell {
  */
 export function staleInOpenNotebook(
   event: INotebookCallEvent,
-  cells: readonly IOpenCell[]
+  cells: readonly IOpenCell[],
+  trans: TranslationBundle = UNTRANSLATED
 ): string | null {
   if (event.changes === null) {
-    return staleChange(event, cells);
+    return staleChange(event, cells, trans);
   }
   // Only the last change of each cell says what the batch left in it; a
   // batch addressed by index is left to the server's check.
@@ -279,7 +292,7 @@ export function staleInOpenNotebook(
       continue;
     }
     seen.add(id);
-    const stale = staleChange(change, cells);
+    const stale = staleChange(change, cells, trans);
     if (stale !== null) {
       return stale;
     }
@@ -298,12 +311,13 @@ function deletedId(change: Change): string | null {
 
 function staleChange(
   event: Change,
-  cells: readonly IOpenCell[]
+  cells: readonly IOpenCell[],
+  trans: TranslationBundle
 ): string | null {
   if (event.action === 'delete') {
     const id = deletedId(event);
     if (id !== null && cells.some(cell => cell.id === id)) {
-      return 'the cell is in the open notebook again.';
+      return trans.__('the cell is in the open notebook again.');
     }
     return null;
   }
@@ -313,7 +327,9 @@ function staleChange(
       : (event.cellIndex ?? -1);
   const cell = index >= 0 ? cells[index] : undefined;
   if (cell === undefined) {
-    return 'the cell was deleted in the open notebook after this call.';
+    return trans.__(
+      'the cell was deleted in the open notebook after this call.'
+    );
   }
   // A cut source (the server sends at most 64 KiB) can only be compared in part.
   const left = event.source;
@@ -325,22 +341,29 @@ function staleChange(
       ? !cell.source.startsWith(left)
       : cell.source !== left;
   return changed
-    ? 'the cell was changed in the open notebook after this call.'
+    ? trans.__('the cell was changed in the open notebook after this call.')
     : null;
 }
 
 /**
  * What the panel says when the server refused a revert (409), by reason.
  */
-export function refusalMessage(reason: string | null): string {
+export function refusalMessage(
+  reason: string | null,
+  trans: TranslationBundle = UNTRANSLATED
+): string {
   switch (reason) {
     case 'stale_cell':
-      return 'Not reverted: the cell was changed after this call.';
+      return trans.__('Not reverted: the cell was changed after this call.');
     case 'stale_notebook':
-      return 'Not reverted: the notebook was changed after this call.';
+      return trans.__(
+        'Not reverted: the notebook was changed after this call.'
+      );
     case 'cell_exists':
-      return 'Not reverted: the cell is in the notebook again.';
+      return trans.__('Not reverted: the cell is in the notebook again.');
     default:
-      return 'Not reverted: the notebook is not as this call left it.';
+      return trans.__(
+        'Not reverted: the notebook is not as this call left it.'
+      );
   }
 }

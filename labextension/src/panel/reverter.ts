@@ -3,9 +3,12 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
+import type { ITranslator, TranslationBundle } from '@jupyterlab/translation';
+
 import type { INotebookCell } from '../client';
 import { XcshResponseError } from '../request';
 import type { ICellMarks, IXcshClient } from '../tokens';
+import { translationBundle } from '../translation';
 import type { INotebookCallEvent, INotebookChangeEvent } from './events';
 import type { ActivityModel, INotebookCall } from './model';
 import {
@@ -30,6 +33,7 @@ export class Reverter {
     this._model = options.model;
     this._marks = options.marks ?? null;
     this._openCells = options.openCells ?? (() => null);
+    this._trans = translationBundle(options.translator);
   }
 
   /**
@@ -43,21 +47,23 @@ export class Reverter {
     }
     const model = this._model;
     const event = call.event;
+    const trans = this._trans;
     model.setRevert(call.id, { state: 'pending' });
     try {
-      const unavailable = revertUnavailable(event);
+      const unavailable = revertUnavailable(event, trans);
       if (unavailable !== null) {
         model.setRevert(call.id, { state: 'failed', message: unavailable });
         return;
       }
       const previous = await this._previousCell(call);
       const open = this._openCells(event.path);
-      const stale = open === null ? null : staleInOpenNotebook(event, open);
+      const stale =
+        open === null ? null : staleInOpenNotebook(event, open, trans);
       if (stale !== null) {
         model.setRevert(call.id, {
           state: 'refused',
-          message: `Not reverted: ${stale}`,
-          detail: 'Undo that change first, or keep it.'
+          message: trans.__('Not reverted: %1', stale),
+          detail: trans.__('Undo that change first, or keep it.')
         });
         return;
       }
@@ -71,7 +77,7 @@ export class Reverter {
       model.linkRevert(result.callId, call.id);
       model.setRevert(call.id, { state: 'done', by: result.callId });
     } catch (error) {
-      model.setRevert(call.id, failure(error));
+      model.setRevert(call.id, failure(error, trans));
     }
   }
 
@@ -114,7 +120,7 @@ export class Reverter {
     );
     const cell = parseCellArtifact(text);
     if (cell === null) {
-      throw new Error('The kept cell could not be read.');
+      throw new Error(this._trans.__('The kept cell could not be read.'));
     }
     return cell;
   }
@@ -123,6 +129,7 @@ export class Reverter {
   private _model: ActivityModel;
   private _marks: ICellMarks | null;
   private _openCells: (path: string) => IOpenCell[] | null;
+  private _trans: TranslationBundle;
 }
 
 /**
@@ -144,6 +151,8 @@ export namespace Reverter {
      * it is not open.
      */
     openCells?: (path: string) => IOpenCell[] | null;
+    /** The lab's translator, for what the panel says of a revert. */
+    translator?: ITranslator | null;
   }
 }
 
@@ -152,17 +161,18 @@ export namespace Reverter {
  * rest a failure.
  */
 function failure(
-  error: unknown
+  error: unknown,
+  trans: TranslationBundle
 ):
   | { state: 'refused'; message: string; detail: string | null }
   | { state: 'failed'; message: string } {
   if (error instanceof XcshResponseError && error.response.status === 409) {
     return {
       state: 'refused',
-      message: refusalMessage(error.reason),
+      message: refusalMessage(error.reason, trans),
       detail: error.message
     };
   }
   const message = error instanceof Error ? error.message : String(error);
-  return { state: 'failed', message: `Revert failed: ${message}` };
+  return { state: 'failed', message: trans.__('Revert failed: %1', message) };
 }

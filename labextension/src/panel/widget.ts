@@ -3,10 +3,20 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
+import type { ITranslator, TranslationBundle } from '@jupyterlab/translation';
+import {
+  clearIcon,
+  HTMLSelect,
+  ReactWidget,
+  Toolbar,
+  ToolbarButton
+} from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
-import { Widget } from '@lumino/widgets';
+import { PanelLayout, Widget } from '@lumino/widgets';
+import React from 'react';
 
+import { translationBundle } from '../translation';
 import { h } from './dom';
 import {
   ActivityCall,
@@ -39,48 +49,50 @@ export class ActivityPanel extends Widget {
     this.model = options.model;
     this._actions = options.actions;
     this._highlighter = options.highlighter ?? null;
+    const trans = translationBundle(options.translator);
+    this._trans = trans;
     this.addClass('jp-xcsh-ActivityPanel');
 
-    this._filterSelect = h(
-      'select',
-      { class: 'jp-xcsh-Filter', 'aria-label': 'Show calls of' },
-      h('option', { value: 'all' }, 'All calls'),
-      h('option', { value: 'notebook' }, 'Notebook'),
-      h('option', { value: 'python' }, 'Python')
+    // The lab's own toolbar, select and button (their styles, keyboard and themes).
+    this._filterSelect = new FilterSelect(trans, kind =>
+      this._run(() => this._actions.filter(kind))
     );
-    this._filterSelect.addEventListener('change', () => {
-      const kind = this._filterSelect.value as ActivityFilter;
-      this._run(() => this._actions.filter(kind));
-    });
-    const clear = h(
-      'button',
-      {
-        type: 'button',
-        class: 'jp-xcsh-Clear',
-        title: 'Remove finished calls from the list'
-      },
-      'Clear'
-    );
-    clear.addEventListener('click', () =>
-      this._run(() => this._actions.clear())
+    this.toolbar = new Toolbar();
+    this.toolbar.addClass('jp-xcsh-Toolbar');
+    this.toolbar.addItem('filter', this._filterSelect);
+    this.toolbar.addItem('spacer', Toolbar.createSpacerItem());
+    this.toolbar.addItem(
+      'clear',
+      new ToolbarButton({
+        icon: clearIcon,
+        label: trans.__('Clear'),
+        tooltip: trans.__('Remove finished calls from the list'),
+        className: 'jp-xcsh-Clear',
+        onClick: () => this._run(() => this._actions.clear())
+      })
     );
     this._count = h('span', { class: 'jp-xcsh-Count', 'aria-live': 'polite' });
 
     this._empty = h('p', { class: 'jp-xcsh-Empty' });
     this._list = h('div', { class: 'jp-xcsh-CallList' });
-    this.node.append(
-      h(
-        'div',
-        { class: 'jp-xcsh-PanelHeader' },
-        h('h2', { class: 'jp-xcsh-PanelTitle' }, 'Agent activity'),
-        this._count
-      ),
-      h('div', { class: 'jp-xcsh-Toolbar' }, this._filterSelect, clear),
-      this._empty,
-      this._list
+    const layout = new PanelLayout();
+    this.layout = layout;
+    layout.addWidget(
+      new Widget({
+        node: h(
+          'div',
+          { class: 'jp-xcsh-PanelHeader' },
+          h('h2', { class: 'jp-xcsh-PanelTitle' }, trans.__('Agent activity')),
+          this._count
+        )
+      })
     );
+    layout.addWidget(this.toolbar);
+    layout.addWidget(new Widget({ node: this._empty }));
+    layout.addWidget(new Widget({ node: this._list }));
 
     this._context = {
+      trans,
       isOpen: (key, byDefault = false) => this._open.get(key) ?? byDefault,
       toggle: (key, byDefault = false) => {
         this._open.set(key, !(this._open.get(key) ?? byDefault));
@@ -112,6 +124,11 @@ export class ActivityPanel extends Widget {
   readonly model: ActivityModel;
 
   /**
+   * The panel's toolbar: the filter and the clear button.
+   */
+  readonly toolbar: Toolbar;
+
+  /**
    * Emitted each time the panel is shown.
    */
   get shown(): ISignal<this, void> {
@@ -126,7 +143,7 @@ export class ActivityPanel extends Widget {
   }
   set filter(value: ActivityFilter) {
     this._filter = value;
-    this._filterSelect.value = value;
+    this._filterSelect.filter = value;
     this._sync();
   }
 
@@ -260,20 +277,25 @@ export class ActivityPanel extends Widget {
         h(
           'div',
           { class: 'jp-xcsh-Error' },
-          `This ${call.kind} call could not be shown.`
+          call.kind === 'notebook'
+            ? this._trans.__('This notebook call could not be shown.')
+            : this._trans.__('This python call could not be shown.')
         )
       );
     }
   }
 
   private _updateSummary(total: number, shown: number): void {
+    const trans = this._trans;
     this._count.textContent =
-      total === 0 ? '' : `${shown} call${shown === 1 ? '' : 's'}`;
+      total === 0 ? '' : trans._n('%1 call', '%1 calls', shown);
     this._empty.hidden = shown > 0;
     this._empty.textContent =
       total === 0
-        ? 'No agent activity yet. Notebook and python tool calls appear here as they happen.'
-        : 'No calls of this kind.';
+        ? trans.__(
+            'No agent activity yet. Notebook and python tool calls appear here as they happen.'
+          )
+        : trans.__('No calls of this kind.');
   }
 
   /**
@@ -344,11 +366,12 @@ export class ActivityPanel extends Widget {
   }
 
   private _shown = new Signal<this, void>(this);
+  private _trans: TranslationBundle;
   private _actions: ActivityPanel.IActions;
   private _highlighter: ActivityPanel.Highlighter | null;
   private _context: IRenderContext;
   private _filter: ActivityFilter = 'all';
-  private _filterSelect: HTMLSelectElement;
+  private _filterSelect: FilterSelect;
   private _count: HTMLElement;
   private _empty: HTMLElement;
   private _list: HTMLElement;
@@ -360,6 +383,50 @@ export class ActivityPanel extends Widget {
   private _open = new Map<string, boolean>();
   private _highlighted = new Map<string, DocumentFragment>();
   private _stale = false;
+}
+
+/**
+ * The toolbar's choice of which calls are listed.
+ */
+class FilterSelect extends ReactWidget {
+  constructor(
+    private readonly _trans: TranslationBundle,
+    private readonly _choose: (kind: ActivityFilter) => void
+  ) {
+    super();
+    this.addClass('jp-xcsh-FilterItem');
+  }
+
+  /**
+   * The choice shown.
+   */
+  get filter(): ActivityFilter {
+    return this._filter;
+  }
+  set filter(value: ActivityFilter) {
+    if (value !== this._filter) {
+      this._filter = value;
+      this.update();
+    }
+  }
+
+  protected render(): React.ReactElement {
+    const trans = this._trans;
+    return React.createElement(HTMLSelect, {
+      className: 'jp-xcsh-Filter',
+      'aria-label': trans.__('Show calls of'),
+      value: this._filter,
+      onChange: (event: React.ChangeEvent<HTMLSelectElement>) =>
+        this._choose(event.target.value as ActivityFilter),
+      options: [
+        { value: 'all', label: trans.__('All calls') },
+        { value: 'notebook', label: trans.__('Notebook') },
+        { value: 'python', label: trans.__('Python') }
+      ]
+    });
+  }
+
+  private _filter: ActivityFilter = 'all';
 }
 
 /**
@@ -454,5 +521,10 @@ export namespace ActivityPanel {
      * Syntax highlighting of code and markdown; plain text without it.
      */
     highlighter?: Highlighter;
+
+    /**
+     * The lab's translator; the strings are shown as written without it.
+     */
+    translator?: ITranslator | null;
   }
 }

@@ -5,15 +5,22 @@
 
 import { VDomModel, VDomRenderer } from '@jupyterlab/apputils';
 import { TextItem } from '@jupyterlab/statusbar';
+import type { TranslationBundle } from '@jupyterlab/translation';
 import React from 'react';
 
 import type { ActivityModel } from '../panel/model';
+import { UNTRANSLATED } from '../translation';
 
 /**
  * What the status bar item says: `Agent: idle` or `Agent: <n> running`.
  */
-export function agentStatusText(running: number): string {
-  return running === 0 ? 'Agent: idle' : `Agent: ${running} running`;
+export function agentStatusText(
+  running: number,
+  trans: TranslationBundle = UNTRANSLATED
+): string {
+  return running === 0
+    ? trans.__('Agent: idle')
+    : trans.__('Agent: %1 running', running);
 }
 
 /**
@@ -64,10 +71,12 @@ export class AgentStatus extends VDomRenderer<AgentStatusModel> {
    *
    * @param model - The running calls.
    * @param onClick - Shows the activity panel.
+   * @param trans - The extension's strings in the lab's language.
    */
   constructor(
     model: AgentStatusModel,
-    private readonly onClick: () => void
+    private readonly onClick: () => void,
+    private readonly trans: TranslationBundle = UNTRANSLATED
   ) {
     super(model);
     this.addClass('jp-xcsh-AgentStatus');
@@ -77,6 +86,7 @@ export class AgentStatus extends VDomRenderer<AgentStatusModel> {
 
   protected render(): React.ReactElement {
     const running = this.model.running;
+    const trans = this.trans;
     const onKeyDown = (event: React.KeyboardEvent) => {
       if (event.key === 'Enter' || event.key === ' ') {
         event.preventDefault();
@@ -89,12 +99,17 @@ export class AgentStatus extends VDomRenderer<AgentStatusModel> {
         tabIndex={0}
         className="jp-xcsh-AgentStatus-text"
         data-running={running}
-        source={agentStatusText(running)}
+        source={agentStatusText(running, trans)}
         title={
           running === 0
-            ? 'No agent call is running. Click to show the agent activity.'
-            : `${running} agent call${running === 1 ? ' is' : 's are'} running. ` +
-              'Click to show the agent activity.'
+            ? trans.__(
+                'No agent call is running. Click to show the agent activity.'
+              )
+            : trans._n(
+                '%1 agent call is running. Click to show the agent activity.',
+                '%1 agent calls are running. Click to show the agent activity.',
+                running
+              )
         }
         onClick={this.onClick}
         onKeyDown={onKeyDown}

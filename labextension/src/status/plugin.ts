@@ -8,8 +8,10 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { IStatusBar } from '@jupyterlab/statusbar';
+import { ITranslator } from '@jupyterlab/translation';
 
 import { IAgentActivity } from '../tokens';
+import { translationBundle } from '../translation';
 import { AgentStatus, AgentStatusModel } from './agentstatus';
 
 /**
@@ -22,17 +24,20 @@ export const statusPlugin: JupyterFrontEndPlugin<void> = {
   description: 'Shows in the status bar how many agent calls are running.',
   autoStart: true,
   requires: [IAgentActivity],
-  optional: [IStatusBar],
+  optional: [IStatusBar, ITranslator],
   activate: (
     app: JupyterFrontEnd,
     activity: IAgentActivity,
-    statusBar: IStatusBar | null
+    statusBar: IStatusBar | null,
+    translator: ITranslator | null
   ): void => {
     if (!statusBar) {
       return;
     }
-    const item = new AgentStatus(new AgentStatusModel(activity.model), () =>
-      activity.show()
+    const item = new AgentStatus(
+      new AgentStatusModel(activity.model),
+      () => activity.show(),
+      translationBundle(translator)
     );
     statusBar.registerStatusItem('jupyter-xcsh:agent-status', {
       item,
