@@ -283,6 +283,7 @@ async def test_a_starting_server_removes_only_the_leftovers_of_crashed_saves(
     await wait_until(lambda: journal.read_text() == f"{jp_root_dir / 'work'}\n", timeout=5)
 
 
+@pytest.mark.fast_path  # save_guard: only the guarded saves use the tool's temporary files
 async def test_a_save_notes_its_folder_and_names_its_file_with_the_pid(
     notebook_tool, jp_root_dir, jp_runtime_dir, monkeypatch
 ):
