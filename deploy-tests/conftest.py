@@ -30,6 +30,11 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # the helpers shared with tests/ (tests.browser, tests.threads)
+
+from tests.browser import CHROMIUM_ARGS, chromium_executable  # noqa: E402
+
 CHP = os.environ.get("XCSH_CHP") or str(
     REPO / ".cache" / "chp" / "node_modules" / ".bin" / "configurable-http-proxy"
 )
@@ -42,8 +47,6 @@ ARTIFACTS = Path(os.environ.get("XCSH_UI_SCREENSHOTS") or REPO / "test-artifacts
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Let the process end: stop AnyIO worker threads left behind (``tests.threads``)."""
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
     from tests.threads import stop_anyio_workers
 
     stop_anyio_workers()
@@ -97,6 +100,43 @@ def http(
     except json.JSONDecodeError:
         parsed = text
     return Response(status, got, parsed)
+
+
+def wait_until_serving(process: subprocess.Popen[bytes], url: str, name: str, log: Any) -> None:
+    """Wait until ``url`` answers 200 (within ``STARTUP_TIMEOUT``), failing if ``process`` ends."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while True:
+        assert process.poll() is None, f"{name} exited with {process.returncode}; see {log.name}"
+        try:
+            if http("GET", url, timeout=5).status == 200:
+                return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"{name} did not start; see {log.name}"
+        time.sleep(0.25)
+
+
+def stop(process: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM ``process``, then SIGKILL after ``grace`` seconds."""
+    process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian Chromium, headless, driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=chromium_executable(), args=CHROMIUM_ARGS
+        )
+        yield launched
+        launched.close()
 
 
 class Hub:
@@ -194,25 +234,10 @@ c.JupyterHub.load_roles = [
     )
     hub = Hub(url, admin_token, homes)
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                pytest.exit(f"jupyterhub exited with {process.returncode}; see {log.name}", 2)
-            try:
-                if http("GET", f"{url}hub/api/", timeout=5).status == 200:
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, f"the hub did not start; see {log.name}"
-            time.sleep(0.25)
+        wait_until_serving(process, f"{url}hub/api/", "jupyterhub", log)
         hub.api("POST", "users", {"usernames": ["alice", "bob"]})
         yield hub
     finally:
-        process.terminate()  # the hub stops the servers it spawned, and its proxy
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop(process, 60)  # the hub stops the servers it spawned, and its proxy
         log.close()
         shutil.rmtree(homes, ignore_errors=True)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -168,44 +166,32 @@ def test_mcp_config_in_alices_server_prints_the_hubs_public_url_and_how_to_get_a
     assert f"POST {hub.url}hub/api/users/alice/tokens" in text, text
 
 
-def test_a_browser_on_alices_lab_through_the_hub_sees_her_agents_call(hub, alice):
-    from playwright.sync_api import expect, sync_playwright
+def test_a_browser_on_alices_lab_through_the_hub_sees_her_agents_call(hub, alice, browser):
+    from playwright.sync_api import expect
 
-    executable = os.environ.get("XCSH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    args = [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-    ]
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=args)
-        try:
-            page = browser.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(f"{hub.url}hub/login")
-            page.fill("input#username_input", "alice")
-            page.fill("input#password_input", PASSWORD)
-            page.click("#login_submit")
-            page.wait_for_url("**/user/alice/lab**", timeout=120_000)
-            page.wait_for_function(
-                "() => document.querySelector('#jp-main-dock-panel')", timeout=120_000
-            )
-            panel = page.locator("#jupyter-xcsh-activity")
-            if not panel.is_visible():
-                page.locator('.jp-SideBar li[data-id="jupyter-xcsh-activity"]').click()
-            expect(panel).to_be_visible(timeout=60_000)
+    page = browser.new_page()
+    try:
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{hub.url}hub/login")
+        page.fill("input#username_input", "alice")
+        page.fill("input#password_input", PASSWORD)
+        page.click("#login_submit")
+        page.wait_for_url("**/user/alice/lab**", timeout=120_000)
+        page.wait_for_function(
+            "() => document.querySelector('#jp-main-dock-panel')", timeout=120_000
+        )
+        panel = page.locator("#jupyter-xcsh-activity")
+        if not panel.is_visible():
+            page.locator('.jp-SideBar li[data-id="jupyter-xcsh-activity"]').click()
+        expect(panel).to_be_visible(timeout=60_000)
 
-            body = {"cells": [{"code": "print('seen through the hub')", "title": "hub call"}]}
-            answer = http("POST", f"{alice['url']}api/xcsh/python", token=alice["token"], body=body)
-            assert answer.status == 200, answer
+        body = {"cells": [{"code": "print('seen through the hub')", "title": "hub call"}]}
+        answer = http("POST", f"{alice['url']}api/xcsh/python", token=alice["token"], body=body)
+        assert answer.status == 200, answer
 
-            expect(panel).to_contain_text("seen through the hub", timeout=60_000)
-            page.screenshot(path=str(ARTIFACTS / "alice-activity.png"))
-            assert errors == []
-        finally:
-            browser.close()
+        expect(panel).to_contain_text("seen through the hub", timeout=60_000)
+        page.screenshot(path=str(ARTIFACTS / "alice-activity.png"))
+        assert errors == []
+    finally:
+        page.close()

@@ -10,28 +10,16 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ARTIFACTS, STARTUP_TIMEOUT, free_port, http
+from conftest import ARTIFACTS, free_port, http, stop, wait_until_serving
 
 pytestmark = pytest.mark.timeout(300)
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 #: Notebook 7's own page error when a right-side panel opens (its keyboard-shortcuts settings
@@ -108,29 +96,15 @@ def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Notebook7]:
     )
     server = Notebook7(f"http://127.0.0.1:{port}/", token, root)
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            assert process.poll() is None, f"jupyter notebook exited; see {log.name}"
-            try:
-                if http("GET", f"{server.url}api/status", token=token, timeout=5).status == 200:
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, f"jupyter notebook did not start; see {log.name}"
-            time.sleep(0.25)
+        wait_until_serving(process, f"{server.url}api/status?token={token}", "notebook", log)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop(process, 30)
         log.close()
 
 
-def test_in_notebook_7_agent_edits_appear_live_and_its_activity_shows(notebook7):
-    from playwright.sync_api import expect, sync_playwright
+def test_in_notebook_7_agent_edits_appear_live_and_its_activity_shows(notebook7, browser):
+    from playwright.sync_api import expect
 
     cells = [
         {
@@ -152,45 +126,40 @@ def test_in_notebook_7_agent_edits_appear_live_and_its_activity_shows(notebook7)
         "nbformat_minor": 5,
     }
     (notebook7.root / "n7.ipynb").write_text(json.dumps(notebook, indent=1))
-    executable = os.environ.get("XCSH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            problems: list[str] = []
-            page.on("pageerror", lambda error: problems.append(f"page error: {error.stack}"))
-            page.on(
-                "console",
-                lambda m: (
-                    problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None
-                ),
-            )
-            page.goto(f"{notebook7.url}notebooks/n7.ipynb?token={notebook7.token}")
-            page.wait_for_function("() => window.jupyterapp !== undefined", timeout=120_000)
-            page.evaluate("() => window.jupyterapp.restored")
-            shown = page.locator(".jp-Notebook .jp-Cell")
-            expect(shown).to_have_count(2, timeout=60_000)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        problems: list[str] = []
+        page.on("pageerror", lambda error: problems.append(f"page error: {error.stack}"))
+        page.on(
+            "console",
+            lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None,
+        )
+        page.goto(f"{notebook7.url}notebooks/n7.ipynb?token={notebook7.token}")
+        page.wait_for_function("() => window.jupyterapp !== undefined", timeout=120_000)
+        page.evaluate("() => window.jupyterapp.restored")
+        shown = page.locator(".jp-Notebook .jp-Cell")
+        expect(shown).to_have_count(2, timeout=60_000)
 
-            notebook7.api(
-                "POST",
-                "api/xcsh/notebook",
-                {
-                    "action": "insert",
-                    "notebook_path": "n7.ipynb",
-                    "cell_index": 1,
-                    "content": "agent_was_here = 3",
-                },
-            )
-            expect(shown).to_have_count(3, timeout=30_000)
-            expect(shown.nth(1)).to_contain_text("agent_was_here = 3")
+        notebook7.api(
+            "POST",
+            "api/xcsh/notebook",
+            {
+                "action": "insert",
+                "notebook_path": "n7.ipynb",
+                "cell_index": 1,
+                "content": "agent_was_here = 3",
+            },
+        )
+        expect(shown).to_have_count(3, timeout=30_000)
+        expect(shown.nth(1)).to_contain_text("agent_was_here = 3")
 
-            # The activity panel is a right-side panel in Notebook 7 too: opened by its command.
-            page.evaluate("() => window.jupyterapp.commands.execute('jupyter-xcsh:show-activity')")
-            panel = page.locator("#jupyter-xcsh-activity")
-            expect(panel).to_be_visible(timeout=30_000)
-            expect(panel).to_contain_text("n7.ipynb", timeout=30_000)
-            page.screenshot(path=str(ARTIFACTS / "notebook7.png"))
-            mine = [problem for problem in problems if ours(problem)]
-            assert mine == [], "\n".join(problem[:300] for problem in mine)
-        finally:
-            browser.close()
+        # The activity panel is a right-side panel in Notebook 7 too: opened by its command.
+        page.evaluate("() => window.jupyterapp.commands.execute('jupyter-xcsh:show-activity')")
+        panel = page.locator("#jupyter-xcsh-activity")
+        expect(panel).to_be_visible(timeout=30_000)
+        expect(panel).to_contain_text("n7.ipynb", timeout=30_000)
+        page.screenshot(path=str(ARTIFACTS / "notebook7.png"))
+        mine = [problem for problem in problems if ours(problem)]
+        assert mine == [], "\n".join(problem[:300] for problem in mine)
+    finally:
+        page.close()

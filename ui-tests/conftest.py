@@ -39,18 +39,14 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 expect.set_options(timeout=30_000)
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # the helpers shared with tests/ (tests.browser, tests.threads)
+
+from tests.browser import CHROMIUM_ARGS, chromium_executable  # noqa: E402
+
 SCREENSHOTS = Path(
     os.environ.get("XCSH_UI_SCREENSHOTS") or REPO / "test-artifacts" / "ui-tests"
 ).resolve()
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 #: Seconds to wait for the lab server to answer after it starts.
 STARTUP_TIMEOUT = 90
 
@@ -63,8 +59,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Let the process end: stop AnyIO worker threads left behind (``tests.threads``)."""
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
     from tests.threads import stop_anyio_workers
 
     stop_anyio_workers()
@@ -264,9 +258,10 @@ def stop_lab(process: subprocess.Popen[Any]) -> None:
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     """Debian Chromium, headless (never a browser downloaded by Playwright)."""
-    executable = os.environ.get("XCSH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(
+            executable_path=chromium_executable(), args=CHROMIUM_ARGS
+        )
         yield browser
         browser.close()
 
