@@ -212,7 +212,8 @@ class RegexWorkers:
         """An idle child, or a new one once it is ready; a spare is started for the next."""
         if self._closed:
             raise WorkerFailed("the server is stopping")
-        worker = self._idle.pop() if self._idle else _Worker()
+        # The longest idle first: the spare started last may still be starting.
+        worker = self._idle.pop(0) if self._idle else _Worker()
         self._busy.add(worker)
         if not self._idle and self.started < self.max_workers:
             self._idle.append(_Worker())  # starts while this search runs; waited for when used
