@@ -44,7 +44,7 @@ class RunCallEvents(PythonCallEvents):
         self._emit("started", cells=cells)
 
     def call_finished(self, result: dict[str, Any]) -> None:  # noqa: D102
-        # The result numbers cells by their notebook index (the REST contract, SPEC §6); the
+        # The result numbers cells by their notebook index (the REST contract, rest-api.yml); the
         # events number them by their position in the run, as `started` announced them.
         cells = [{**c, "index": i} for i, c in enumerate(result.get("cells") or [])]
         super().call_finished({**result, "cells": cells})

@@ -61,7 +61,7 @@ step "jupyter_server's own REST API tests with the extension loaded (scripts/ser
 # server it lives in behaves. ~2 minutes.
 VENV="$VENV" bounded 10 bash scripts/server-tests.sh
 
-# The core suites (SPEC §1-§8: notebook tool, python tool, runs in place, stdin, MCP), run
+# The core suites (notebook tool, python tool, runs in place, stdin, MCP), run
 # again where something other than the code changes: the fast paths, the dependencies.
 CORE_TESTS=(tests/test_notebook_*.py tests/test_python_*.py tests/test_mcp_*.py
   tests/test_stdin_policy.py tests/test_fast_paths.py)
