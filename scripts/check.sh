@@ -51,6 +51,13 @@ npm run lint:check
 step "lab extension unit tests (jest)"
 npm test
 
+step "lab extension built and unit-tested on the lowest and the newest JupyterLab 4.x"
+# Every @jupyterlab/* package at the floor package.json declares, then at the newest published
+# 4.x (pre-releases included), each in its own copy (.cache/lab-*): types, the prebuilt
+# extension, jest. ~2 minutes each.
+bounded 10 bash scripts/lab-matrix.sh lowest
+bounded 10 bash scripts/lab-matrix.sh newest
+
 step "tests"
 # pytest exits 5 when it collects no test: set -e makes that a failure, as it must be.
 bounded 30 python -m pytest tests -p no:cacheprovider -q -ra
