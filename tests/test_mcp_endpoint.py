@@ -311,6 +311,10 @@ class TestToolsDenied:
                 {"id": "20250101T120000-0123456789ab"},
                 "User is not authorized to read on resource: contents.",
             ),
+            "files": (
+                {"action": "list"},
+                "User is not authorized to read on resource: contents.",
+            ),
         }
         listed = await request(jp_fetch, "tools/list")
         assert [t["name"] for t in listed["result"]["tools"]] == list(calls)
