@@ -322,6 +322,28 @@ async def test_a_runaway_regex_is_stopped_and_a_bad_one_refused(files_tool, jp_r
     assert status == 400 and result["message"].startswith("Invalid regex:")
 
 
+async def test_edge_cases_of_paths_and_files(files_tool, tree):
+    (tree / "empty.txt").write_text("")
+    status, result = await files_tool({"action": "read", "path": "empty.txt"})
+    assert status == 200 and result["details"]["content"] == ""
+    assert result["details"]["totalLines"] == 0 and result["details"]["hash"] == sha(b"")
+
+    status, result = await files_tool({"action": "search", "path": "src/app.py", "pattern": "os"})
+    assert [(m["path"], m["line"]) for m in result["details"]["matches"]] == [("src/app.py", 1)]
+    status, result = await files_tool({"action": "search", "pattern": "main", "glob": "src/*"})
+    assert {m["path"] for m in result["details"]["matches"]} == {"src/app.py", "src/util.py"}
+
+    status, result = await files_tool({"action": "rename", "path": "src", "new_path": "src/in"})
+    assert status == 400 and "into itself" in result["message"]
+    status, result = await files_tool({"action": "delete", "path": "/", "expected_hash": "0" * 16})
+    assert status == 403
+    status, result = await files_tool({"action": "read", "path": "x" * 256})
+    assert status == 400 and "longer than 255 bytes" in result["message"]
+    status, result = await files_tool({"action": "read", "path": str(tree / "README.md")})
+    assert status == 200 and result["details"]["path"] == "README.md"  # absolute inside: fine
+    assert (tree / "src" / "app.py").exists()
+
+
 # -- the root and hidden files ---------------------------------------------------------------
 
 
