@@ -7,6 +7,7 @@ that keeps nothing on disk (``tests/memory_contents.py``), selected by the serve
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -194,6 +195,19 @@ async def test_write_replaces_a_file_still_as_read_and_refuses_a_stale_hash(file
     assert result["details"]["hash"] == new_hash
     assert result["details"]["content"] == "# New\n"
     assert (tree / "README.md").read_text() == "# New\n"  # nothing written
+
+
+async def test_two_writes_from_the_same_read_one_wins_the_other_is_stale(files_tool, tree):
+    _, read = await files_tool({"action": "read", "path": "README.md"})
+    body = {"action": "write", "path": "README.md", "expected_hash": read["details"]["hash"]}
+
+    answers = await asyncio.gather(
+        files_tool({**body, "content": "first\n"}), files_tool({**body, "content": "second\n"})
+    )
+
+    assert sorted(status for status, _ in answers) == [200, 409]
+    winner = next(result for status, result in answers if status == 200)
+    assert sha((tree / "README.md").read_bytes()) == winner["details"]["hash"]
 
 
 async def test_write_with_old_content_replaces_its_one_occurrence(files_tool, tree):
