@@ -323,3 +323,21 @@ class TestItsOutputsStore:
 async def _settled(person, outputs):
     await person.wait_for(lambda: person.doc.get_cell(3)["outputs"] == outputs, "the outputs")
     return True
+
+
+async def test_a_run_of_a_notebook_nobody_has_open_goes_through_its_sessions_room(
+    notebook, jp_fetch, jp_serverapp
+):
+    """jupyter-server-documents puts every notebook session in a room: the run's new session
+    opens one, the outputs go to its document (not the file under it), and the room saves."""
+    result = await run_ok(jp_fetch, notebook_path=P, cell_id="c3")
+    assert result["kernel"]["started"] is True and result["isError"] is False
+    assert result["notebook"]["via"] == VIA
+    assert len(_rooms(jp_serverapp).list_document_rooms()) == 1
+    count = result["cells"][0]["executionCount"]
+
+    def saved():
+        nb = _saved(notebook)
+        return nb is not None and nb.cells[3].get("execution_count") == count
+
+    await _wait(saved, "the room to save the outputs")
