@@ -319,6 +319,44 @@ class TestItsOutputsStore:
         assert nb.cells[3].outputs[1]["data"]["application/json"] == {"k": 1}
         assert nb.cells[1].outputs[0]["text"] == "one\n"
 
+    async def test_a_whole_cell_put_back_keeps_its_outputs_in_the_store(
+        self, notebook_tool, notebook, room, jp_fetch
+    ):
+        """The lab's revert of a delete inserts the whole cell, outputs included."""
+        async with room() as person:
+            deleted = await _ok(notebook_tool, action="delete", cell_id="c1")
+            assert deleted["details"]["via"] == VIA
+            cell = {
+                "cell_type": "code",
+                "id": "c1",
+                "source": "a = 1",
+                "metadata": {"tags": ["keep"]},
+                "execution_count": 1,
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": "put back\n"}],
+            }
+            await _ok(notebook_tool, action="insert", cell_index=1, cell=cell)
+
+            def put_back():
+                return person.ids()[1:2] == ["c1"] and person.doc.get_cell(1)["outputs"]
+
+            await person.wait_for(put_back, "the cell put back")
+            [output] = person.doc.get_cell(1)["outputs"]
+            assert "put back" not in json.dumps(output)  # a placeholder
+            parts = output["metadata"]["url"].strip("/").split("/")
+            stored = json.loads((await jp_fetch(*parts, method="GET")).body)
+            assert stored["text"] == "put back\n"
+            read = await _ok(notebook_tool, action="read", cell_index=1, end_index=2)
+            assert "[stdout] put back" in read["text"]
+
+            def saved():
+                nb = _saved(notebook)
+                return nb is not None and "put back" in json.dumps(nb.cells[1].get("outputs"))
+
+            await _wait(saved, "the room to save the cell's outputs")
+        nb = load(notebook.read_text(encoding="utf-8"))
+        assert [c.id for c in nb.cells] == ["c0", "c1", "c2", "c3", "c4"]
+        assert nb.cells[1].outputs == [new_output("stream", name="stdout", text="put back\n")]
+
 
 async def _settled(person, outputs):
     await person.wait_for(lambda: person.doc.get_cell(3)["outputs"] == outputs, "the outputs")
