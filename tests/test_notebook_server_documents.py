@@ -319,6 +319,41 @@ class TestItsOutputsStore:
         assert nb.cells[3].outputs[1]["data"]["application/json"] == {"k": 1}
         assert nb.cells[1].outputs[0]["text"] == "one\n"
 
+    async def test_a_running_cells_outputs_are_stored_and_shown_as_they_come(
+        self, notebook_tool, notebook, room, jp_fetch, tmp_path
+    ):
+        gate = tmp_path / "go"
+        code = (
+            "import os, time\nprint('first', flush=True)\n"
+            f"while not os.path.exists({str(gate)!r}): time.sleep(0.05)\nprint('second')"
+        )
+
+        async def stored_text():
+            texts = []
+            for output in person.doc.get_cell(4)["outputs"]:
+                parts = output["metadata"]["url"].strip("/").split("/")
+                texts.append(json.loads((await jp_fetch(*parts, method="GET")).body)["text"])
+            return "".join(texts)
+
+        async with room() as person:
+            await _ok(notebook_tool, action="edit", cell_id="c4", content=code)
+            running = asyncio.create_task(run_ok(jp_fetch, notebook_path=P, cell_id="c4"))
+            await person.wait_for(
+                lambda: (
+                    len(person.doc.get_cell(4)["outputs"]) == 1
+                    and str(person.doc.ycells[4]["execution_state"]) == "running"
+                ),
+                "a placeholder while the cell runs",
+            )
+            assert await stored_text() == "first\n"
+            gate.touch()
+            result = await running
+            assert result["notebook"]["via"] == VIA
+            await person.wait_for(
+                lambda: str(person.doc.ycells[4]["execution_state"]) == "idle", "the cell idle"
+            )
+            assert await stored_text() == "first\nsecond\n"
+
     async def test_a_whole_cell_put_back_keeps_its_outputs_in_the_store(
         self, notebook_tool, notebook, room, jp_fetch
     ):
