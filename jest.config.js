@@ -5,6 +5,8 @@ const baseConfig = jestJupyterLab(__dirname);
 module.exports = {
   ...baseConfig,
   automock: false,
+  // Above waitFor's own 10 s deadline (helpers.ts), so a slow render fails with its message.
+  testTimeout: 20000,
   collectCoverageFrom: [
     'labextension/src/**/*.{ts,tsx}',
     '!labextension/src/**/*.d.ts'
