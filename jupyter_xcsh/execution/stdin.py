@@ -1,4 +1,4 @@
-r"""How a call answers the kernel's prompts for input (SPEC §8), whatever runs the code.
+r"""How a call answers the kernel's prompts for input (docs/contract.md §8), whatever runs the code.
 
 A kernel that calls ``input()``, ``getpass()`` or a debugger sends an ``input_request`` and
 blocks until an ``input_reply`` arrives. An agent's call cannot leave it blocked, so a
@@ -46,12 +46,12 @@ __all__ = [
 #: The ``input_reply`` value on which ipykernel's ``input()`` raises ``EOFError``.
 EOF = "\x04"
 
-#: The chunk written when the kernel asks for input the call does not provide (SPEC §2).
+#: Written when the kernel asks for input the call does not provide (docs/contract.md §8.1).
 STDIN_NOTICE = (
     "[stdin] Kernel requested input. Interactive stdin is not supported; "
     "provide input programmatically."
 )
-#: The last line of a result whose cell failed because it asked for input (SPEC §2).
+#: The last line of a result whose cell failed because it asked for input (docs/contract.md §8.1).
 STDIN_FAILURE = "Kernel requested stdin; interactive input is not supported."
 
 MODES = ("notice", "eof", "ask")
