@@ -4,7 +4,7 @@ A kernel that calls ``input()``, ``getpass()`` or a debugger sends an ``input_re
 blocks until an ``input_reply`` arrives. An agent's call cannot leave it blocked, so a
 ``StdinPolicy`` answers every prompt of one call, as the request's ``stdin`` says:
 
-- ``"notice"`` (default, the design notes' behaviour): the notice chunk, end-of-file, and the
+- ``"notice"`` (default, docs/contract.md §8.1): the notice chunk, end-of-file, and the
   cell fails with exit code 1;
 - ``"eof"``: end-of-file at once (``EOFError`` in the code);
 - a list of strings: the answers in order, then ``"notice"``;
@@ -174,7 +174,7 @@ class StdinPolicy:
                 self._timer = loop.call_later(self.input_timeout, self.expire)
             self._changed()
         else:
-            # notice, or the given answers ran out: the notes' behaviour, never a hang.
+            # notice, or the given answers ran out: the default behaviour, never a hang.
             echo(STDIN_NOTICE + "\n")
             reply(EOF)
             self.failed_cells.add(cell_index)
