@@ -38,9 +38,9 @@ bounded() {  # <minutes> <command...>
 # The quick loop (CONTRIBUTING.md): what a change most often breaks, in a few minutes. It reuses
 # VENV as it is (an editable install follows the working tree; the first run makes one), and
 # runs lint, types and the notebook, python and MCP tool suites; CI runs everything below.
-# The suites, measured on this 2-core machine (issue 22): ~5 minutes of tests with four other
-# engineers' suites running (load 6-8), about half that alone. Left to the full run: the kernel
-# gateway variants, the long save race, kernel deaths and culls, frozen kernels, images.
+# Measured on a 2-core machine running four other test suites (load 4-7): 5 minutes in all, of
+# which 1m40 of CPU. Left to the full run: the kernel gateway variants, the long save race,
+# kernel deaths and culls, frozen kernels, images, the other suites of tests/.
 QUICK_TESTS=(tests/test_notebook_*.py tests/test_mcp_*.py tests/test_self_contained.py
   tests/test_python_execution.py tests/test_python_streaming.py tests/test_python_stdin.py
   tests/test_python_interrupts.py
