@@ -47,7 +47,7 @@ QUICK_TESTS=(tests/test_notebook_*.py tests/test_mcp_*.py tests/test_self_contai
   --ignore tests/test_notebook_run_gateway.py -k "not gateway and not racing")
 if [ "$QUICK" = 1 ]; then
   start=$SECONDS
-  if ! "$VENV/bin/python" -c "import jupyter_xcsh, pytest, mypy" 2>/dev/null \
+  if ! "$VENV/bin/python" -I -c "import jupyter_xcsh, pytest, mypy" 2>/dev/null \
     || [ ! -x "$VENV/bin/ruff" ]; then
     step "python environment ($VENV: editable install, once)"
     python3 -m venv "$VENV"
