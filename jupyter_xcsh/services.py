@@ -38,7 +38,7 @@ class XcshServices:
     #: Python calls going on in the background (stdin "ask"), and answering their prompts.
     background_runs: RunRegistry
     run_inputs: RunInputTool
-    # Runs in place (SPEC §6): the engine and its tool.
+    # Runs in place (docs/contract.md §6): the engine and its tool.
     notebook_runs: RunService
     run: RunTool
     #: The files tool (folders and text files of the contents root).

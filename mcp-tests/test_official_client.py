@@ -132,7 +132,7 @@ async def test_an_image_output_arrives_as_image_content(connect):
 
     images = [c for c in result.content if c.type == "image"]
     assert [(image.mime_type, image.data) for image in images] == [("image/png", PNG)]
-    # The text names the image as the python tool's result does (SPEC §8).
+    # The text names the image as the python tool's result does (docs/contract.md §7.5).
     assert text_of(result) == "<Figure>\n[image 1: 1x1 PNG, 69B]"
 
 

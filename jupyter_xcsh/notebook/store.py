@@ -252,7 +252,7 @@ class NotebookStore:
         return changed
 
     async def change_batch(self, batch: NotebookBatch) -> dict[str, Any]:
-        """Apply a batch's changes in order as one atomic change and describe them (SPEC §10).
+        """Apply a batch's changes in order, atomically, and describe them (docs/contract.md §2.11).
 
         One save of the file, or one transaction on the live document; nothing when a change
         fails. Returns ``{text, details}`` and ``previousCells`` (per change, the cell as it was
@@ -271,7 +271,7 @@ class NotebookStore:
         outputs: list[dict[str, Any]],
         execution_count: int | None,
     ) -> _Outcome:
-        """Store a run's outputs and count in its cell (runs in place, SPEC §6), atomically.
+        """Store a run's outputs and count in its cell (docs/contract.md §6.4), atomically.
 
         Into the live document when a room is open, else into the file (only that cell's
         ``outputs`` and ``execution_count`` bytes change). The cell is found again first

@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "jupyter_xcsh" / "rest-api.yml"
 
 #: Checks that hold for this API. Left out: ``positive_data_acceptance`` (a schema-valid
-#: request may still be a 400 by the SPEC, e.g. a cell index past the end or a working directory
+#: request may still be a 400 by rest-api.yml, e.g. a cell index past the end or a working directory
 #: that does not exist: no schema can know the files) and ``use_after_free`` /
 #: ``ensure_resource_availability`` (no create/delete pairs linked in the description) and
 #: ``missing_required_header`` (it wants a 401 without credentials; Jupyter Server's APIs answer
