@@ -12,14 +12,14 @@ from typing import Any
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Instance
 
-from .activity import ActivityEvents
-from .event_emit import probe_event_emit
-from .execution import ExecutionService
-from .execution.connection import probe_socket_views
-from .execution.inplace import RunService
-from .execution.kernels import probe_activity_watch, probe_restarter
-from .execution.notebook_kernels import NotebookKernels
-from .execution.wire import probe_decoding
+from .events.activity import ActivityEvents
+from .events.emit import probe_event_emit
+from .execution.inplace.kernels import NotebookKernels
+from .execution.inplace.service import RunService
+from .execution.kernel.connection import probe_socket_views
+from .execution.kernel.launcher import probe_activity_watch, probe_restarter
+from .execution.kernel.wire import probe_decoding
+from .execution.python.runner import ExecutionService
 from .fast_paths import FastPaths, probe_fast_paths
 from .handlers import artifacts as artifacts_handlers
 from .handlers import mcp as mcp_handlers

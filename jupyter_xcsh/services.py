@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .activity import ActivityEvents
-from .execution import ExecutionService
-from .execution.inplace import RunService
+from .events.activity import ActivityEvents
+from .execution.inplace.service import RunService
+from .execution.python.runner import ExecutionService
 from .fast_paths import FastPaths
 from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore

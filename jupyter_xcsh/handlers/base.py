@@ -13,14 +13,7 @@ from jupyter_core.utils import ensure_async
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from ..errors import (
-    ConflictError,
-    InvalidDocumentError,
-    InvalidRequestError,
-    NotFoundError,
-    RefusedError,
-    XcshError,
-)
+from ..errors import XcshError, status_for
 from ..paths import hide_root
 from ..services import XcshServices
 from ..tools.caller import Caller
@@ -34,23 +27,6 @@ MAX_BODY_DEPTH = 64
 # one); bodies without such an escape skip the search for them.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-#: HTTP status for each domain error; anything not listed is a server fault (500).
-ERROR_STATUS: dict[type[XcshError], int] = {
-    InvalidRequestError: 400,
-    RefusedError: 403,
-    NotFoundError: 404,
-    ConflictError: 409,
-    InvalidDocumentError: 422,
-}
-
-
-def status_for(error: XcshError) -> int:
-    """Return the HTTP status a domain error maps to."""
-    for cls in type(error).__mro__:
-        if cls in ERROR_STATUS:
-            return ERROR_STATUS[cls]
-    return 500
 
 
 class DomainHTTPError(web.HTTPError):

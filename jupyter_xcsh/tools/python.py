@@ -6,12 +6,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..activity import ActivityEvents, PythonCallEvents, new_call_id
 from ..errors import NotFoundError
-from ..execution import CallControl, ExecutionObserver, ExecutionService, parse_python_request
-from ..execution.observer import ObserverGroup
-from ..execution.request import PythonRequest
-from ..execution.stdin import StdinPolicy
+from ..events.activity import ActivityEvents, PythonCallEvents, new_call_id
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
+from ..execution.kernel.stdin import StdinPolicy
+from ..execution.python.request import PythonRequest, parse_python_request
+from ..execution.python.runner import ExecutionService
 from ..settings import XcshSettings
 from .caller import Caller
 from .runs import BackgroundRun, RunInputTool, RunRegistry, session_waiting, take_run_fields

@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..activity import ActivityEvents, new_call_id
-from ..execution import CallControl, ExecutionObserver
-from ..execution.inplace import RunService
-from ..execution.observer import ObserverGroup
-from ..execution.run_request import AcceptedRun, RunRequest, accept_run, parse_run_request
-from ..execution.stdin import StdinPolicy
+from ..events.activity import ActivityEvents, new_call_id
+from ..events.run import RunCallEvents
+from ..execution.inplace.request import AcceptedRun, RunRequest, accept_run, parse_run_request
+from ..execution.inplace.service import RunService
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
+from ..execution.kernel.stdin import StdinPolicy
 from ..notebook.outputs_target import NotebookOutputs
 from ..notebook.store import NotebookStore
-from ..run_events import RunCallEvents
 from .caller import Caller
 from .python import CallRegistry
 from .runs import BackgroundRun, RunInputTool, RunRegistry, session_waiting, take_run_fields

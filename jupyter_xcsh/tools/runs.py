@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError, InvalidRequestError, NotFoundError
-from ..execution import CallControl, ExecutionObserver
-from ..execution.stdin import StdinPolicy
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.observer import ExecutionObserver
+from ..execution.kernel.stdin import StdinPolicy
 from .caller import Caller
 
 __all__ = [

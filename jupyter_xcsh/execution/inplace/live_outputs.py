@@ -14,9 +14,9 @@ import time
 from collections.abc import Hashable
 from typing import Any, Protocol
 
-from ..notebook.outputs import SelectedCell
+from ...notebook.outputs import SelectedCell
 from .nboutputs import RunOutputs
-from .run_result import RunCell
+from .result import RunCell
 
 __all__ = ["LiveOutputs", "OutputsTarget"]
 

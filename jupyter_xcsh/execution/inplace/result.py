@@ -6,13 +6,13 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from ..notebook.outputs import SelectedCell
-from ..outputs.images import CapturedImage
-from ..outputs.sink import truncation_notice
-from .cell import CellRun
-from .notebook_kernels import NotebookSession
-from .result import CallOutcome, assemble_result, image_lines, timeout_notice
-from .stdin import STDIN_FAILURE
+from ...notebook.outputs import SelectedCell
+from ...outputs.images import CapturedImage
+from ...outputs.sink import truncation_notice
+from ..kernel.cell import CellRun
+from ..kernel.result import CallOutcome, assemble_result, image_lines, timeout_notice
+from ..kernel.stdin import STDIN_FAILURE
+from .kernels import NotebookSession
 
 __all__ = ["RunCell", "RunOutcome", "assemble_run_result", "failure_summary"]
 

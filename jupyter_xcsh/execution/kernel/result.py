@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..outputs.artifacts import ArtifactStore
-from ..outputs.images import CapturedImage, ImageResult, budget_images
-from ..outputs.sink import truncation_notice
+from ...outputs.artifacts import ArtifactStore
+from ...outputs.images import CapturedImage, ImageResult, budget_images
+from ...outputs.sink import truncation_notice
 from .cell import CellRun
 from .stdin import STDIN_FAILURE, StdinPolicy
 
