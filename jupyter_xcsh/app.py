@@ -15,7 +15,7 @@ from traitlets import Instance
 from .events.activity import ActivityEvents
 from .events.emit import probe_event_emit
 from .execution.inplace.kernels import NotebookKernels
-from .execution.inplace.service import RunService
+from .execution.inplace.service import InPlaceService
 from .execution.kernel.connection import probe_socket_views
 from .execution.kernel.launcher import probe_activity_watch, probe_restarter
 from .execution.kernel.wire import probe_decoding
@@ -133,7 +133,7 @@ class XcshApp(ExtensionApp):
         )
         calls = CallRegistry()
         runs = RunRegistry()
-        notebook_runs = RunService(
+        inplace = InPlaceService(
             NotebookKernels(execution.launcher, server.session_manager, log=self.log),
             artifact_store,
             log=self.log,
@@ -166,11 +166,11 @@ class XcshApp(ExtensionApp):
                 contents_manager=server.contents_manager,
             ),
             artifacts=ArtifactTool(artifact_store),
-            background_runs=runs,
+            runs=runs,
             run_inputs=RunInputTool(runs),
-            notebook_runs=notebook_runs,
+            inplace=inplace,
             run=RunTool(
-                notebook_runs,
+                inplace,
                 notebook_store,
                 activity,
                 calls,
@@ -269,7 +269,7 @@ class XcshApp(ExtensionApp):
             # The find action's regex search processes.
             await self.services.notebook.finder.close()
             # Runs in place leave their kernels to their sessions: only connections close.
-            await self.services.notebook_runs.close()
+            await self.services.inplace.close()
             # Every kernel the python tool started goes with the server; bounded, not forever.
             try:
                 await asyncio.wait_for(self._close_execution(self.services), 30)
@@ -283,6 +283,6 @@ class XcshApp(ExtensionApp):
     async def _close_execution(services: XcshServices) -> None:
         # Calls waiting for input end first (interrupted), then the kernels go (ending the
         # calls still running with "Session was shut down"), then any run left.
-        await services.background_runs.close(waiting_only=True)
+        await services.runs.close(waiting_only=True)
         await services.execution.close()
-        await services.background_runs.close()
+        await services.runs.close()

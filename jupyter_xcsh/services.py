@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .events.activity import ActivityEvents
-from .execution.inplace.service import RunService
+from .execution.inplace.service import InPlaceService
 from .execution.python.runner import ExecutionService
 from .fast_paths import FastPaths
 from .notebook.store import NotebookStore
@@ -35,8 +35,8 @@ class XcshServices:
     python: PythonTool
     artifacts: ArtifactTool
     #: Python calls going on in the background (stdin "ask"), and answering their prompts.
-    background_runs: RunRegistry
+    runs: RunRegistry
     run_inputs: RunInputTool
     # Runs in place (SPEC §6): the engine and its tool.
-    notebook_runs: RunService
+    inplace: InPlaceService
     run: RunTool

@@ -34,7 +34,7 @@ from ..kernel.observer import ExecutionObserver
 from ..kernel.stdin import EOF, StdinPolicy
 from .live_outputs import LiveOutputs
 from .nboutputs import RunOutputs
-from .result import RunCell
+from .result import NotebookCellRun
 
 __all__ = ["CellExecution"]
 
@@ -44,7 +44,7 @@ class CellExecution:
 
     def __init__(
         self,
-        cell: RunCell,
+        cell: NotebookCellRun,
         key: Hashable,
         *,
         connection: KernelConnection,

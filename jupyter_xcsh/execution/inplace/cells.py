@@ -28,9 +28,9 @@ from .kernels import NotebookKernel, NotebookKernels
 from .live_outputs import LiveOutputs, OutputsTarget
 from .nboutputs import ArtifactLink, CellOutputs, RunOutputs
 from .request import RunRequest
-from .result import RunCell, RunOutcome
+from .result import NotebookCellRun, RunOutcome
 
-__all__ = ["CellsRun"]
+__all__ = ["InPlaceRun"]
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class RunSettings:
     late: set[asyncio.Task[None]]
 
 
-class CellsRun:
+class InPlaceRun:
     """The cells of one run, sent one by one on the notebook's kernel it holds (locked)."""
 
     def __init__(
@@ -108,7 +108,7 @@ class CellsRun:
                     cell.status, cell.exit_code = "error", 1
                     observer.cell_status(cell.index, "error")
 
-    async def _send_now(self, cell: RunCell, deadline: float) -> SelectedCell | None:
+    async def _send_now(self, cell: NotebookCellRun, deadline: float) -> SelectedCell | None:
         """The cell as it is now, once nobody else's execution runs; None: do not send it."""
         outcome, observer = self.outcome, self.observer
         assert cell.selected is not None
@@ -135,7 +135,7 @@ class CellsRun:
             return None
         return now
 
-    async def _run_one(self, cell: RunCell, deadline: float) -> bool:
+    async def _run_one(self, cell: NotebookCellRun, deadline: float) -> bool:
         """Run one cell; whether the run goes on to the next."""
         kernel, outcome, live, stdin = self.kernel, self.outcome, self.live, self.stdin
         control, observer, launcher = self.control, self.observer, self.settings.kernels.launcher
@@ -229,7 +229,7 @@ class CellsRun:
 
     @staticmethod
     def _finish(
-        cell: RunCell,
+        cell: NotebookCellRun,
         execution: CellExecution,
         outcome: RunOutcome,
         started: float,

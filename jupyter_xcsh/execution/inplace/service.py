@@ -28,16 +28,16 @@ from ..kernel.control import CallCancelledError, CallControl
 from ..kernel.observer import ExecutionObserver, report_input
 from ..kernel.result import partial_result, whole_seconds
 from ..kernel.stdin import StdinPolicy
-from .cells import CellsRun, RunSettings
+from .cells import InPlaceRun, RunSettings
 from .kernels import NotebookKernel, NotebookKernels
 from .live_outputs import OutputsTarget
 from .request import RunRequest
-from .result import RunCell, RunOutcome, assemble_run_result, failure_summary
+from .result import NotebookCellRun, RunOutcome, assemble_run_result, failure_summary
 
-__all__ = ["OutputsTarget", "RunService"]
+__all__ = ["InPlaceService", "OutputsTarget"]
 
 
-class RunService:
+class InPlaceService:
     """Run notebook cells in the notebook's kernel; knows nothing of files or HTTP.
 
     Parameters
@@ -146,7 +146,7 @@ class RunService:
         stdin = stdin or StdinPolicy(request.stdin)
         deadline = time.monotonic() + request.timeout
         run_cells = [
-            RunCell(i, f"cell {c.index}", c.source, cell_id=c.cell_id, selected=c)
+            NotebookCellRun(i, f"cell {c.index}", c.source, cell_id=c.cell_id, selected=c)
             for i, c in enumerate(cells)
         ]
         outcome = RunOutcome(
@@ -206,7 +206,7 @@ class RunService:
         if kernel is None:
             return
         try:
-            run = CellsRun(
+            run = InPlaceRun(
                 self.run_settings, kernel, request, outcome, target, control, observer, stdin
             )
             await run.run(deadline)
