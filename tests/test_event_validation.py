@@ -1,4 +1,4 @@
-"""Event schemas validated once per shape of event (``jupyter_xcsh.event_validation``)."""
+"""Event schemas validated once per shape of event (``jupyter_xcsh.events.validation``)."""
 
 from __future__ import annotations
 
