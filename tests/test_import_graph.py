@@ -150,3 +150,23 @@ def test_a_cycle_is_found():
 def test_no_import_cycle():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_engines_share_only_the_kernel_core():
+    """``execution.kernel`` imports neither engine; neither engine imports the other."""
+    graph = import_graph()
+    engines = {f"{PACKAGE}.execution.{name}" for name in ("kernel", "python", "inplace")}
+    forbidden = {
+        f"{PACKAGE}.execution.kernel": engines - {f"{PACKAGE}.execution.kernel"},
+        f"{PACKAGE}.execution.python": {f"{PACKAGE}.execution.inplace"},
+        f"{PACKAGE}.execution.inplace": {f"{PACKAGE}.execution.python"},
+    }
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for package, refused in forbidden.items()
+        if module == package or module.startswith(package + ".")
+        for target in targets
+        if any(target == r or target.startswith(r + ".") for r in refused)
+    )
+    assert not wrong, "\n".join(wrong)
