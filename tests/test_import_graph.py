@@ -71,10 +71,9 @@ def imports_of(module: str, path: Path, known: dict[str, Path]) -> set[str]:
                 target = resolve(f"{origin}.{alias.name}", known)
                 if target and target != origin and target.startswith(origin + "."):
                     found.add(target)
-                else:
-                    target = resolve(origin, known)
-                    if target:
-                        found.add(target)
+                elif origin in known:
+                    found.add(origin)
+                # else a module the build generates (``_version``): not in the source tree
     found.discard(module)
     return found
 
