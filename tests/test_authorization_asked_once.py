@@ -1,0 +1,80 @@
+"""Within one request the server's authorizer is asked once for what the call needs.
+
+An MCP ``tools/call`` asks what the tool's REST verb asks, then the tool asks what it needs
+itself: the same permission twice in one call. The request's ``Caller`` remembers what the
+authorizer allowed, so the second ask costs nothing; a refusal is never remembered.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import ClassVar
+
+import pytest
+from jupyter_server.auth.authorizer import Authorizer
+from traitlets.config import Config
+
+from jupyter_xcsh.tools.caller import Caller
+
+from .mcp_client import call_tool
+from .notebooks import jupyter_text, sample_notebook
+
+pytestmark = pytest.mark.timeout(300)
+
+
+class CountingAuthorizer(Authorizer):
+    """Allow everything and count the questions, by ``(action, resource)``."""
+
+    asked: ClassVar[Counter[tuple[str, str]]] = Counter()
+
+    def is_authorized(self, handler, user, action, resource):  # type: ignore[no-untyped-def]
+        CountingAuthorizer.asked[(action, resource)] += 1
+        return True
+
+
+@pytest.fixture
+def jp_server_config(jp_server_config):
+    config = Config(jp_server_config)
+    config.ServerApp.authorizer_class = f"{__name__}.CountingAuthorizer"
+    return config
+
+
+@pytest.fixture
+def asked():
+    CountingAuthorizer.asked.clear()
+    return CountingAuthorizer.asked
+
+
+async def test_an_mcp_python_call_asks_for_execute_once(jp_fetch, asked):
+    result = await call_tool(jp_fetch, "python", {"cells": [{"code": "print(6 * 7)"}]})
+
+    assert result["isError"] is False, result
+    assert "42" in result["structuredContent"]["text"]
+    assert asked[("execute", "kernels")] == 1
+    assert asked[("read", "api")] == 1  # the MCP endpoint's own verb
+
+
+async def test_an_mcp_notebook_read_asks_for_read_once(jp_fetch, jp_root_dir, asked):
+    (jp_root_dir / "a.ipynb").write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+
+    result = await call_tool(jp_fetch, "notebook", {"action": "read", "notebook_path": "a.ipynb"})
+
+    assert result["isError"] is False, result
+    assert asked[("read", "contents")] == 1
+
+
+async def test_a_refusal_is_asked_again_and_an_allowance_is_not():
+    answers = iter([False, True])
+    questions: list[tuple[str, str]] = []
+
+    async def authorize(action: str, resource: str) -> bool:
+        questions.append((action, resource))
+        return next(answers)
+
+    caller = Caller(user="u", authorize=authorize)
+    with pytest.raises(Exception, match="not authorized to execute"):
+        await caller.require("execute", "kernels")
+    await caller.require("execute", "kernels")
+    await caller.require("execute", "kernels")
+
+    assert questions == [("execute", "kernels")] * 2
