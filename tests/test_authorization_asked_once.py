@@ -1,12 +1,14 @@
-"""Within one request the server's authorizer is asked once for what the call needs.
+"""Within one request the server's authorizer is asked once for each permission it allows.
 
-An MCP ``tools/call`` asks what the tool's REST verb asks, then the tool asks what it needs
-itself: the same permission twice in one call. The request's ``Caller`` remembers what the
-authorizer allowed, so the second ask costs nothing; a refusal is never remembered.
+A REST verb's ``@authorized`` asks for its permission and the tool then asks for what it needs,
+often the same; over MCP the tool's ``Operation`` asks what the REST verb would, then the tool.
+The request remembers what the authorizer allowed (``handlers/base.RememberingAuthorizer``, the
+``Caller``), so the second ask costs nothing; a refusal is never remembered.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import ClassVar
 
@@ -78,3 +80,30 @@ async def test_a_refusal_is_asked_again_and_an_allowance_is_not():
     await caller.require("execute", "kernels")
 
     assert questions == [("execute", "kernels")] * 2
+
+
+async def test_a_rest_python_call_asks_for_execute_once(jp_fetch, asked):
+    body = {"cells": [{"code": "print(6 * 7)"}]}
+    response = await jp_fetch("api", "xcsh", "python", method="POST", body=json.dumps(body))
+
+    assert "42" in json.loads(response.body)["text"]
+    assert asked[("execute", "kernels")] == 1  # the verb's @authorized, then the tool: once
+
+
+async def test_a_rest_notebook_read_asks_for_read_once(jp_fetch, jp_root_dir, asked):
+    (jp_root_dir / "a.ipynb").write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+    body = {"action": "read", "notebook_path": "a.ipynb"}
+
+    await jp_fetch("api", "xcsh", "notebook", method="POST", body=json.dumps(body))
+
+    assert asked[("read", "contents")] == 1
+
+
+async def test_a_rest_edit_asks_for_read_and_for_write(jp_fetch, jp_root_dir, asked):
+    (jp_root_dir / "a.ipynb").write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+    body = {"action": "edit", "notebook_path": "a.ipynb", "cell_index": 0, "content": "x"}
+
+    await jp_fetch("api", "xcsh", "notebook", method="POST", body=json.dumps(body))
+
+    assert asked[("read", "contents")] == 1
+    assert asked[("write", "contents")] == 1

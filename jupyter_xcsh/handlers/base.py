@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from http.client import responses
-from typing import Any
+from typing import Any, cast
 
 from jupyter_core.utils import ensure_async
+from jupyter_server.auth.authorizer import Authorizer
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
@@ -37,14 +39,58 @@ class DomainHTTPError(web.HTTPError):
         self.body = error.body()
 
 
+class RememberingAuthorizer:
+    """The server's authorizer for one request: what it allowed is asked once.
+
+    A REST verb's ``@authorized`` asks for its permission, then the tool asks for what it
+    needs, often the same: the second ask is answered from memory. A refusal is not
+    remembered. Everything else is the server's authorizer's.
+    """
+
+    def __init__(self, authorizer: Authorizer) -> None:
+        self._authorizer = authorizer
+        self._allowed: set[tuple[str, str]] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._authorizer, name)
+
+    def is_authorized(
+        self, handler: Any, user: Any, action: str, resource: str
+    ) -> bool | Awaitable[bool]:
+        """The server's authorizer's answer, asked once per allowed ``(action, resource)``."""
+        key = (action, resource)
+        if key in self._allowed:
+            return True
+        answer = self._authorizer.is_authorized(handler, user, action, resource)
+        if inspect.isawaitable(answer):
+            return self._remember(key, answer)
+        if answer:
+            self._allowed.add(key)
+        return answer
+
+    async def _remember(self, key: tuple[str, str], answer: Awaitable[bool]) -> bool:
+        allowed = await answer
+        if allowed:
+            self._allowed.add(key)
+        return allowed
+
+
 class XcshAPIHandler(APIHandler):
     """An ``APIHandler`` receiving the extension's services through ``initialize``."""
 
     services: XcshServices
+    _remembering: RememberingAuthorizer | None = None
 
     def initialize(self, services: XcshServices) -> None:
         """Keep the services the extension app built once for every request."""
         self.services = services
+
+    @property
+    def authorizer(self) -> Authorizer:
+        """The server's authorizer, asked once per permission it allows in this request."""
+        if self._remembering is None:
+            self._remembering = RememberingAuthorizer(super().authorizer)
+        return cast(Authorizer, self._remembering)
 
     @property
     def caller(self) -> Caller:
