@@ -2,8 +2,8 @@
 
 A REST verb's ``@authorized`` asks for its permission and the tool then asks for what it needs,
 often the same; over MCP the tool's ``Operation`` asks what the REST verb would, then the tool.
-The request remembers what the authorizer allowed (``handlers/base.RememberingAuthorizer``, the
-``Caller``), so the second ask costs nothing; a refusal is never remembered.
+The request remembers what the authorizer allowed (``handlers/base.RememberingAuthorizer``),
+so the second ask costs nothing; a refusal is never remembered.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from jupyter_server.auth.authorizer import Authorizer
 from traitlets.config import Config
 
-from jupyter_xcsh.tools.caller import Caller
+from jupyter_xcsh.handlers.base import RememberingAuthorizer
 
 from .mcp_client import call_tool
 from .notebooks import jupyter_text, sample_notebook
@@ -65,20 +65,30 @@ async def test_an_mcp_notebook_read_asks_for_read_once(jp_fetch, jp_root_dir, as
     assert asked[("read", "contents")] == 1
 
 
-async def test_a_refusal_is_asked_again_and_an_allowance_is_not():
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_refusal_is_asked_again_and_an_allowance_is_not(asynchronous):
     answers = iter([False, True])
     questions: list[tuple[str, str]] = []
 
-    async def authorize(action: str, resource: str) -> bool:
-        questions.append((action, resource))
-        return next(answers)
+    class Asked(Authorizer):
+        def is_authorized(self, handler, user, action, resource):  # type: ignore[no-untyped-def]
+            questions.append((action, resource))
+            answer = next(answers)
+            if not asynchronous:
+                return answer
 
-    caller = Caller(user="u", authorize=authorize)
-    with pytest.raises(Exception, match="not authorized to execute"):
-        await caller.require("execute", "kernels")
-    await caller.require("execute", "kernels")
-    await caller.require("execute", "kernels")
+            async def later() -> bool:
+                return answer
 
+            return later()
+
+    authorizer = RememberingAuthorizer(Asked())
+    answers_given = []
+    for _ in range(3):
+        answer = authorizer.is_authorized(None, "u", "execute", "kernels")
+        answers_given.append(await answer if asynchronous and answer is not True else answer)
+
+    assert answers_given == [False, True, True]
     assert questions == [("execute", "kernels")] * 2
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import forbidden
@@ -17,23 +17,15 @@ class Caller:
 
     ``authorize(action, resource)`` asks the server's authorizer (``jupyter_server``'s
     ``Authorizer.is_authorized``) on the caller's behalf, as the transport's handler would.
-    A caller lives for one request: what the authorizer allowed it is asked once, however many
-    steps of the call require it (an MCP tool asks what its REST verb asks, then the tool
-    itself); a refusal is asked again.
     """
 
     user: Any
     authorize: Callable[[str, str], Awaitable[bool]]
-    #: The ``(action, resource)`` pairs the authorizer allowed this caller.
-    allowed: set[tuple[str, str]] = field(default_factory=set, compare=False, repr=False)
 
     async def require(self, action: str, resource: str) -> None:
         """Raise ``ForbiddenError`` unless the caller may do ``action`` on ``resource``."""
-        if (action, resource) in self.allowed:
-            return
         if not await self.authorize(action, resource):
             raise forbidden(action, resource)
-        self.allowed.add((action, resource))
 
     @classmethod
     def trusted(cls, user: Any = None) -> Caller:
