@@ -32,7 +32,7 @@ class RunInputHandler(PythonHandler):
         await self.call_tool(self.services.run_inputs.answering(run_id))
 
 
-class RunHandler(XcshAPIHandler):
+class RunFollowHandler(XcshAPIHandler):
     """``GET /api/xcsh/runs/<runId>``: the call's result when it ends or waits for input.
 
     Answers 200 at once with the output so far and ``awaitingInput`` while the kernel waits
@@ -55,6 +55,6 @@ def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServic
     """Return the runs URL routes."""
     given = {"services": services}
     return [
-        (rf"/api/xcsh/runs/{RUN_ID}", RunHandler, given),
+        (rf"/api/xcsh/runs/{RUN_ID}", RunFollowHandler, given),
         (rf"/api/xcsh/runs/{RUN_ID}/input", RunInputHandler, given),
     ]

@@ -16,12 +16,12 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import __version__
 from ..errors import NotFoundError, RefusedError, XcshError
-from ..execution import CallControl, ExecutionObserver
-from ..execution.observer import ObserverGroup
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
 from ..services import XcshServices
 from ..tools import Caller
+from ..version import __version__
 from .elicitation import Elicit, Elicitations
 from .progress import ProgressNotifier
 from .protocol import (

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError
-from ..execution import CallControl, ExecutionObserver
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.observer import ExecutionObserver
 from ..services import XcshServices
 from ..tools import Caller
 from ..tools.runs import MAX_WAIT, FollowUp, RunInputTool

@@ -7,7 +7,8 @@ import json
 import logging
 from typing import Any
 
-from ..activity import (
+from ..errors import XcshError
+from ..events.activity import (
     MAX_EVENT_BATCH,
     MAX_EVENT_CELL,
     ActivityEvents,
@@ -15,7 +16,6 @@ from ..activity import (
     event_source,
     new_call_id,
 )
-from ..errors import XcshError
 from ..notebook.batch import is_batch, parse_batch, require_batch_preconditions
 from ..notebook.cells import parse_request
 from ..notebook.find import NotebookFinder

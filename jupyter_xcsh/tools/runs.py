@@ -18,13 +18,15 @@ import contextlib
 import math
 import re
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError, InvalidRequestError, NotFoundError
-from ..execution import CallControl, ExecutionObserver
-from ..execution.stdin import StdinPolicy
+from ..events.activity import new_call_id
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.observer import ExecutionObserver
+from ..execution.kernel.stdin import StdinPolicy, StdinSpec
 from .caller import Caller
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "RelayObserver",
     "RunInputTool",
     "RunRegistry",
+    "RunWork",
     "take_run_fields",
 ]
 
@@ -272,6 +275,11 @@ class BackgroundRun:
             await asyncio.wait({self._task})
 
 
+#: A call to run in the background: given the observer and control of its run, the stdin policy
+#: answering its prompts and its run id (= call id), it runs the call and returns the result.
+RunWork = Callable[[ExecutionObserver, CallControl, StdinPolicy, str], Awaitable[dict[str, Any]]]
+
+
 class RunRegistry:
     """The background runs, by id: waiting for input, running on, or recently finished."""
 
@@ -284,6 +292,44 @@ class RunRegistry:
         """Keep ``run`` findable by its id (until ``retention`` seconds after it ends)."""
         self.prune()
         self._runs[run.id] = run
+
+    async def start(
+        self,
+        work: RunWork,
+        stdin: StdinSpec,
+        input_timeout: float,
+        observer: ExecutionObserver | None,
+        control: CallControl | None,
+        *,
+        detach: bool,
+        reject_queued: Callable[[], None] | None = None,
+        session: str | None = None,
+        cwd: str = "",
+        notebook: str | None = None,
+    ) -> dict[str, Any]:
+        """Run ``work`` as a new run; return at its end or (``ask``) at its first prompt.
+
+        ``reject_queued`` ends the calls queued behind this one (on its session or notebook)
+        whenever one of its prompts waits: they would only wait out their deadline. ``session``
+        and ``cwd``, or ``notebook``, say where the run holds a kernel.
+        """
+        run_id = new_call_id()
+        policy = StdinPolicy(stdin, input_timeout, run_id)
+        run = BackgroundRun(
+            run_id, policy, CallControl(), session=session, cwd=cwd, notebook=notebook
+        )
+        if reject_queued is not None and stdin.asks:
+            refuse = reject_queued
+
+            def refuse_queued() -> None:
+                if policy.waiting is not None:
+                    refuse()
+
+            policy.listen(refuse_queued)
+        # The task starts at next_stop's first wait, its follower in place: it sees everything.
+        run.start(work(run.relay, run.control, policy, run_id))
+        self.add(run)
+        return await run.next_stop(observer, control, detach=detach)
 
     def get(self, run_id: str) -> BackgroundRun:
         """The run ``run_id``; ``NotFoundError`` if there is none (or no longer)."""

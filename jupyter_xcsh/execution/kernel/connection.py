@@ -22,7 +22,7 @@ import zmq.asyncio
 from jupyter_client.client import KernelClient
 from jupyter_core.utils import ensure_async
 
-from ..fast_paths import FastPaths
+from ...fast_paths import FastPaths
 from .wire import decode_message, deserialize_message
 
 __all__ = [

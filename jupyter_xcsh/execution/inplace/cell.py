@@ -16,9 +16,9 @@ import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
-from ..outputs.images import CapturedImage, ImageCapture
-from ..outputs.sink import OutputSink
-from .cell import (
+from ...outputs.images import CapturedImage, ImageCapture
+from ...outputs.sink import OutputSink
+from ..kernel.cell import (
     CANCEL_GRACE,
     LIVENESS_INTERVAL,
     OUTPUT_MESSAGES,
@@ -27,14 +27,14 @@ from .cell import (
     CellState,
     report_output,
 )
-from .connection import ConnectionClosedError, KernelConnection, KernelLostError
-from .control import CallControl
+from ..kernel.connection import ConnectionClosedError, KernelConnection, KernelLostError
+from ..kernel.control import CallControl
+from ..kernel.messages import error_output
+from ..kernel.observer import ExecutionObserver
+from ..kernel.stdin import EOF, StdinPolicy
 from .live_outputs import LiveOutputs
-from .messages import error_output
 from .nboutputs import RunOutputs
-from .observer import ExecutionObserver
-from .run_result import RunCell
-from .stdin import EOF, StdinPolicy
+from .result import NotebookCellRun
 
 __all__ = ["CellExecution"]
 
@@ -44,7 +44,7 @@ class CellExecution:
 
     def __init__(
         self,
-        cell: RunCell,
+        cell: NotebookCellRun,
         key: Hashable,
         *,
         connection: KernelConnection,

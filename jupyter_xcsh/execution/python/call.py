@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
+import logging
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from jupyter_client.kernelspec import NoSuchKernel
 
-from ..errors import InvalidRequestError
-from ..outputs.images import ImageCapture
-from ..outputs.sink import OutputSink
-from .cell import run_cell
-from .connection import KernelLostError
-from .control import CallCancelledError, CallControl
+from ...errors import InvalidRequestError
+from ...outputs.artifacts import ArtifactStore
+from ...outputs.images import ImageCapture
+from ...outputs.sink import OutputSink
+from ..kernel.cell import run_cell
+from ..kernel.connection import KernelLostError
+from ..kernel.control import CallCancelledError, CallControl
+from ..kernel.launcher import KernelLauncher
+from ..kernel.observer import ExecutionObserver
+from ..kernel.result import CallOutcome, timeout_notice
+from ..kernel.stdin import StdinPolicy
 from .failures import SessionDisposedError, TooManyRestartsError
-from .observer import ExecutionObserver
 from .request import PythonRequest
-from .result import CallOutcome, timeout_notice
 from .session import KernelSession
-from .stdin import StdinPolicy
 
-if TYPE_CHECKING:
-    from .runner import ExecutionService
-
-__all__ = ["PythonCall", "describe_error"]
+__all__ = ["CallSettings", "PythonCall", "describe_error"]
 
 #: Why a call's state is gone when the call asked for it.
 RESET = "the call asked for a reset"
@@ -33,12 +33,23 @@ ESCALATED_PER_CALL = "the cell did not stop when interrupted, so its kernel was 
 CANCELLED = "Command cancelled"
 
 
+@dataclass(frozen=True)
+class CallSettings:
+    """What a call needs of the service that runs it: its collaborators and output limits."""
+
+    launcher: KernelLauncher
+    artifact_store: ArtifactStore
+    log: logging.Logger
+    max_output_bytes: int
+    stream_interval: float
+
+
 class PythonCall:
     """One python tool call in progress: its cells on a session, and how it ended."""
 
     def __init__(
         self,
-        service: ExecutionService,
+        settings: CallSettings,
         request: PythonRequest,
         kernel_name: str,
         outcome: CallOutcome,
@@ -47,7 +58,7 @@ class PythonCall:
         observer: ExecutionObserver,
         stdin: StdinPolicy,
     ) -> None:
-        self.service = service
+        self.settings = settings
         self.request = request
         self.kernel_name = kernel_name
         self.outcome = outcome
@@ -119,7 +130,7 @@ class PythonCall:
                 outcome.abort = str(SessionDisposedError())
             else:
                 outcome.cancelled = outcome.cancelled or control.cancelled
-                self.service.log.warning("xcsh: python call failed: %s", e, exc_info=True)
+                self.settings.log.warning("xcsh: python call failed: %s", e, exc_info=True)
                 outcome.abort = f"Python kernel failed: {describe_error(e)}"
         finally:
             for cell in outcome.cells:
@@ -157,8 +168,8 @@ class PythonCall:
         self.outcome.json_outputs.clear()
 
     async def _run_cells(self, session: KernelSession, per_call: bool) -> None:
-        service, outcome, control, observer = (
-            self.service,
+        settings, outcome, control, observer = (
+            self.settings,
             self.outcome,
             self.control,
             self.observer,
@@ -166,7 +177,7 @@ class PythonCall:
         connection = session.connection
         kernel_id = session.kernel_id
         assert connection is not None and kernel_id is not None
-        launcher = service.launcher
+        launcher = settings.launcher
         forward = type(observer).chunk is not ExecutionObserver.chunk
         for cell in outcome.cells:
             if control.cancelled:
@@ -178,14 +189,14 @@ class PythonCall:
             cell.status = "running"
             observer.cell_status(cell.index, "running")
             sink = OutputSink(
-                max_bytes=service.max_output_bytes,
-                open_artifact=lambda: service.artifact_store.create("python"),
+                max_bytes=settings.max_output_bytes,
+                open_artifact=lambda: settings.artifact_store.create("python"),
                 on_chunk=(
                     (lambda text, i=cell.index: observer.chunk(i, text))  # type: ignore[misc]
                     if forward
                     else None
                 ),
-                chunk_interval=service.stream_interval,
+                chunk_interval=settings.stream_interval,
             )
             started = time.monotonic()
             try:
@@ -198,7 +209,7 @@ class PythonCall:
                     observer=observer,
                     interrupt=lambda: launcher.interrupt(kernel_id),
                     is_alive=lambda: launcher.is_alive(kernel_id),
-                    images=ImageCapture(service.artifact_store, "python"),
+                    images=ImageCapture(settings.artifact_store, "python"),
                     stdin=self.stdin,
                 )
             except KernelLostError:

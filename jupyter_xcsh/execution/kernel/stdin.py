@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConflictError, InvalidRequestError
+from ...errors import ConflictError, InvalidRequestError
 
 __all__ = [
     "EOF",

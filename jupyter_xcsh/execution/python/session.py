@@ -22,10 +22,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .connection import IOPUB_HIGH_WATER_MARK, KernelConnection, KernelLostError
+from ..kernel.connection import IOPUB_HIGH_WATER_MARK, KernelConnection, KernelLostError
+from ..kernel.launcher import KernelLauncher
 from .failures import KERNEL_GONE, TOO_MANY_RESTARTS, SessionDisposedError, TooManyRestartsError
 from .kernel_activity import resume_server_watch, take_over_watch
-from .kernels import KernelLauncher
 from .prelude import NOTICE_EXPRESSION, read_notice
 from .starts import KernelStart
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..outputs.images import pick_image
+from ...outputs.images import pick_image
 from .markdown import html_to_markdown
 from .stdin import STDIN_NOTICE
 
@@ -17,6 +18,7 @@ __all__ = [
     "DisplayOutput",
     "error_output",
     "reduce_display",
+    "string_expression",
 ]
 
 #: The MIME type of a status event emitted by the in-kernel ``status(op, **data)`` helper.
@@ -85,3 +87,16 @@ def error_output(content: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     evalue = str(content.get("evalue", ""))
     text = "\n".join(traceback) if traceback else f"{ename}: {evalue}"
     return text + "\n", {"ename": ename, "evalue": evalue, "traceback": traceback}
+
+
+def string_expression(reply: dict[str, Any], name: str) -> str | None:
+    """The string value of the user expression ``name`` in an ``execute_reply``, if any."""
+    result = (reply.get("user_expressions") or {}).get(name) or {}
+    text = (result.get("data") or {}).get("text/plain")
+    if not isinstance(text, str):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Any
+
+from ..kernel.messages import string_expression
 
 __all__ = [
     "NOTICE_EXPRESSION",
@@ -181,16 +182,3 @@ def init_code(*, cwd: str, env: dict[str, str], bound_streams: bool = True) -> s
 def read_notice(reply: dict[str, Any]) -> str | None:
     """The environment notice from the init code's ``execute_reply`` (None: all went well)."""
     return string_expression(reply, "notice") or None
-
-
-def string_expression(reply: dict[str, Any], name: str) -> str | None:
-    """The string value of the user expression ``name`` in an ``execute_reply``, if any."""
-    result = (reply.get("user_expressions") or {}).get(name) or {}
-    text = (result.get("data") or {}).get("text/plain")
-    if not isinstance(text, str):
-        return None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return None
-    return value if isinstance(value, str) else None

@@ -6,19 +6,26 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from ..notebook.outputs import SelectedCell
-from ..outputs.images import CapturedImage
-from ..outputs.sink import truncation_notice
-from .cell import CellRun
-from .notebook_kernels import NotebookSession
-from .result import CallOutcome, assemble_result, image_lines, timeout_notice
-from .stdin import STDIN_FAILURE
+from ...notebook.outputs import SelectedCell
+from ...outputs.images import CapturedImage
+from ...outputs.sink import truncation_notice
+from ..kernel.cell import CellRun
+from ..kernel.result import (
+    CallOutcome,
+    assemble_result,
+    closing_lines,
+    failure_line,
+    image_lines,
+    timeout_notice,
+    with_lines,
+)
+from .kernels import NotebookSession
 
-__all__ = ["RunCell", "RunOutcome", "assemble_run_result", "failure_summary"]
+__all__ = ["NotebookCellRun", "RunOutcome", "assemble_run_result", "failure_summary"]
 
 
 @dataclass
-class RunCell(CellRun):
+class NotebookCellRun(CellRun):
     """One cell of a run: the python tool's cell plus where it lives in the notebook.
 
     ``index`` is the cell's position in the run; ``selected`` the notebook cell (its index
@@ -51,7 +58,7 @@ class RunCell(CellRun):
 class RunOutcome(CallOutcome):
     """Everything a run produced, before it becomes the response body."""
 
-    cells: list[RunCell]  # type: ignore[assignment]
+    cells: list[NotebookCellRun]  # type: ignore[assignment]
     path: str = ""
     via: str = "file"
     kernel: NotebookSession | None = None
@@ -85,7 +92,9 @@ class RunOutcome(CallOutcome):
         )
         return "Kernel died"
 
-    def stopped(self, cell: RunCell, cancelled: bool, seconds_left: float, stuck: bool) -> str:
+    def stopped(
+        self, cell: NotebookCellRun, cancelled: bool, seconds_left: float, stuck: bool
+    ) -> str:
         """The running cell was interrupted (timeout or cancel); return its notice."""
         self.cancelled = True
         if cancelled:
@@ -102,7 +111,7 @@ class RunOutcome(CallOutcome):
         self.notice = notice
         return notice
 
-    def left_queued(self, cell: RunCell, timed_out: bool, seconds_left: float) -> None:
+    def left_queued(self, cell: NotebookCellRun, timed_out: bool, seconds_left: float) -> None:
         """The deadline passed while the cell waited in the kernel behind someone's execution."""
         self.cancelled = True
         self.timed_out = self.timed_out or timed_out
@@ -131,7 +140,7 @@ def _text(outcome: RunOutcome) -> str:
     if len(cells) == 1:
         cell = cells[0]
         if cell in ran:
-            parts.append(_with_lines(cell.output.rstrip("\n") or empty, images.pop(0, [])))
+            parts.append(with_lines(cell.output.rstrip("\n") or empty, images.pop(0, [])))
         elif cell.status == "skipped":
             parts.append(f"Cell {_where(cell)} was not run ({cell.skip_reason})")
         else:
@@ -151,7 +160,7 @@ def _text(outcome: RunOutcome) -> str:
                     parts.append(f"{header} (ok)")
                 else:
                     part = f"{header}\n{output}" if output else header
-                    parts.append(_with_lines(part, images.pop(cell.index, [])))
+                    parts.append(with_lines(part, images.pop(cell.index, [])))
     for cell in ran:
         if cell.sink is not None:
             notice = truncation_notice(cell.sink, outcome.max_output_bytes)
@@ -159,27 +168,13 @@ def _text(outcome: RunOutcome) -> str:
                 parts.append(notice)
     failed = next((c for c in ran if c.status == "error"), None)
     if failed is not None and outcome.notice is None and outcome.abort is None:
-        index = _where(failed)
-        if len(cells) == 1:
-            parts.append("Command exited with code 1")
-        else:
-            parts.append(
-                f"Cell {index} failed (exit code 1). Earlier cells succeeded—their state "
-                f"persists. Fix only cell {index}."
-            )
+        parts.append(failure_line(_where(failed), len(cells)))
     parts.extend(f"[{notice}]" for notice in outcome.notices)
-    if outcome.abort:
-        parts.append(outcome.abort)
-    if outcome.stdin_failed and outcome.notice is None and outcome.abort is None:
-        parts.append(STDIN_FAILURE)
+    parts.extend(closing_lines(outcome))
     return "\n\n".join(p for p in parts if p) or "(no output)"
 
 
-def _with_lines(text: str, lines: list[str]) -> str:
-    return "\n".join([text, *lines] if text else lines)
-
-
-def _where(cell: RunCell) -> int:
+def _where(cell: NotebookCellRun) -> int:
     """The cell's index in the notebook."""
     return cell.selected.index if cell.selected is not None else cell.index
 

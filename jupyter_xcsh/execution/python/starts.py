@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from .kernels import KernelLauncher
+from ..kernel.launcher import KernelLauncher
 
 __all__ = ["KernelStart"]
 

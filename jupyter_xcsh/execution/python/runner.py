@@ -10,23 +10,23 @@ import posixpath
 import time
 from typing import Any
 
-from ..errors import InvalidRequestError, NotFoundError
-from ..fast_paths import FastPaths
-from ..memory import TRIM_AFTER_BYTES, release_freed_memory
-from ..outputs.artifacts import ArtifactStore
-from ..outputs.images import budget_images
-from .call import PythonCall, describe_error
-from .cell import CellRun
-from .control import CallControl
-from .kernels import KernelLauncher
-from .listing import SessionListing
-from .observer import ExecutionObserver, report_input
+from ...errors import InvalidRequestError, NotFoundError
+from ...fast_paths import FastPaths
+from ...memory import TRIM_AFTER_BYTES, release_freed_memory
+from ...outputs.artifacts import ArtifactStore
+from ...outputs.images import budget_images
+from ..kernel.cell import CellRun
+from ..kernel.control import CallControl
+from ..kernel.launcher import KernelLauncher
+from ..kernel.listing import SessionListing
+from ..kernel.observer import ExecutionObserver, report_input
+from ..kernel.result import CallOutcome, assemble_result, partial_result
+from ..kernel.stdin import StdinPolicy
+from .call import CallSettings, PythonCall, describe_error
 from .pool import KernelSessionPool
 from .prelude import init_code
 from .request import PythonRequest
-from .result import CallOutcome, assemble_result, partial_result
 from .session import SessionKey
-from .stdin import StdinPolicy
 
 __all__ = ["ExecutionService"]
 
@@ -50,7 +50,7 @@ class ExecutionService:
         The OutputSink limit and the minimum seconds between two live chunks.
     session_manager
         The server's session manager, where each session's kernel is recorded by name for
-        the lab (``listing.py``); None records nothing.
+        the lab (``kernel/listing.py``); None records nothing.
     fast_paths
         The fast paths kernel connections may use (default: all).
     trim_memory
@@ -94,6 +94,13 @@ class ExecutionService:
             self.launcher, init_code=self._init_code, log=log, **pool_options
         )
         self.launcher.on_fd_exhaustion = self._release_idle
+        self.call_settings = CallSettings(
+            launcher=self.launcher,
+            artifact_store=artifact_store,
+            log=log,
+            max_output_bytes=max_output_bytes,
+            stream_interval=stream_interval,
+        )
 
     def _init_code(self, key: SessionKey) -> str:
         digest = hashlib.sha256(f"{key.name}\0{key.cwd}".encode()).hexdigest()[:16]
@@ -192,7 +199,9 @@ class ExecutionService:
                 "cells": [{"index": c.index, "title": c.title, "code": c.code} for c in cells],
             }
         )
-        call = PythonCall(self, request, kernel_name, outcome, deadline, control, observer, stdin)
+        call = PythonCall(
+            self.call_settings, request, kernel_name, outcome, deadline, control, observer, stdin
+        )
         try:
             if request.mode == "per-call":
                 async with self.pool.checkout_per_call(key, kernel_name, control) as session:

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidRequestError, NotFoundError
-from ..notebook.model import CellDocument, revision_of
-from ..notebook.outputs import SelectedCell, selected_cell
-from ..notebook.preconditions import check_revision, check_source
-from ..notebook.request import as_integer, check_expected
-from .request import parse_timeout
-from .stdin import StdinSpec, parse_stdin
+from ...errors import InvalidRequestError, NotFoundError
+from ...notebook.model import CellDocument, revision_of
+from ...notebook.outputs import SelectedCell, selected_cell
+from ...notebook.preconditions import check_revision, check_source
+from ...notebook.request import as_integer, check_expected
+from ..kernel.stdin import StdinSpec, parse_stdin
+from ..kernel.timeouts import parse_timeout
 
 __all__ = ["AcceptedRun", "RunRequest", "accept_run", "parse_run_request"]
 

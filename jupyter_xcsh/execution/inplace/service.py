@@ -20,24 +20,24 @@ import time
 import weakref
 from typing import Any
 
-from ..notebook.outputs import SelectedCell
-from ..outputs.artifacts import ArtifactStore
-from ..outputs.images import budget_images
-from .connection import ConnectionClosedError, KernelLostError
-from .control import CallCancelledError, CallControl
-from .inplace_cells import CellsRun
+from ...notebook.outputs import SelectedCell
+from ...outputs.artifacts import ArtifactStore
+from ...outputs.images import budget_images
+from ..kernel.connection import ConnectionClosedError, KernelLostError
+from ..kernel.control import CallCancelledError, CallControl
+from ..kernel.observer import ExecutionObserver, report_input
+from ..kernel.result import partial_result, whole_seconds
+from ..kernel.stdin import StdinPolicy
+from .cells import InPlaceRun, RunSettings
+from .kernels import NotebookKernel, NotebookKernels
 from .live_outputs import OutputsTarget
-from .notebook_kernels import NotebookKernel, NotebookKernels
-from .observer import ExecutionObserver, report_input
-from .result import partial_result, whole_seconds
-from .run_request import RunRequest
-from .run_result import RunCell, RunOutcome, assemble_run_result, failure_summary
-from .stdin import StdinPolicy
+from .request import RunRequest
+from .result import NotebookCellRun, RunOutcome, assemble_run_result, failure_summary
 
-__all__ = ["OutputsTarget", "RunService"]
+__all__ = ["InPlaceService", "OutputsTarget"]
 
 
-class RunService:
+class InPlaceService:
     """Run notebook cells in the notebook's kernel; knows nothing of files or HTTP.
 
     Parameters
@@ -86,6 +86,17 @@ class RunService:
         self._queued: dict[str, set[CallControl]] = {}
         # Cells a run left queued in kernels, followed to their end (their outputs written then).
         self.late: set[asyncio.Task[None]] = set()
+        self.run_settings = RunSettings(
+            kernels=kernels,
+            artifact_store=artifact_store,
+            log=log,
+            max_output_bytes=self.max_output_bytes,
+            max_stored_bytes=max_stored_bytes,
+            max_outputs=max_outputs,
+            stream_interval=stream_interval,
+            write_interval=write_interval,
+            late=self.late,
+        )
 
     def _queue(self, api_path: str) -> asyncio.Lock:
         queue = self._queues.get(api_path)
@@ -135,7 +146,7 @@ class RunService:
         stdin = stdin or StdinPolicy(request.stdin)
         deadline = time.monotonic() + request.timeout
         run_cells = [
-            RunCell(i, f"cell {c.index}", c.source, cell_id=c.cell_id, selected=c)
+            NotebookCellRun(i, f"cell {c.index}", c.source, cell_id=c.cell_id, selected=c)
             for i, c in enumerate(cells)
         ]
         outcome = RunOutcome(
@@ -195,7 +206,9 @@ class RunService:
         if kernel is None:
             return
         try:
-            run = CellsRun(self, kernel, request, outcome, target, control, observer, stdin)
+            run = InPlaceRun(
+                self.run_settings, kernel, request, outcome, target, control, observer, stdin
+            )
             await run.run(deadline)
         finally:
             kernel.lock.release()

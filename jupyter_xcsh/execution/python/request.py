@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidRequestError, RefusedError
-from ..paths import check_path
-from .stdin import StdinSpec, parse_stdin
+from ...errors import InvalidRequestError, RefusedError
+from ...paths import check_path
+from ..kernel.stdin import StdinSpec, parse_stdin
+from ..kernel.timeouts import DEFAULT_TIMEOUT, parse_timeout
 
 __all__ = ["DEFAULT_TIMEOUT", "CellSpec", "PythonRequest", "parse_python_request"]
 
-DEFAULT_TIMEOUT = 30.0
-TIMEOUT_RANGE = (1.0, 600.0)
 _FIELDS = {"cells", "timeout", "cwd", "reset", "session", "mode", "kernel_name", "stdin"}
 
 #: A session name: 1..200 characters, not only dots (``.`` and ``..`` cannot be addressed in a
@@ -63,20 +61,6 @@ def _resolve_cwd(raw: str, root_dir: str) -> tuple[str, str]:
         return "", os_path
     api_path = os.path.relpath(os_path, root).replace(os.sep, "/")
     return ("" if api_path == "." else api_path), os_path
-
-
-def parse_timeout(body: dict[str, Any]) -> float:
-    """A request's ``timeout``: a finite number of seconds, clamped to ``TIMEOUT_RANGE``."""
-    timeout = body.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise InvalidRequestError("timeout must be a number of seconds")
-    try:
-        seconds = float(timeout)
-    except OverflowError:  # an integer beyond any float
-        seconds = math.inf
-    if not math.isfinite(seconds):
-        raise InvalidRequestError("timeout must be a finite number of seconds")
-    return min(max(seconds, TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
 
 
 def parse_python_request(

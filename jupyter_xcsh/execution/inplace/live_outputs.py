@@ -14,9 +14,9 @@ import time
 from collections.abc import Hashable
 from typing import Any, Protocol
 
-from ..notebook.outputs import SelectedCell
+from ...notebook.outputs import SelectedCell
 from .nboutputs import RunOutputs
-from .run_result import RunCell
+from .result import NotebookCellRun
 
 __all__ = ["LiveOutputs", "OutputsTarget"]
 
@@ -64,7 +64,7 @@ class LiveOutputs:
         self.target = target
         self.interval = interval
         self.log = log
-        self.cells: dict[Hashable, RunCell] = {}
+        self.cells: dict[Hashable, NotebookCellRun] = {}
         self.stored: set[Hashable] = set()  # cells whose outputs were written for good
         self.restore: set[Hashable] = set()  # ... and changed since (a display update)
         self._dirty: set[Hashable] = set()

@@ -1,4 +1,4 @@
-"""The cells of one run in place, in order, on the notebook's kernel (see ``inplace.py``).
+"""The cells of one run in place, in order, on the notebook's kernel (see ``service.py``).
 
 Each cell is read again just before it is sent (a person may have changed or deleted it), sent
 once the kernel is not executing anyone else's request, followed to its end — interrupted only
@@ -8,39 +8,56 @@ if the kernel started it — and its outputs written back through the run's ``Ou
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Hashable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from ..errors import XcshError
-from ..notebook.outputs import SelectedCell
-from ..outputs.artifacts import ArtifactWriter
-from ..outputs.images import ImageCapture
-from ..outputs.sink import OutputSink
-from .connection import ConnectionClosedError, KernelLostError
-from .control import CallCancelledError, CallControl
-from .inplace_cell import CellExecution
+from ...errors import XcshError
+from ...notebook.outputs import SelectedCell
+from ...outputs.artifacts import ArtifactStore, ArtifactWriter
+from ...outputs.images import ImageCapture
+from ...outputs.sink import OutputSink
+from ..kernel.connection import ConnectionClosedError, KernelLostError
+from ..kernel.control import CallCancelledError, CallControl
+from ..kernel.observer import ExecutionObserver
+from ..kernel.result import whole_seconds
+from ..kernel.stdin import StdinPolicy
+from .cell import CellExecution
+from .kernels import NotebookKernel, NotebookKernels
 from .live_outputs import LiveOutputs, OutputsTarget
 from .nboutputs import ArtifactLink, CellOutputs, RunOutputs
-from .notebook_kernels import NotebookKernel
-from .observer import ExecutionObserver
-from .result import whole_seconds
-from .run_request import RunRequest
-from .run_result import RunCell, RunOutcome
-from .stdin import StdinPolicy
+from .request import RunRequest
+from .result import NotebookCellRun, RunOutcome
 
-if TYPE_CHECKING:
-    from .inplace import RunService
-
-__all__ = ["CellsRun"]
+__all__ = ["InPlaceRun"]
 
 
-class CellsRun:
+@dataclass(frozen=True)
+class RunSettings:
+    """What a run needs of the service that runs it: its collaborators and output limits.
+
+    ``late`` is the service's set of tasks following cells the run left queued in the kernel
+    (a run adds to it; the service cancels them when it closes).
+    """
+
+    kernels: NotebookKernels
+    artifact_store: ArtifactStore
+    log: logging.Logger
+    max_output_bytes: int
+    max_stored_bytes: int
+    max_outputs: int
+    stream_interval: float
+    write_interval: float
+    late: set[asyncio.Task[None]]
+
+
+class InPlaceRun:
     """The cells of one run, sent one by one on the notebook's kernel it holds (locked)."""
 
     def __init__(
         self,
-        service: RunService,
+        settings: RunSettings,
         kernel: NotebookKernel,
         request: RunRequest,
         outcome: RunOutcome,
@@ -49,16 +66,16 @@ class CellsRun:
         observer: ExecutionObserver,
         stdin: StdinPolicy,
     ) -> None:
-        self.service = service
+        self.settings = settings
         self.kernel = kernel
         self.request = request
         self.outcome = outcome
         self.control = control
         self.observer = observer
         self.stdin = stdin
-        outputs = RunOutputs(service.max_stored_bytes, service.max_outputs)
-        self.live = LiveOutputs(outputs, target, service.write_interval, service.log)
-        self.images = ImageCapture(service.artifact_store, "run")
+        outputs = RunOutputs(settings.max_stored_bytes, settings.max_outputs)
+        self.live = LiveOutputs(outputs, target, settings.write_interval, settings.log)
+        self.images = ImageCapture(settings.artifact_store, "run")
 
     async def run(self, deadline: float) -> None:
         """Run the cells in order until the last, a failure (see ``stop_on_error``) or a stop."""
@@ -75,8 +92,8 @@ class CellsRun:
                     return
         except KernelLostError as e:
             kernel_id = self.kernel.kernel_id
-            self.service.log.info("xcsh: kernel %s lost during a run: %s", kernel_id, e)
-            self.service.kernels.drop(kernel_id)
+            self.settings.log.info("xcsh: kernel %s lost during a run: %s", kernel_id, e)
+            self.settings.kernels.drop(kernel_id)
         except ConnectionClosedError:
             outcome.abort = "The kernel connection was closed (the server is stopping)"
         except CallCancelledError:
@@ -91,7 +108,7 @@ class CellsRun:
                     cell.status, cell.exit_code = "error", 1
                     observer.cell_status(cell.index, "error")
 
-    async def _send_now(self, cell: RunCell, deadline: float) -> SelectedCell | None:
+    async def _send_now(self, cell: NotebookCellRun, deadline: float) -> SelectedCell | None:
         """The cell as it is now, once nobody else's execution runs; None: do not send it."""
         outcome, observer = self.outcome, self.observer
         assert cell.selected is not None
@@ -118,10 +135,10 @@ class CellsRun:
             return None
         return now
 
-    async def _run_one(self, cell: RunCell, deadline: float) -> bool:
+    async def _run_one(self, cell: NotebookCellRun, deadline: float) -> bool:
         """Run one cell; whether the run goes on to the next."""
         kernel, outcome, live, stdin = self.kernel, self.outcome, self.live, self.stdin
-        control, observer, launcher = self.control, self.observer, self.service.kernels.launcher
+        control, observer, launcher = self.control, self.observer, self.settings.kernels.launcher
         now = await self._send_now(cell, deadline)
         if now is None:
             return not outcome.stop
@@ -160,8 +177,8 @@ class CellsRun:
                 following = True
                 execution.reporting = False  # at once: its sink is closed
                 task = asyncio.ensure_future(execution.follow_late(kernel.activity.own))
-                self.service.late.add(task)
-                task.add_done_callback(self.service.late.discard)
+                self.settings.late.add(task)
+                task.add_done_callback(self.settings.late.discard)
                 return False
             notice = None
             if ended != "done":
@@ -198,21 +215,21 @@ class CellsRun:
         observer = self.observer
 
         def open_artifact() -> ArtifactWriter:
-            writer = self.service.artifact_store.create("run")
+            writer = self.settings.artifact_store.create("run")
             built.artifact = ArtifactLink(writer.id, writer.api_path)
             return writer
 
         forward = type(observer).chunk is not ExecutionObserver.chunk
         return OutputSink(
-            max_bytes=self.service.max_output_bytes,
+            max_bytes=self.settings.max_output_bytes,
             open_artifact=open_artifact,
             on_chunk=(lambda text: observer.chunk(index, text)) if forward else None,
-            chunk_interval=self.service.stream_interval,
+            chunk_interval=self.settings.stream_interval,
         )
 
     @staticmethod
     def _finish(
-        cell: RunCell,
+        cell: NotebookCellRun,
         execution: CellExecution,
         outcome: RunOutcome,
         started: float,

@@ -12,7 +12,7 @@ from typing import Any
 import zmq.asyncio
 from jupyter_core.utils import ensure_async
 
-from ..fast_paths import FastPaths
+from ...fast_paths import FastPaths
 from .listing import SessionListing
 
 __all__ = [

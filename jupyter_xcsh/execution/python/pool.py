@@ -19,9 +19,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .control import CallControl
+from ..kernel.control import CallControl
+from ..kernel.launcher import KernelLauncher
 from .failures import KERNEL_GONE, SessionDisposedError
-from .kernels import KernelLauncher
 from .session import KernelSession, SessionHistory, SessionKey
 
 __all__ = ["KernelSessionPool"]

@@ -29,7 +29,7 @@ from typing import Any
 
 from nbformat.v4 import output_from_msg
 
-from ..outputs.sink import format_size
+from ...outputs.sink import format_size
 
 __all__ = ["ArtifactLink", "CellOutputs", "RunOutputs"]
 

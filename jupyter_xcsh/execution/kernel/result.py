@@ -8,19 +8,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..outputs.artifacts import ArtifactStore
-from ..outputs.images import CapturedImage, ImageResult, budget_images
-from ..outputs.sink import truncation_notice
+from ...outputs.artifacts import ArtifactStore
+from ...outputs.images import CapturedImage, ImageResult, budget_images
+from ...outputs.sink import truncation_notice
 from .cell import CellRun
 from .stdin import STDIN_FAILURE, StdinPolicy
 
 __all__ = [
     "CallOutcome",
     "assemble_result",
+    "closing_lines",
+    "failure_line",
     "image_lines",
     "partial_result",
     "timeout_notice",
     "whole_seconds",
+    "with_lines",
 ]
 
 OutcomeT = TypeVar("OutcomeT", bound="CallOutcome")
@@ -65,8 +68,27 @@ def image_lines(outcome: CallOutcome) -> dict[int, list[str]]:
     return lines
 
 
-def _with_lines(text: str, lines: list[str]) -> str:
+def with_lines(text: str, lines: list[str]) -> str:
+    """``text`` followed by ``lines`` (a cell's image lines), one a line."""
     return "\n".join([text, *lines] if text else lines)
+
+
+def failure_line(number: int, cell_count: int) -> str:
+    """What a call's text says of its failed cell ``number``: with several, which one to fix."""
+    if cell_count == 1:
+        return "Command exited with code 1"
+    return (
+        f"Cell {number} failed (exit code 1). Earlier cells succeeded—their state persists. "
+        f"Fix only cell {number}."
+    )
+
+
+def closing_lines(outcome: CallOutcome) -> list[str]:
+    """The last lines of a call's text: why it stopped, and a prompt it could not answer."""
+    lines = [outcome.abort] if outcome.abort else []
+    if outcome.stdin_failed and outcome.notice is None and outcome.abort is None:
+        lines.append(STDIN_FAILURE)
+    return lines
 
 
 def _combined_text(outcome: CallOutcome) -> str:
@@ -89,7 +111,7 @@ def _combined_text(outcome: CallOutcome) -> str:
                 part = f"{header} (ok)"
             else:
                 part = f"{header}\n{output}" if output else header
-            parts.append(_with_lines(part, images.pop(cell.index, [])))
+            parts.append(with_lines(part, images.pop(cell.index, [])))
         if notice_line and ran:
             parts.insert(0, notice_line.rstrip("\n"))
     if not any(p.strip() for p in parts):
@@ -97,7 +119,7 @@ def _combined_text(outcome: CallOutcome) -> str:
         if notice_line:
             parts.insert(0, notice_line.rstrip("\n"))
     if len(cells) == 1 and ran:  # its output (or the placeholder) is the last part
-        parts[-1] = _with_lines(parts[-1], images.pop(ran[0].index, []))
+        parts[-1] = with_lines(parts[-1], images.pop(ran[0].index, []))
     parts.extend(line for rest in images.values() for line in rest)
     for cell in ran:
         if cell.sink is not None:
@@ -107,18 +129,8 @@ def _combined_text(outcome: CallOutcome) -> str:
     parts.extend(outcome.notices)
     failed = next((c for c in ran if c.status == "error"), None)
     if failed is not None and outcome.notice is None and outcome.abort is None:
-        if len(cells) == 1:
-            parts.append("Command exited with code 1")
-        else:
-            k = failed.index + 1
-            parts.append(
-                f"Cell {k} failed (exit code 1). Earlier cells succeeded—their state persists. "
-                f"Fix only cell {k}."
-            )
-    if outcome.abort:
-        parts.append(outcome.abort)
-    if outcome.stdin_failed and outcome.notice is None and outcome.abort is None:
-        parts.append(STDIN_FAILURE)
+        parts.append(failure_line(failed.index + 1, len(cells)))
+    parts.extend(closing_lines(outcome))
     return "\n\n".join(p for p in parts if p)
 
 

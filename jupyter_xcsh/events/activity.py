@@ -7,8 +7,8 @@ Emitting never fails a tool call: a broken event is logged and dropped.
 Events cost nothing on a call's path: with nobody listening they are not even built, and
 otherwise they go out a few milliseconds later, in order — while the server waits for the
 kernel, not between a call's answer and the next request — each shape of event is
-validated against its schema once (``event_validation``), and an event skips
-``EventLogger.emit``'s per-event deep copy and metadata validation (``event_emit``).
+validated against its schema once (``validation``), and an event skips
+``EventLogger.emit``'s per-event deep copy and metadata validation (``emit``).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from typing import Any, ClassVar
 
 from jupyter_events import EventLogger
 
-from .event_emit import emit_event
-from .event_validation import ShapeValidatedSchema
-from .execution.observer import ExecutionObserver
-from .outputs.sanitize import sanitize
+from ..execution.kernel.observer import ExecutionObserver
+from ..outputs.sanitize import sanitize
+from .emit import emit_event
+from .validation import ShapeValidatedSchema
 
-SCHEMA_DIR = Path(__file__).parent / "event_schemas"
+SCHEMA_DIR = Path(__file__).parent / "schemas"
 NOTEBOOK_SCHEMA = "https://events.jupyter.org/jupyter_xcsh/notebook/v1"
 PYTHON_SCHEMA = "https://events.jupyter.org/jupyter_xcsh/python/v1"
 

@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..outputs.images import CapturedImage, ImageCapture, as_base64
-from ..outputs.sink import OutputSink, SinkResult
+from ...outputs.images import CapturedImage, ImageCapture, as_base64
+from ...outputs.sink import OutputSink, SinkResult
 from .connection import ConnectionClosedError, KernelConnection, KernelLostError
 from .control import CallControl
 from .messages import error_output, reduce_display

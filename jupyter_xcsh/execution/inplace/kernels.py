@@ -26,10 +26,10 @@ from typing import Any
 
 from jupyter_core.utils import ensure_async
 
-from ..errors import InvalidRequestError
-from .connection import KernelConnection
-from .kernels import KernelLauncher
-from .prelude import string_expression
+from ...errors import InvalidRequestError
+from ..kernel.connection import KernelConnection
+from ..kernel.launcher import KernelLauncher
+from ..kernel.messages import string_expression
 
 __all__ = ["KernelActivity", "NotebookKernel", "NotebookKernels", "NotebookSession"]
 
