@@ -37,7 +37,10 @@ class RunHandler(XcshAPIHandler):
 
     Answers 200 at once with the output so far and ``awaitingInput`` while the kernel waits
     for an answer (or with the result of a call that ended, kept a while); else when the call
-    gets there. 404 for an unknown run, 403 for a caller without ``execute`` on ``kernels``.
+    gets there. With ``?after=<n>``: at once, the run's state and its events after the
+    ``n``-th (``RunProgress``: a client that lost its stream picks up where it left off);
+    400 for a cursor that is not an event number or is past the end. 404 for an unknown
+    run, 403 for a caller without ``execute`` on ``kernels``.
     """
 
     auth_resource = "kernels"
@@ -46,8 +49,13 @@ class RunHandler(XcshAPIHandler):
     @authorized("execute")
     async def get(self, run_id: str) -> None:
         """Follow the run to its next stop."""
+        values = self.request.query_arguments.get("after")
         with self.domain_errors():
-            result = await self.services.run_inputs.follow(run_id, self.caller)
+            if values:  # read as sent: tornado's get_query_argument strips white space
+                after = self.decode_argument(values[-1], name="after")
+                result = await self.services.run_inputs.progress(run_id, after, self.caller)
+            else:
+                result = await self.services.run_inputs.follow(run_id, self.caller)
         self.finish(json.dumps(result))
 
 
