@@ -85,3 +85,40 @@ async def test_notebooks_are_listed_read_and_a_subscriber_told_of_changes(
         assert "# Renamed" in read.contents[0].text and "x = 2" in read.contents[0].text
 
         await client.unsubscribe_resource(URI)
+
+
+async def test_changes_after_a_persons_save_and_another_agents_edit(connect, jp_root_dir, jp_fetch):
+    (jp_root_dir / "Work Dir").mkdir()
+    (jp_root_dir / "Work Dir" / "Analysis.ipynb").write_text(NOTEBOOK, encoding="utf-8")
+    path = "Work Dir/Analysis.ipynb"
+    async with connect() as client:
+        read = await client.call_tool("notebook", {"action": "read", "notebook_path": path})
+        since = read.structured_content["details"]["revision"]
+
+        response = await jp_fetch("api", "contents", path)
+        model = json.loads(response.body)
+        model["content"]["cells"][1]["source"] = "x = 2"
+        body = {"type": "notebook", "format": "json", "content": model["content"]}
+        await jp_fetch("api", "contents", path, method="PUT", body=json.dumps(body))
+        async with connect() as agent:
+            inserted = await agent.call_tool(
+                "notebook",
+                {"action": "insert", "notebook_path": path, "cell_index": 2, "content": "y = 3"},
+            )
+            assert inserted.is_error is False
+        await client.call_tool(
+            "notebook",
+            {"action": "edit", "notebook_path": path, "cell_id": "a1", "content": "# Mine"},
+        )
+
+        result = await client.call_tool(
+            "notebook", {"action": "changes", "notebook_path": path, "since_revision": since}
+        )
+
+    assert result.is_error is False
+    changes = result.structured_content["details"]["changes"]
+    assert [(c["change"], c["by"], c.get("source")) for c in changes] == [
+        ("edited", "file", "x = 2"),
+        ("added", "agent", "y = 3"),
+        ("edited", "you", "# Mine"),
+    ]

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
-import hashlib
 import json
 from typing import Any
 
@@ -187,13 +187,8 @@ class McpHandler(XcshAPIHandler):
         return await self.mcp.request(message, self._context(client, version))
 
     def _client_key(self) -> str:
-        # Who may cancel a call by its request id. A shared token makes a new anonymous user
-        # per request, so the credential is what stays the same across a client's requests
-        # (hashed: the token never sits in a key); otherwise (cookie, JupyterHub) the user.
-        token = self.identity_provider.get_token(self) if self.token_authenticated else None
-        if token:
-            return "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
-        return "user:" + str(getattr(self.current_user, "username", self.current_user))
+        # Who may cancel a call by its request id: the credential, else the user.
+        return self.agent_key()
 
     def _context(
         self, client: str, version: str, streamed: Message | None = None
@@ -213,8 +208,10 @@ class McpHandler(XcshAPIHandler):
                 timeout=self.services.settings.input_timeout,
             )
         session = session_id or ""
+        # One agent per MCP session (clients sharing the server's token told apart).
+        caller = dataclasses.replace(self.caller, agent=f"{client} {session}".strip())
         return RequestContext(
-            self.caller, client, version, control, progress, elicit=elicit, session=session
+            caller, client, version, control, progress, elicit=elicit, session=session
         )
 
     async def _stream(self, message: Message, context: RequestContext) -> None:

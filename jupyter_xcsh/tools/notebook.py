@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ..activity import (
@@ -15,16 +18,20 @@ from ..activity import (
     event_source,
     new_call_id,
 )
-from ..errors import XcshError
+from ..errors import InvalidRequestError, XcshError
 from ..notebook.batch import is_batch, parse_batch, require_batch_preconditions
 from ..notebook.cells import parse_request
 from ..notebook.find import NotebookFinder
+from ..notebook.history import DEFAULT_MAX_CHARS, WHO, NotebookHistory, describe_changes
 from ..notebook.preconditions import require_preconditions
 from ..notebook.store import NotebookStore
 from ..outputs.artifacts import ArtifactStore
 from .caller import Caller
 
 __all__ = ["NotebookTool"]
+
+#: A ``revision`` as answers carry it.
+HASH = re.compile(r"[0-9a-f]{16}")
 
 #: The authorizer resource of the notebook tool (as the server's contents API).
 RESOURCE = "contents"
@@ -54,6 +61,7 @@ class NotebookTool:
         self.require_preconditions = require_preconditions
         self.artifacts = artifacts
         self.finder = finder or NotebookFinder(store, store.limits)
+        self.history = NotebookHistory()
 
     async def call(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Validate ``body``, check the caller may, run it; return ``{callId, text, details}``.
@@ -64,17 +72,23 @@ class NotebookTool:
         """
         if is_batch(body):
             return await self._call_batch(body, caller)
+        if body.get("action") == "changes":
+            return await self._call_changes(body, caller)
         request = parse_request(body)
         await caller.require("write" if request.changes else "read", RESOURCE)
         require_preconditions(request, self.require_preconditions)
         call_id = new_call_id()
         try:
             if request.changes:
-                result = await self.store.change(request)
+                async with self._changing(request.notebook_path, caller):
+                    result = await self.store.change(request)
             elif request.action == "find":
                 result = await self.finder.find(request)
             else:
                 result = await self.store.read(request)
+            if not request.changes:
+                with contextlib.suppress(XcshError):  # the read stands; the history waits
+                    await self._look(request.notebook_path)
         except XcshError as e:
             self.activity.notebook_call(
                 request.action, request.notebook_path, error=e.message, call_id=call_id
@@ -98,7 +112,8 @@ class NotebookTool:
         require_batch_preconditions(batch, self.require_preconditions)
         call_id = new_call_id()
         try:
-            result = await self.store.change_batch(batch)
+            async with self._changing(batch.notebook_path, caller):
+                result = await self.store.change_batch(batch)
         except XcshError as e:
             self.activity.notebook_call(
                 "batch", batch.notebook_path, error=e.message, call_id=call_id
@@ -124,6 +139,71 @@ class NotebookTool:
             "batch", self.store.api_path(batch), result, call_id=call_id, changes=changes
         )
         return {"callId": call_id, **result}
+
+    async def _look(self, path: str, agent: str | None = None) -> tuple[str, Any]:
+        """Note the notebook as it is now in its history; its API path and snapshot.
+
+        ``agent``: the caller whose change made it so; else a change found is a person's (in
+        the room, or a save of the file).
+        """
+        api_path, _ = await self.store.resolve(path)
+        snapshot = await self.store.snapshot(path)
+        found = "room" if snapshot.via == "document" else "file"
+        self.history.record(
+            api_path, snapshot.keys, found if agent is None else "agent", agent or ""
+        )
+        return api_path, snapshot
+
+    @contextlib.asynccontextmanager
+    async def _changing(self, path: str, caller: Caller) -> AsyncIterator[None]:
+        """Around an agent's change: what others changed before it, then the change, noted."""
+        with contextlib.suppress(XcshError):  # the change itself says what is wrong
+            api_path, _ = await self.store.resolve(path)
+            if self.history.knows(api_path):
+                await self._look(path)
+        yield
+        await self._look(path, caller.agent)
+
+    async def _call_changes(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """``changes``: the cells changed since ``since_revision``, and who changed them."""
+        unknown = sorted(
+            name
+            for name, value in body.items()
+            if value is not None
+            and name not in ("action", "notebook_path", "since_revision", "max_chars")
+        )
+        if unknown:
+            raise InvalidRequestError(f"Field {unknown[0]} is not accepted by the changes action")
+        path, since = body.get("notebook_path"), body.get("since_revision")
+        if not isinstance(path, str) or not path:
+            raise InvalidRequestError("notebook_path is required")
+        if not isinstance(since, str) or not HASH.fullmatch(since):
+            raise InvalidRequestError(
+                "since_revision must be 16 lowercase hex digits (the revision of an earlier "
+                f"answer), got {since!r}"
+            )
+        max_chars = body.get("max_chars")
+        if max_chars is None:
+            max_chars = DEFAULT_MAX_CHARS
+        elif isinstance(max_chars, float) and max_chars.is_integer():
+            max_chars = int(max_chars)
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+            raise InvalidRequestError(f"max_chars must be a positive integer, got {max_chars!r}")
+        await caller.require("read", RESOURCE)
+        api_path, snapshot = await self._look(path)
+        pairs = self.history.since(api_path, since)
+        changes, truncated = describe_changes(pairs, caller.agent, max_chars)
+        revision = pairs[-1][1].revision if pairs else since
+        details = {
+            "action": "changes",
+            "sinceRevision": since,
+            "revision": revision,
+            "via": snapshot.via,
+            "totalCells": len(snapshot.keys),
+            "changes": changes,
+            "truncated": truncated,
+        }
+        return {"callId": new_call_id(), "text": _changes_text(details), "details": details}
 
     async def _previous_cell(
         self, cell: Any, limit: int = MAX_EVENT_CELL
@@ -156,3 +236,27 @@ class NotebookTool:
             raise
         writer.close()
         return writer.id
+
+
+def _changes_text(details: dict[str, Any]) -> str:
+    """The ``changes`` answer as the agent reads it."""
+    since, now, changes = details["sinceRevision"], details["revision"], details["changes"]
+    if not changes:
+        return f"No changes since revision {since}."
+    lines = [f"{len(changes)} change(s) since revision {since} (now {now}), oldest first:"]
+    for change in changes:
+        cell = f"cell {change['cellId']}" if change["cellId"] else "a cell"
+        where = (
+            f"from index {change['fromIndex']} to {change['index']}"
+            if change["change"] == "moved"
+            else f"at index {change['index']}"
+        )
+        lines.append(
+            f"- {cell} ({change['cellType']}) {change['change']} {where} by {WHO[change['by']]}"
+        )
+        if "source" in change:
+            more = " [...cut]" if change.get("sourceTruncated") else ""
+            lines.extend("    " + line for line in (change["source"] + more).split("\n"))
+    if details["truncated"]:
+        lines.append("[The list or a source was cut: read the notebook for the rest.]")
+    return "\n".join(lines)
