@@ -33,7 +33,7 @@ from ..mcp.protocol import (
     parse_messages,
     request_version,
 )
-from ..mcp.resources import new_session_id
+from ..mcp.resources import POLL_INTERVAL, new_session_id, updated
 from ..mcp.server import McpServer, RequestContext, progress_token
 from ..services import XcshServices
 from .base import XcshAPIHandler, check_body
@@ -152,13 +152,21 @@ class McpHandler(XcshAPIHandler):
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")
         self._closed = asyncio.Event()
+        subscriptions = self.mcp.subscriptions
         subscriber = self._context(self._client_key(), "").subscriber
-        with self.mcp.subscriptions.stream(subscriber, self._send_event):
+        with subscriptions.streaming(subscriber):
             self._write_event(b": stream of notifications\n\n")  # headers out at once
+            quiet = 0.0
             while not self.gone:
+                # This request looks for its client's changes itself: nothing outlives it.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._closed.wait(), KEEP_ALIVE)
-                self._write_event(b": keep-alive\n\n")  # finds a client gone quietly
+                    await asyncio.wait_for(self._closed.wait(), POLL_INTERVAL)
+                for uri in await subscriptions.changed(subscriber):
+                    self._send_event(updated(uri))
+                quiet += POLL_INTERVAL
+                if quiet >= KEEP_ALIVE:
+                    quiet = 0.0
+                    self._write_event(b": keep-alive\n\n")  # finds a client gone quietly
         self._finish_quietly()
 
     def _finish_quietly(self) -> None:

@@ -11,18 +11,18 @@ whoever changes it: a person typing in a collaboration room (its cells' ids, typ
 sources: the notebook's revision), a save from the lab or any other writer (the file's
 modification time), an agent. The server being stateless, a subscription is kept for the
 client's credential and ``Mcp-Session-Id``, and its notifications go out on that client's
-``GET`` stream (streamable HTTP's stream for server messages). Subscribed notebooks are looked
-at every ``POLL_INTERVAL`` seconds while such a stream is open (a room's document in memory,
-a file by its modification time only); nothing is looked at while no stream is open.
+``GET`` stream (streamable HTTP's stream for server messages). That stream's request looks at
+the client's subscribed notebooks every ``POLL_INTERVAL`` seconds while it is open (a room's
+document in memory, a file by its modification time only): nothing is looked at, and nothing
+runs, while no stream is open.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
@@ -39,6 +39,7 @@ __all__ = [
     "new_session_id",
     "notebook_path",
     "notebook_uri",
+    "updated",
 ]
 
 log = logging.getLogger(__name__)
@@ -59,8 +60,6 @@ MAX_FOLDERS, MAX_DEPTH = 1000, 8
 POLL_INTERVAL = 0.5
 #: Notebooks one client (credential and session) may be subscribed to, and clients kept.
 MAX_PER_CLIENT, MAX_CLIENTS = 100, 1000
-
-Send = Callable[[dict[str, Any]], None]
 
 
 def new_session_id() -> str:
@@ -106,15 +105,13 @@ async def list_notebooks(contents_manager: Any) -> list[str]:
 
 
 class Subscriptions:
-    """Who is subscribed to which notebook, their streams, and the looks for changes."""
+    """Who is subscribed to which notebook, and which of them changed since last looked at."""
 
-    def __init__(self, store: NotebookStore, interval: float = POLL_INTERVAL) -> None:
+    def __init__(self, store: NotebookStore) -> None:
         self.store = store
-        self.interval = interval
         # client key -> {uri: (api path, last fingerprint)}
         self._subscribed: dict[str, dict[str, tuple[str, object]]] = {}
-        self._streams: dict[str, Send] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._streaming: dict[str, int] = {}  # client key -> notification streams open
 
     async def fingerprint(self, api_path: str) -> object:
         """What changes when the notebook changes: a room's revision, else the file's time."""
@@ -134,12 +131,11 @@ class Subscriptions:
         fingerprint = await self.fingerprint(api_path)
         if client not in self._subscribed and len(self._subscribed) >= MAX_CLIENTS:
             # The oldest client without an open stream gives way.
-            idle = next((key for key in self._subscribed if key not in self._streams), None)
+            idle = next((key for key in self._subscribed if key not in self._streaming), None)
             if idle is None:
                 raise XcshError(f"At most {MAX_CLIENTS} subscribed clients")
             del self._subscribed[idle]
         self._subscribed.setdefault(client, {})[uri] = (api_path, fingerprint)
-        self._start()
 
     def unsubscribe(self, client: str, uri: str) -> None:
         """End ``client``'s subscription to ``uri`` (nothing when there is none)."""
@@ -154,53 +150,31 @@ class Subscriptions:
         return list(self._subscribed.get(client, {}))
 
     @contextlib.contextmanager
-    def stream(self, client: str, send: Send) -> Iterator[None]:
-        """Send ``client``'s notifications through ``send`` for the duration of the block.
-
-        A newer stream of the same client replaces an older one.
-        """
-        self._streams[client] = send
-        self._start()
+    def streaming(self, client: str) -> Iterator[None]:
+        """Mark ``client``'s notification stream open for the duration of the block."""
+        self._streaming[client] = self._streaming.get(client, 0) + 1
         try:
             yield
         finally:
-            if self._streams.get(client) is send:
-                del self._streams[client]
+            self._streaming[client] -= 1
+            if not self._streaming[client]:
+                del self._streaming[client]
 
-    def _start(self) -> None:
-        if (self._task is None or self._task.done()) and self._streams and self._subscribed:
-            self._task = asyncio.ensure_future(self._watch())
+    async def changed(self, client: str) -> list[str]:
+        """The URIs of ``client``'s subscriptions whose notebook changed since last looked."""
+        found = []
+        for uri, (api_path, before) in list(self._subscribed.get(client, {}).items()):
+            try:
+                now = await self.fingerprint(api_path)
+            except Exception:  # gone, unreadable: "changed" once, then quiet
+                now = None
+            subscribed = self._subscribed.get(client, {})
+            if now != before and uri in subscribed:
+                subscribed[uri] = (api_path, now)
+                found.append(uri)
+        return found
 
-    async def _watch(self) -> None:
-        """Look at the subscribed notebooks while someone can be told; notify changes."""
-        while self._streams and self._subscribed:
-            await asyncio.sleep(self.interval)
-            looked: dict[str, object] = {}
-            for client in [key for key in self._subscribed if key in self._streams]:
-                for uri, (api_path, before) in list(self._subscribed.get(client, {}).items()):
-                    if api_path not in looked:
-                        try:
-                            looked[api_path] = await self.fingerprint(api_path)
-                        except Exception:  # gone, unreadable: "changed" once, then quiet
-                            looked[api_path] = None
-                    now = looked[api_path]
-                    if now == before or uri not in self._subscribed.get(client, {}):
-                        continue
-                    self._subscribed[client][uri] = (api_path, now)
-                    send = self._streams.get(client)
-                    if send is not None:
-                        send(
-                            {
-                                "jsonrpc": "2.0",
-                                "method": "notifications/resources/updated",
-                                "params": {"uri": uri},
-                            }
-                        )
 
-    async def close(self) -> None:
-        """Stop looking (the server is stopping)."""
-        self._streams.clear()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+def updated(uri: str) -> dict[str, Any]:
+    """The ``notifications/resources/updated`` message of ``uri``."""
+    return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}

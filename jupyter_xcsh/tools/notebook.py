@@ -7,7 +7,6 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 from ..activity import (
@@ -23,9 +22,11 @@ from ..notebook.batch import is_batch, parse_batch, require_batch_preconditions
 from ..notebook.cells import parse_request
 from ..notebook.find import NotebookFinder
 from ..notebook.history import DEFAULT_MAX_CHARS, WHO, NotebookHistory, describe_changes
+from ..notebook.model import Snapshot
 from ..notebook.preconditions import require_preconditions
 from ..notebook.store import NotebookStore
 from ..outputs.artifacts import ArtifactStore
+from ..paths import to_api_path
 from .caller import Caller
 
 __all__ = ["NotebookTool"]
@@ -80,15 +81,19 @@ class NotebookTool:
         call_id = new_call_id()
         try:
             if request.changes:
-                async with self._changing(request.notebook_path, caller):
-                    result = await self.store.change(request)
+                await self._before_change(request.notebook_path)
+                result = await self.store.change(request)
+                self._changed(request.notebook_path, result, caller)
             elif request.action == "find":
                 result = await self.finder.find(request)
             else:
-                result = await self.store.read(request)
-            if not request.changes:
-                with contextlib.suppress(XcshError):  # the read stands; the history waits
-                    await self._look(request.notebook_path)
+                result, seen = await self.store.read_with_keys(request)
+                self._note(self.store.api_path(request), seen)
+            if request.action == "find":
+                with contextlib.suppress(XcshError):  # the answer stands; the history waits
+                    api_path, _ = await self.store.resolve(request.notebook_path)
+                    if self.history.knows(api_path):  # else not worth a second load
+                        await self._look(request.notebook_path)
         except XcshError as e:
             self.activity.notebook_call(
                 request.action, request.notebook_path, error=e.message, call_id=call_id
@@ -112,8 +117,9 @@ class NotebookTool:
         require_batch_preconditions(batch, self.require_preconditions)
         call_id = new_call_id()
         try:
-            async with self._changing(batch.notebook_path, caller):
-                result = await self.store.change_batch(batch)
+            await self._before_change(batch.notebook_path)
+            result = await self.store.change_batch(batch)
+            self._changed(batch.notebook_path, result, caller)
         except XcshError as e:
             self.activity.notebook_call(
                 "batch", batch.notebook_path, error=e.message, call_id=call_id
@@ -148,21 +154,27 @@ class NotebookTool:
         """
         api_path, _ = await self.store.resolve(path)
         snapshot = await self.store.snapshot(path)
-        found = "room" if snapshot.via == "document" else "file"
-        self.history.record(
-            api_path, snapshot.keys, found if agent is None else "agent", agent or ""
-        )
+        self._note(api_path, snapshot, agent)
         return api_path, snapshot
 
-    @contextlib.asynccontextmanager
-    async def _changing(self, path: str, caller: Caller) -> AsyncIterator[None]:
-        """Around an agent's change: what others changed before it, then the change, noted."""
+    def _note(self, api_path: str, snapshot: Snapshot, agent: str | None = None) -> None:
+        """Record ``snapshot`` in the notebook's history (see ``_look``)."""
+        found = "room" if snapshot.via == "document" else "file"
+        by = found if agent is None else "agent"
+        self.history.record(api_path, snapshot.keys, by, agent or "")
+
+    async def _before_change(self, path: str) -> None:
+        """Before an agent's change: note what others changed since the last look, if kept."""
         with contextlib.suppress(XcshError):  # the change itself says what is wrong
             api_path, _ = await self.store.resolve(path)
             if self.history.knows(api_path):
                 await self._look(path)
-        yield
-        await self._look(path, caller.agent)
+
+    def _changed(self, path: str, result: dict[str, Any], caller: Caller) -> None:
+        """Note an agent's change (the state the store left: ``cellKeys``, taken out)."""
+        keys = result.pop("cellKeys")
+        api_path = to_api_path(path, self.store.contents_manager.root_dir)
+        self.history.record(api_path, keys, "agent", caller.agent)
 
     async def _call_changes(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """``changes``: the cells changed since ``since_revision``, and who changed them."""
