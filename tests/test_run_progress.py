@@ -180,3 +180,37 @@ def test_the_bytes_bound_drops_old_events_but_never_the_newest():
 
     kept, skipped = events.after(0)
     assert [e["text"][0] for e in kept] == ["b"] and skipped == 1
+
+
+async def test_streamed_the_events_after_the_cursor_then_the_live_ones_then_the_result(jp_fetch):
+    waiting = await run(jp_fetch, LOOP, stdin="ask")
+    run_id = waiting["callId"]
+    _, seen = await progress(jp_fetch, run_id, 0)
+    answering = asyncio.ensure_future(answer(jp_fetch, run_id, ""))
+    # Some of the run has gone by unseen: the stream starts at the cursor all the same.
+    await eventually(lambda: _printed_since(jp_fetch, run_id, seen["next"], "tick 1"), timeout=120)
+
+    response = await jp_fetch(
+        "api",
+        "xcsh",
+        "runs",
+        run_id,
+        params={"after": seen["next"]},
+        headers={"Accept": "application/x-ndjson"},
+        request_timeout=REQUEST_TIMEOUT,
+    )
+    lines = [json.loads(line) for line in response.body.decode().splitlines()]
+    _, result = await answering
+
+    assert response.headers["Content-Type"] == "application/x-ndjson"
+    assert lines[-1] == {"type": "result", "result": result}
+    assert lines[0] == {"type": "input", "state": "answered"}  # the first event after the cursor
+    # The answer's echo ("" and a newline after the prompt), then every tick, none twice.
+    assert printed(lines[:-1]) == "\n" + "".join(f"tick {i}\n" for i in range(6))
+    _, everything = await progress(jp_fetch, run_id, seen["next"])
+    assert lines[:-1] == everything["events"]
+
+
+async def _printed_since(jp_fetch: Any, run_id: str, cursor: int, text: str) -> bool:
+    _, piece = await progress(jp_fetch, run_id, cursor)
+    return text in printed(piece["events"])
