@@ -214,3 +214,13 @@ async def test_streamed_the_events_after_the_cursor_then_the_live_ones_then_the_
 async def _printed_since(jp_fetch: Any, run_id: str, cursor: int, text: str) -> bool:
     _, piece = await progress(jp_fetch, run_id, cursor)
     return text in printed(piece["events"])
+
+
+async def test_the_run_path_has_only_get(jp_fetch):
+    with pytest.raises(HTTPClientError) as caught:
+        await jp_fetch("api", "xcsh", "runs", "0" * 32, method="POST", body="{}")
+
+    assert caught.value.code == 405
+    assert caught.value.response is not None
+    assert caught.value.response.headers["Allow"].split(", ")[0] == "GET"
+    assert "POST" not in caught.value.response.headers["Allow"]

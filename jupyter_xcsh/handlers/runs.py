@@ -50,6 +50,8 @@ class RunHandler(PythonHandler):
     """
 
     auth_resource = "kernels"
+    # Only GET: the python tool's POST (this class streams as its handler does) is not here.
+    post = web.RequestHandler.post
 
     @web.authenticated
     @authorized("execute")
