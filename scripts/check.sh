@@ -51,6 +51,13 @@ npm run lint:check
 step "lab extension unit tests (jest)"
 npm test
 
+step "lab extension built and unit-tested on the lowest and the newest JupyterLab 4.x"
+# Every @jupyterlab/* package at the floor package.json declares, then at the newest published
+# 4.x (pre-releases included), each in its own copy (.cache/lab-*): types, the prebuilt
+# extension, jest. ~2 minutes each.
+bounded 10 bash scripts/lab-matrix.sh lowest
+bounded 10 bash scripts/lab-matrix.sh newest
+
 step "tests"
 # pytest exits 5 when it collects no test: set -e makes that a failure, as it must be.
 bounded 30 python -m pytest tests -p no:cacheprovider -q -ra
@@ -202,3 +209,21 @@ rtc_checks "$VENV-rtc" "jupyter-collaboration"
 
 step "with jupyter-collaboration, newest 4.x release ($VENV-rtc4)"
 rtc_checks "$VENV-rtc4" "jupyter-collaboration>=4,<5"
+
+step "with jupyter-server-documents, Jupyter AI 3's collaboration backend ($VENV-sdocs)"
+# Installed instead of jupyter-collaboration (which must not be there: both serve
+# /api/collaboration/room). Its rooms hold the live documents the notebook tool changes; it
+# also puts every notebook session in a room. The tests with a real room (-m server_documents,
+# its outputs store off and on), then the notebook tool's file-path tests with it loaded and no
+# room open (XCSH_TEST_SERVER_DOCUMENTS=1; runs in place are left out: their new session opens
+# a room, which the server_documents tests cover). ~3 minutes.
+python3 -m venv "$VENV-sdocs"
+"$VENV-sdocs/bin/python" -m pip install -q --upgrade pip
+"$VENV-sdocs/bin/python" -m pip install -q ".[test]" jupyter-server-documents
+"$VENV-sdocs/bin/python" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_]server[-_]documents|jupyter[-_]ydoc|pycrdt) "
+if "$VENV-sdocs/bin/python" -m pip show -q jupyter-collaboration jupyter-server-ydoc 2>/dev/null; then
+  echo "jupyter-collaboration is installed in $VENV-sdocs: these tests need it absent"; exit 1
+fi
+bounded 10 "$VENV-sdocs/bin/python" -m pytest tests -p no:cacheprovider -q -ra -m server_documents
+XCSH_TEST_SERVER_DOCUMENTS=1 bounded 10 "$VENV-sdocs/bin/python" -m pytest -p no:cacheprovider -q -ra \
+  -k "not racing" $(ls tests/test_notebook_*.py | grep -v -e _run -e _live -e _server_documents)

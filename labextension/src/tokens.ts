@@ -9,6 +9,8 @@ import type { ISignal } from '@lumino/signaling';
 
 import type {
   IArtifactRange,
+  IFilesRequest,
+  IFilesResult,
   IInterruptResult,
   INotebookToolRequest,
   IPythonRequest,
@@ -82,6 +84,12 @@ export interface IXcshClient {
    * Run code cells of a notebook in its own kernel, outputs written back.
    */
   runNotebook(request: IRunRequest): Promise<IRunResult>;
+
+  /**
+   * List, read, write, create, rename, delete or search files of the
+   * contents root.
+   */
+  files(request: IFilesRequest): Promise<IFilesResult>;
 }
 
 /**

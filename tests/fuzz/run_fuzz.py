@@ -190,6 +190,7 @@ def make_config(path: Path, server: Server, notebooks: list[str], artifact: str)
         "body.mode": ("modes", 0.8),
         "path.name": ("sessions", 0.5),
         "path.artifact_id": ("artifacts", 0.8),
+        "body.path": ("folders", 0.5),  # the files tool
     }
     for key, (dictionary, probability) in bindings.items():
         lines.append(f'"{key}" = {{ dictionary = "{dictionary}", probability = {probability} }}')
