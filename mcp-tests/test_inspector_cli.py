@@ -73,7 +73,7 @@ async def test_integer_boolean_and_array_arguments_arrive_typed(
     home.mkdir()
 
     listed = await inspector(mcp_url, jp_auth_header, home, "--method", "tools/list")
-    assert [tool["name"] for tool in listed["tools"]] == ["notebook", "python", "artifact"]
+    assert {"notebook", "python", "artifact"} <= {tool["name"] for tool in listed["tools"]}
 
     # Integers: cell_index and end_index.
     read = await inspector(

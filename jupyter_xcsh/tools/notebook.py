@@ -159,7 +159,7 @@ class NotebookTool:
 
     def _note(self, api_path: str, snapshot: Snapshot, agent: str | None = None) -> None:
         """Record ``snapshot`` in the notebook's history (see ``_look``)."""
-        found = "room" if snapshot.via == "document" else "file"
+        found = "file" if snapshot.via == "file" else "room"  # any live document's room
         by = found if agent is None else "agent"
         self.history.record(api_path, snapshot.keys, by, agent or "")
 
