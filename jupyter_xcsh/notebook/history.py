@@ -26,7 +26,7 @@ from .revision import CellKey, notebook_revision
 __all__ = ["NotebookHistory", "Step", "cell_changes", "describe_changes"]
 
 #: States kept per notebook, characters of their sources per notebook, notebooks kept.
-MAX_ENTRIES, MAX_CHARS, MAX_NOTEBOOKS = 50, 4_000_000, 64
+MAX_ENTRIES, MAX_CHARS, MAX_NOTEBOOKS = 50, 1_000_000, 64
 #: The most changes one answer lists, and the default budget of the sources it shows.
 MAX_CHANGES, DEFAULT_MAX_CHARS = 200, 8000
 #: Characters of one cell's source shown at most.
