@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import re
@@ -100,7 +101,19 @@ class XcshAPIHandler(APIHandler):
             allowed = self.authorizer.is_authorized(self, self.current_user, action, resource)
             return bool(await ensure_async(allowed))
 
-        return Caller(user=self.current_user, authorize=authorize)
+        return Caller(user=self.current_user, authorize=authorize, agent=self.agent_key())
+
+    def agent_key(self) -> str:
+        """Who calls, the same across their requests: the credential, else the user.
+
+        A shared token makes a new anonymous user per request, so the credential is what stays
+        the same (hashed: the token never sits in a key); otherwise (cookie, JupyterHub) the
+        user's name.
+        """
+        token = self.identity_provider.get_token(self) if self.token_authenticated else None
+        if token:
+            return "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+        return "user:" + str(getattr(self.current_user, "username", self.current_user))
 
     def json_body(self) -> dict[str, Any]:
         r"""Parse the request body as a JSON object, or fail with a 400 that says why.

@@ -34,6 +34,7 @@ FIELDS = {
     "pattern": str,
     "regex": bool,
     "changes": list,
+    "since_revision": str,  # the changes action's (tools/notebook.py), null elsewhere
 }
 _STALE_CHECKS = {"expected_source_hash", "expected_revision"}
 #: A ``sourceHash`` or ``revision`` as responses carry them.
