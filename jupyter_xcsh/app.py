@@ -22,6 +22,7 @@ from .execution.notebook_kernels import NotebookKernels
 from .execution.wire import probe_decoding
 from .fast_paths import FastPaths, probe_fast_paths
 from .handlers import artifacts as artifacts_handlers
+from .handlers import kernel as kernel_handlers
 from .handlers import mcp as mcp_handlers
 from .handlers import notebook as notebook_handlers
 from .handlers import python as python_handlers
@@ -39,6 +40,7 @@ from .outputs.artifacts import ArtifactStore
 from .services import XcshServices
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
+from .tools.kernel import KernelTool
 from .tools.python import CallRegistry
 from .tools.run import RunTool
 from .tools.runs import RunInputTool, RunRegistry
@@ -59,6 +61,7 @@ ROUTE_MODULES = (
     mcp_handlers,
     runs_handlers,
     run_handlers,
+    kernel_handlers,
 )
 
 
@@ -178,6 +181,7 @@ class XcshApp(ExtensionApp):
                 input_timeout=settings.input_timeout,
                 stream_interval=settings.stream_interval / 1000,
             ),
+            kernel=KernelTool(execution, notebook_runs.kernels, notebook_store),
         )
         self.settings["xcsh"] = self.services
 

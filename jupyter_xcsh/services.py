@@ -12,6 +12,7 @@ from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
+from .tools.kernel import KernelTool
 from .tools.python import CallRegistry
 from .tools.run import RunTool
 from .tools.runs import RunInputTool, RunRegistry
@@ -40,3 +41,5 @@ class XcshServices:
     # Runs in place (SPEC §6): the engine and its tool.
     notebook_runs: RunService
     run: RunTool
+    #: The kernel tool: variables, status and control of session and notebook kernels.
+    kernel: KernelTool

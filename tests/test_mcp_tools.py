@@ -125,10 +125,10 @@ async def listed_tools(jp_fetch):
     return {tool["name"]: tool for tool in response["result"]["tools"]}
 
 
-async def test_three_tools_are_listed_with_valid_json_schemas(jp_fetch):
+async def test_the_tools_are_listed_with_valid_json_schemas(jp_fetch):
     tools = await listed_tools(jp_fetch)
 
-    assert list(tools) == ["notebook", "python", "artifact"]
+    assert list(tools) == ["notebook", "python", "artifact", "kernel"]
     for tool in tools.values():
         schema = tool["inputSchema"]
         jsonschema.Draft202012Validator.check_schema(schema)
