@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, NotFoundError
+from ..notebook.counts import check_execution_count, index_of_execution_count
 from ..notebook.model import CellDocument, revision_of
 from ..notebook.outputs import SelectedCell, selected_cell
 from ..notebook.preconditions import check_revision, check_source
@@ -34,8 +35,9 @@ _FIELDS = {
     "stdin",
     "expected_revision",
     "expected_source_hash",
+    "execution_count",
 }
-_SELECTIONS = "cell_id, cell_index, cell_ids, cell_index with end_index, or all"
+_SELECTIONS = "cell_id, cell_index, cell_ids, cell_index with end_index, execution_count, or all"
 
 
 @dataclass(frozen=True)
@@ -54,11 +56,17 @@ class RunRequest:
     stdin: StdinSpec
     expected_revision: str | None = None
     expected_source_hash: str | None = None
+    #: The code cell whose execution count (``[12]``) this is.
+    execution_count: int | None = None
 
     @property
     def single(self) -> bool:
-        """Whether the request selects one cell (``cell_id``, or ``cell_index`` alone)."""
-        return self.cell_id is not None or (self.cell_index is not None and self.end_index is None)
+        """Whether the request selects one cell (by id, execution count or index alone)."""
+        return (
+            self.cell_id is not None
+            or self.execution_count is not None
+            or (self.cell_index is not None and self.end_index is None)
+        )
 
 
 @dataclass(frozen=True)
@@ -119,7 +127,16 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
         raise InvalidRequestError("all must be a boolean")
     if end_index is not None and cell_index is None:
         raise InvalidRequestError("end_index needs cell_index (the first cell of the range)")
-    chosen = [cell_id is not None, cell_index is not None, cell_ids is not None, run_all]
+    execution_count = _index(body, "execution_count")
+    if execution_count is not None:
+        check_execution_count(execution_count)
+    chosen = [
+        cell_id is not None,
+        cell_index is not None,
+        cell_ids is not None,
+        run_all,
+        execution_count is not None,
+    ]
     if sum(chosen) != 1:
         raise InvalidRequestError(f"Give exactly one of {_SELECTIONS}")
     if end_index is not None and cell_index is not None and end_index <= cell_index:
@@ -161,6 +178,7 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
         stop_on_error=stop_on_error,
         kernel_name=kernel_name,
         stdin=stdin,
+        execution_count=execution_count,
         **expected,
     )
 
@@ -207,6 +225,10 @@ def _select(request: RunRequest, document: CellDocument) -> list[SelectedCell]:
             )
         return [selected_cell(keys, i) for i in range(request.cell_index, request.end_index)]
     single = by_index(request.cell_index) if request.cell_index is not None else None
+    if request.execution_count is not None:
+        single = selected_cell(
+            keys, index_of_execution_count(document, request.execution_count, path)
+        )
     if single is None:
         assert request.cell_id is not None
         single = by_id(request.cell_id)

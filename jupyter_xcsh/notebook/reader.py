@@ -126,7 +126,11 @@ def read_view(
     total = len(keys)
     path = request.notebook_path
     start = 0
-    if request.cell_id is not None or (request.cell_index or 0) > 0:
+    if (
+        request.cell_id is not None
+        or request.execution_count is not None
+        or (request.cell_index or 0) > 0
+    ):
         start = locate_cell(document, request)
     end = total if request.end_index is None else min(request.end_index, total)
     if end < start:
