@@ -30,6 +30,7 @@ from .handlers import run as run_handlers
 from .handlers import runs as runs_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
+from .kernel.logs import KernelLogs
 from .notebook.find import NotebookFinder
 from .notebook.live import LiveDocuments
 from .notebook.reader import ReadLimits
@@ -159,6 +160,7 @@ class XcshApp(ExtensionApp):
                 settings.require_preconditions,
                 artifact_store,
                 NotebookFinder(notebook_store, limits, RegexWorkers(settings.find_timeout)),
+                kernel_logs=KernelLogs(notebook_runs.kernels),
             ),
             python=PythonTool(
                 execution,

@@ -10,20 +10,16 @@ kernel is known; codes are kept as hashes, and the log is bounded.
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
+
+from ..notebook.stale import code_hash
 
 __all__ = ["ExecutionLog", "Running", "code_hash"]
 
 #: Execution counts remembered per kernel (the oldest are forgotten first).
 MAX_ENTRIES = 10000
-
-
-def code_hash(code: str) -> str:
-    """The hash a code is remembered by (its SHA-256, hex)."""
-    return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass

@@ -8,6 +8,7 @@ same state. No I/O and no HTTP here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,10 +18,14 @@ from ..notebook.model import CellDocument, revision_of
 from ..notebook.outputs import SelectedCell, selected_cell
 from ..notebook.preconditions import check_revision, check_source
 from ..notebook.request import as_integer, check_expected
+from ..notebook.stale import stale_cells
 from .request import parse_timeout
 from .stdin import StdinSpec, parse_stdin
 
 __all__ = ["AcceptedRun", "RunRequest", "accept_run", "parse_run_request"]
+
+#: The hash of the code the notebook's kernel ran as ``[n]`` (None: not seen).
+CodeOf = Callable[[int], str | None]
 
 _FIELDS = {
     "notebook_path",
@@ -36,8 +41,11 @@ _FIELDS = {
     "expected_revision",
     "expected_source_hash",
     "execution_count",
+    "stale",
 }
-_SELECTIONS = "cell_id, cell_index, cell_ids, cell_index with end_index, execution_count, or all"
+_SELECTIONS = (
+    "cell_id, cell_index, cell_ids, cell_index with end_index, execution_count, all, or stale"
+)
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,8 @@ class RunRequest:
     expected_source_hash: str | None = None
     #: The code cell whose execution count (``[12]``) this is.
     execution_count: int | None = None
+    #: The stale code cells (see ``notebook/stale.py``), in the notebook's order.
+    stale: bool = False
 
     @property
     def single(self) -> bool:
@@ -130,12 +140,16 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
     execution_count = _index(body, "execution_count")
     if execution_count is not None:
         check_execution_count(execution_count)
+    stale = body.get("stale", False)
+    if not isinstance(stale, bool):
+        raise InvalidRequestError("stale must be a boolean")
     chosen = [
         cell_id is not None,
         cell_index is not None,
         cell_ids is not None,
         run_all,
         execution_count is not None,
+        stale,
     ]
     if sum(chosen) != 1:
         raise InvalidRequestError(f"Give exactly one of {_SELECTIONS}")
@@ -161,7 +175,7 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
             check_expected(name, value)
             expected[name] = value
     if "expected_source_hash" in expected and (
-        cell_ids is not None or run_all or end_index is not None
+        cell_ids is not None or run_all or end_index is not None or stale
     ):
         raise InvalidRequestError(
             "expected_source_hash needs a single cell (cell_id, or cell_index without "
@@ -179,6 +193,7 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
         kernel_name=kernel_name,
         stdin=stdin,
         execution_count=execution_count,
+        stale=stale,
         **expected,
     )
 
@@ -189,7 +204,9 @@ def _kernelspec_name(metadata: dict[str, Any]) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def _select(request: RunRequest, document: CellDocument) -> list[SelectedCell]:
+def _select(
+    request: RunRequest, document: CellDocument, code_of: CodeOf | None = None
+) -> list[SelectedCell]:
     """The cells ``request`` selects, in run order (the notebook tool's messages when missing).
 
     A single cell must be a code cell; other cells in a range, a list or ``all`` are returned
@@ -214,6 +231,8 @@ def _select(request: RunRequest, document: CellDocument) -> list[SelectedCell]:
 
     if request.all:
         return [selected_cell(keys, i) for i in range(count)]
+    if request.stale:
+        return [selected_cell(keys, i) for i in stale_cells(document.cells, code_of)]
     if request.cell_ids is not None:
         return [by_id(i) for i in request.cell_ids]
     if request.cell_index is not None and request.end_index is not None:
@@ -237,10 +256,13 @@ def _select(request: RunRequest, document: CellDocument) -> list[SelectedCell]:
     return [single]
 
 
-def accept_run(request: RunRequest, document: CellDocument) -> AcceptedRun:
+def accept_run(
+    request: RunRequest, document: CellDocument, code_of: CodeOf | None = None
+) -> AcceptedRun:
     """Resolve ``request`` against the notebook ``document``, checking what it expects of it.
 
-    As for the notebook tool's changes (SPEC §5): a notebook whose revision is not
+    ``code_of`` is what the notebook's kernel ran (for ``stale``). As for the notebook tool's
+    changes (SPEC §5): a notebook whose revision is not
     ``expected_revision`` is a 409 (before any other check), then the selection is resolved,
     then a single cell whose source hash is not ``expected_source_hash`` is a 409.
     """
@@ -250,7 +272,7 @@ def accept_run(request: RunRequest, document: CellDocument) -> AcceptedRun:
         except (InvalidRequestError, NotFoundError):
             index = None  # the addressed cell is gone: the 409 says what the notebook is now
         check_revision(document, request, index)
-    cells = _select(request, document)
+    cells = _select(request, document, code_of)
     if request.expected_source_hash is not None:
         check_source(document, request, cells[0].index)
     return AcceptedRun(

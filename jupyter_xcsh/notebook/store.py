@@ -200,10 +200,16 @@ class NotebookStore:
         loaded = await self._load(api_path, key, path)
         return _Outcome(look(loaded.document), "file", _timestamp(loaded.last_modified))
 
-    async def read(self, request: NotebookRequest) -> dict[str, Any]:
-        """Answer a ``read`` request with the bounded view of the notebook."""
+    async def read(
+        self, request: NotebookRequest, code_of: Callable[[int], str | None] | None = None
+    ) -> dict[str, Any]:
+        """Answer a ``read`` request with the bounded view of the notebook.
+
+        ``code_of``: what the notebook's kernel ran, by execution count (for stale marks).
+        """
         outcome = await self.view(
-            request.notebook_path, lambda document: read_view(document, request, self.limits)
+            request.notebook_path,
+            lambda document: read_view(document, request, self.limits, code_of),
         )
         result: dict[str, Any] = outcome.value
         result["details"].update(via=outcome.via, lastModified=outcome.last_modified)

@@ -11,6 +11,7 @@ from ..execution.inplace import RunService
 from ..execution.observer import ObserverGroup
 from ..execution.run_request import AcceptedRun, RunRequest, accept_run, parse_run_request
 from ..execution.stdin import StdinPolicy
+from ..kernel.logs import KernelLogs
 from ..notebook.outputs_target import NotebookOutputs
 from ..notebook.store import NotebookStore
 from ..run_events import RunCallEvents
@@ -46,6 +47,7 @@ class RunTool:
         self.follow_ups = RunInputTool(background)
         self.input_timeout = input_timeout
         self.stream_interval = stream_interval
+        self.kernel_logs = KernelLogs(runs.kernels)
 
     async def call(
         self,
@@ -74,8 +76,9 @@ class RunTool:
             raise session_waiting(request.notebook_path)
         # The cells as people see them (a room's unsaved typing included), checked against
         # what the caller expects in the same step.
+        code_of = await self.kernel_logs.code_of(api_path) if request.stale else None
         outcome = await self.store.view(
-            request.notebook_path, lambda document: accept_run(request, document)
+            request.notebook_path, lambda document: accept_run(request, document, code_of)
         )
         run = _Run(request, api_path, outcome.via, outcome.value)
         return await self._start_background(run, observer, control, detach)
