@@ -10,6 +10,8 @@ import type { ISignal } from '@lumino/signaling';
 import type {
   IArtifactRange,
   IInterruptResult,
+  IKernelRequest,
+  IKernelResult,
   INotebookToolRequest,
   IPythonRequest,
   IPythonResult,
@@ -82,6 +84,11 @@ export interface IXcshClient {
    * Run code cells of a notebook in its own kernel, outputs written back.
    */
   runNotebook(request: IRunRequest): Promise<IRunResult>;
+
+  /**
+   * Inspect or control a python session's or a notebook's kernel.
+   */
+  kernel(request: IKernelRequest): Promise<IKernelResult>;
 }
 
 /**
