@@ -12,7 +12,7 @@ from tornado.httpclient import HTTPClientError
 from .mcp_client import TRANSPORTS, request, tool_via_mcp
 from .notebook_run import run_ok, shared_with_a_person, write_notebook
 from .openapi_check import assert_response_matches
-from .python_tool import REQUEST_TIMEOUT, run, sessions
+from .python_tool import REQUEST_TIMEOUT, eventually, run, sessions
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -338,3 +338,28 @@ async def test_the_kernel_tool_is_listed_over_mcp(jp_fetch):
         "sessions",
     ]
     assert schema["required"] == ["action"]
+
+
+async def test_a_forced_restart_stops_a_run_in_place_which_says_its_state_is_lost(
+    jp_fetch, jp_root_dir
+):
+    write_notebook(jp_root_dir / "run.ipynb", "x = 1", "import time\ntime.sleep(60)")
+    await run_ok(jp_fetch, notebook_path="run.ipynb", cell_index=0)
+    running = asyncio.ensure_future(
+        run_ok(jp_fetch, notebook_path="run.ipynb", cell_index=1, timeout=120)
+    )
+
+    async def agent_running() -> bool:
+        status = await ok(jp_fetch, action="status", notebook_path="run.ipynb")
+        return (status["details"]["running"] or {}).get("by") == "agent"
+
+    await eventually(agent_running, timeout=60)
+    state = await ok(jp_fetch, action="status", notebook_path="run.ipynb")
+    refused = await kernel_tool(jp_fetch)({"action": "restart", "notebook_path": "run.ipynb"})
+    forced = await ok(jp_fetch, action="restart", notebook_path="run.ipynb", force=True)
+    result = await asyncio.wait_for(running, 60)
+
+    assert state["details"]["running"]["cellIndex"] == 1
+    assert refused[0] == 409 and refused[1]["reason"] == "kernel_busy"
+    assert forced["details"]["wasBusy"] is True
+    assert result["stateLost"] is True and result["isError"] is True

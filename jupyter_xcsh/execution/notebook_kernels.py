@@ -253,6 +253,7 @@ class NotebookKernels:
             except BaseException:
                 connection.close()
                 raise
+            executed.running = None  # it answered: nothing runs (one seen before may have ended)
             self._kernels[kernel_id] = kernel
             return kernel
 

@@ -45,6 +45,8 @@ PROBE_SECONDS = 30.0
 LIST_REPR_CHARS, INSPECT_REPR_CHARS = 200, 5000
 #: Seconds ``status`` waits for a kernel it has no connection to (it answers between cells).
 STATUS_WAIT = 2.0
+#: Seconds after a ``change`` before the old kernel's connection is closed.
+LOST_CLOSE_DELAY = 10.0
 
 
 class KernelTool:
@@ -261,6 +263,19 @@ class KernelTool:
         }
         return {"text": text, "details": details}
 
+    def _lose(self, kernel_id: str, why: str) -> None:
+        """Tell whoever uses the kernel (a run in place) that its state is gone.
+
+        The connection is marked lost, not closed: a run on it then stops as after a kernel
+        death (``stateLost``), and the next user reconnects. What it executed is forgotten.
+        """
+        kernel = self.kernels.connected(kernel_id)
+        if kernel is not None:
+            kernel.connection.mark_lost(why)
+        log = self.kernels.executed(kernel_id)
+        if log is not None:
+            log.reset()
+
     async def _refuse_if_busy(self, request: KernelRequest, target: NotebookTarget) -> bool:
         """Whether a cell runs on the kernel; 409 unless ``force`` (which skips the check)."""
         if request.force:
@@ -285,11 +300,11 @@ class KernelTool:
     async def _restart(self, request: KernelRequest, target: NotebookTarget) -> dict[str, Any]:
         was_busy = await self._refuse_if_busy(request, target)
         launcher = self.execution.launcher
+        self._lose(target.kernel_id, "the kernel was restarted through the kernel tool")
         try:
             await launcher.restart(target.kernel_id)
         except KeyError:
             raise NotFoundError(f"The kernel of {target.path} is gone") from None
-        self.kernels.forget(target.kernel_id)
         details = {
             "action": "restart",
             "stateLost": True,
@@ -322,8 +337,10 @@ class KernelTool:
         except Exception as e:
             raise ConflictError(f"The {name} kernel could not be started: {e}") from None
         await ensure_async(sm.update_session(before["id"], kernel_id=new_id))
-        self.kernels.forget(old_id)
+        self._lose(old_id, f"the notebook's kernel was changed to {name} through the kernel tool")
         await asyncio.shield(launcher.shutdown(old_id))
+        # Closed once the runs it served have seen the loss (a close now would hide it).
+        asyncio.get_running_loop().call_later(LOST_CLOSE_DELAY, self.kernels.forget, old_id)
         target.session = await ensure_async(sm.get_session(session_id=before["id"]))
         old_name = str(before["kernel"].get("name") or "")
         details = {
