@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from nbformat.v4 import new_code_cell
 
+from jupyter_xcsh.notebook.stale import cell_names, code_hash, stale_cells
+
 from .mcp_client import TRANSPORTS
 from .notebook_run import call_run, run_ok, write_notebook
 
@@ -104,3 +106,29 @@ async def test_bad_stale_runs_are_400(jp_fetch, jp_root_dir, body, message):
     status, result = await call_run(jp_fetch, {"notebook_path": "b.ipynb", **body})
 
     assert status == 400 and result["message"].startswith(message), result
+
+
+def code(source: str, count: int | None) -> dict:
+    return {"cell_type": "code", "execution_count": count, "source": source}
+
+
+def test_a_cell_whose_count_the_current_kernel_gave_another_cell_ran_in_an_earlier_kernel():
+    cells = [code("x = 1", 1), code("y = 2", 1)]
+
+    assert stale_cells(cells, {1: code_hash("y = 2")}.get) == {
+        0: "it ran as [1] in an earlier kernel"
+    }
+
+
+def test_magics_and_shell_escapes_do_not_hide_a_cells_names():
+    names = cell_names("%matplotlib inline\n!ls\nimport pandas as pd\ndf = pd.DataFrame(data)")
+
+    assert names is not None
+    assert {"pd", "df"} <= names.defines and "data" in names.uses
+    assert cell_names("def (") is None
+
+
+def test_a_cell_that_never_ran_or_a_name_it_defines_itself_marks_nothing():
+    cells = [code("x = 1", 2), code("x = 0\nprint(x)", 1), code("x = 5", None)]
+
+    assert stale_cells(cells) == {}

@@ -18,7 +18,7 @@ import ast
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 __all__ = ["CellNames", "cell_names", "code_hash", "stale_cells"]
@@ -63,12 +63,19 @@ def _python(source: str) -> str:
         return source
 
 
+@lru_cache(maxsize=4096)
 def cell_names(source: str) -> CellNames | None:
-    """What ``source`` defines and uses at module level; None when it is not Python."""
+    """What ``source`` defines and uses at module level; None when it is not Python.
+
+    Cached by source: a notebook read again and again analyses only the cells that changed.
+    """
     try:
-        tree = ast.parse(_python(source))
+        tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError):
-        return None
+        try:  # magics or shell escapes: IPython's rewriting first (slower, so only then)
+            tree = ast.parse(_python(source))
+        except (SyntaxError, ValueError, RecursionError):
+            return None
     defines: set[str] = set()
     loads: set[str] = set()
     augmented: set[str] = set()
@@ -117,10 +124,19 @@ def stale_cells(
             ran[index] = (count, _text(cell.get("source")))
     stale: dict[int, str] = {}
     if code_of is not None:
-        for index, (count, source) in ran.items():
+        hashes = {index: code_hash(source) for index, (count, source) in ran.items()}
+        for index, (count, _) in ran.items():
             seen = code_of(count)
-            if seen is not None and seen != code_hash(source):
-                stale[index] = f"its source changed since it ran as [{count}]"
+            if seen is None or seen == hashes[index]:
+                continue
+            # Another cell with the same count is the one the kernel ran as [n]: this one's
+            # outputs come from an earlier kernel.
+            twin = any(ran[o][0] == count and hashes[o] == seen for o in ran if o != index)
+            stale[index] = (
+                f"it ran as [{count}] in an earlier kernel"
+                if twin
+                else f"its source changed since it ran as [{count}]"
+            )
     if len(ran) > MAX_ANALYSED:
         return dict(sorted(stale.items()))
     names = {index: cell_names(source) for index, (count, source) in ran.items()}
