@@ -59,6 +59,7 @@ async def test_run_stale_reruns_exactly_the_stale_cells_in_order(
     assert after["details"]["staleCells"] == []
     nothing = await run_ok(jp_fetch, notebook_path="r.ipynb", stale=True)
     assert nothing["cells"] == []
+    assert nothing["text"] == "No stale cells: nothing was run"
 
 
 async def test_a_cell_that_reran_after_its_user_makes_the_user_stale(

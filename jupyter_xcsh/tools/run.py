@@ -21,6 +21,9 @@ from .runs import BackgroundRun, RunInputTool, RunRegistry, session_waiting, tak
 
 __all__ = ["RunTool"]
 
+#: The text of a run of the stale cells when no cell is stale.
+NOTHING_STALE = "No stale cells: nothing was run"
+
 #: What running cells in place needs: changing the notebook and executing code in a kernel.
 PERMISSIONS = (("write", "contents"), ("execute", "kernels"))
 
@@ -104,7 +107,7 @@ class RunTool:
                 revision=accepted.revision,
             )
             progress = events if observer is None else ObserverGroup(observer, events)
-            return await self.runs.run(
+            result = await self.runs.run(
                 request,
                 accepted.cells,
                 target,
@@ -115,6 +118,9 @@ class RunTool:
                 call_id=call_id,
                 stdin=stdin,
             )
+        if request.stale and not accepted.cells:
+            result["text"] = NOTHING_STALE
+        return result
 
     async def _start_background(
         self,
