@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from tornado.httpclient import HTTPClientError
+from traitlets.config import Config
 
 from .mcp_client import TRANSPORTS, request, tool_via_mcp
 from .notebook_run import run_ok, shared_with_a_person, write_notebook
@@ -363,3 +364,48 @@ async def test_a_forced_restart_stops_a_run_in_place_which_says_its_state_is_los
     assert refused[0] == 409 and refused[1]["reason"] == "kernel_busy"
     assert forced["details"]["wasBusy"] is True
     assert result["stateLost"] is True and result["isError"] is True
+
+
+async def test_a_hidden_notebook_is_not_found(jp_fetch, jp_root_dir):
+    write_notebook(jp_root_dir / ".secret.ipynb", "x = 1")
+
+    status, result = await kernel_tool(jp_fetch)(
+        {"action": "status", "notebook_path": ".secret.ipynb"}
+    )
+
+    assert (status, result["message"]) == (404, "Notebook not found: .secret.ipynb")
+
+
+class TestWithoutExecute:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.authorizer_class = "tests.fakes.DenyExecuteAuthorizer"
+        return config
+
+    @pytest.mark.parametrize("transport", TRANSPORTS)
+    async def test_variables_are_refused_and_sessions_still_listed(self, jp_fetch, transport):
+        call = kernel_tool(jp_fetch, transport)
+
+        refused = await call({"action": "variables", "session": "any"})
+        listed = await call({"action": "sessions"})
+
+        assert refused[0] == 403
+        assert refused[1]["message"] == "User is not authorized to execute on resource: kernels."
+        assert listed[0] == 200 and listed[1]["details"]["sessions"] == []
+
+
+class TestDenyingWrites:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.authorizer_class = "tests.fakes.DenyWritesAuthorizer"
+        return config
+
+    async def test_restart_is_refused(self, jp_fetch):
+        status, result = await kernel_tool(jp_fetch)(
+            {"action": "restart", "notebook_path": "x.ipynb"}
+        )
+
+        assert status == 403
+        assert result["message"] == "User is not authorized to write on resource: kernels."
