@@ -135,7 +135,7 @@ async def test_variables_of_a_notebook_kernel_add_nothing_to_the_notebook(jp_fet
     await run_ok(jp_fetch, notebook_path="nb.ipynb", cell_index=0)
     text = path.read_text()
 
-    result = await ok(jp_fetch, action="variables", notebook_path="nb.ipynb")
+    result = await ok(jp_fetch, action="variables", notebook_path="nb.ipynb", timeout=0)
     status = await ok(jp_fetch, action="status", notebook_path="nb.ipynb")
 
     found = {v["name"]: v for v in result["details"]["variables"]}

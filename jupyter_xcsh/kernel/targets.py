@@ -30,6 +30,9 @@ from .request import KernelRequest
 
 __all__ = ["NotebookTarget", "SessionTarget", "busy_error", "normal_cwd"]
 
+#: Least seconds given to open a connection to a notebook's kernel (one round trip).
+OPEN_WAIT = 1.0
+
 
 def normal_cwd(cwd: str | None) -> str | None:
     """A session ``cwd`` as the sessions API lists it (``""`` for the root)."""
@@ -158,7 +161,9 @@ class NotebookTarget:
         if kernel is not None:
             return kernel
         try:
-            return await self.kernels.connect(self.kernel_id, time.monotonic() + timeout)
+            # Opening takes a round trip even to an idle kernel: never less than OPEN_WAIT.
+            deadline = time.monotonic() + max(timeout, OPEN_WAIT)
+            return await self.kernels.connect(self.kernel_id, deadline)
         except TimeoutError:
             raise busy_error(self.what, timeout) from None
         except (KernelLostError, ConnectionClosedError, KeyError) as e:
@@ -171,10 +176,14 @@ class NotebookTarget:
         """The kernel's connection once nobody's cell runs, its turn held against runs in place."""
         deadline = time.monotonic() + timeout
         kernel = await self.connect(timeout)
-        try:
-            await asyncio.wait_for(kernel.lock.acquire(), max(0.0, deadline - time.monotonic()))
-        except TimeoutError:
-            raise busy_error(self.what, timeout) from None
+        if kernel.lock.locked():  # a run in place (or another probe) holds the kernel
+            try:
+                remaining = max(0.0, deadline - time.monotonic())
+                await asyncio.wait_for(kernel.lock.acquire(), remaining)
+            except TimeoutError:
+                raise busy_error(self.what, timeout) from None
+        else:
+            await kernel.lock.acquire()  # free: taken at once, whatever the timeout
         try:
             if not await kernel.activity.wait_idle(deadline):
                 raise busy_error(self.what, timeout)

@@ -253,7 +253,10 @@ class KernelTool:
             interrupted = self.execution.interrupt_session(key.name, key.cwd)
         else:
             kernel = self.kernels.connected(target.kernel_id)
-            interrupted = kernel is None or target.busy(kernel)
+            if kernel is not None:
+                interrupted = target.busy(kernel)
+            else:  # not read by this server: the server's own record of the kernel
+                interrupted = self._server_state(target.kernel_id) == "busy"
             await self.execution.launcher.interrupt(target.kernel_id)
         text = f"Interrupted {target.what}" + ("" if interrupted else " (nothing was running)")
         details = {
@@ -262,6 +265,15 @@ class KernelTool:
             "target": _target_details(target),
         }
         return {"text": text, "details": details}
+
+    def _server_state(self, kernel_id: str) -> str | None:
+        """The kernel's ``execution_state`` as the server's kernel manager records it."""
+        try:
+            kernel = self.execution.launcher.km.get_kernel(kernel_id)
+        except Exception:
+            return None
+        state = getattr(kernel, "execution_state", None)
+        return state if isinstance(state, str) else None
 
     def _lose(self, kernel_id: str, why: str) -> None:
         """Tell whoever uses the kernel (a run in place) that its state is gone.
