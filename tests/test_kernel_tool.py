@@ -409,3 +409,15 @@ class TestDenyingWrites:
 
         assert status == 403
         assert result["message"] == "User is not authorized to write on resource: kernels."
+
+
+async def test_a_session_whose_kernel_was_shut_down_elsewhere_is_not_running(jp_fetch):
+    first = await run(jp_fetch, "x = 1", session="gone")
+    await jp_fetch("api", "kernels", first["session"]["kernelId"], method="DELETE")
+
+    status, result = await kernel_tool(jp_fetch)({"action": "variables", "session": "gone"})
+    state = await ok(jp_fetch, action="status", session="gone")
+
+    assert status == 409 and result["reason"] == "kernel_not_running"
+    assert result["message"].startswith("The kernel of python session gone is not running")
+    assert state["details"]["state"] == "dead"
