@@ -5,6 +5,8 @@ const baseConfig = jestJupyterLab(__dirname);
 module.exports = {
   ...baseConfig,
   automock: false,
+  // Above waitFor's own 10 s deadline (helpers.ts), so a slow render fails with its message.
+  testTimeout: 20000,
   collectCoverageFrom: [
     'labextension/src/**/*.{ts,tsx}',
     '!labextension/src/**/*.d.ts'
@@ -15,8 +17,12 @@ module.exports = {
   // A virtualenv inside the work tree holds JupyterLab's own package.json files.
   modulePathIgnorePatterns: ['<rootDir>/\\.venv'],
   testRegex: 'labextension/src/.*/.*\\.spec\\.tsx?$',
-  // The lab's own test helpers (a real notebook panel) ship as ES modules.
+  // The lab's own test helpers (a real notebook panel) ship as ES modules, and so does the
+  // HTML parser of the sanitizer JupyterLab 4.7 uses (htmlparser2 12 and its family).
   transformIgnorePatterns: [
-    baseConfig.transformIgnorePatterns[0].replace('(?!', '(?!@jupyterlab/|')
+    baseConfig.transformIgnorePatterns[0].replace(
+      '(?!',
+      '(?!@jupyterlab/|htmlparser2|domhandler|domutils|dom-serializer|domelementtype|entities|'
+    )
   ]
 };

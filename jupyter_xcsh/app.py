@@ -21,7 +21,10 @@ from .execution.kernels import probe_activity_watch, probe_restarter
 from .execution.notebook_kernels import NotebookKernels
 from .execution.wire import probe_decoding
 from .fast_paths import FastPaths, probe_fast_paths
+from .files.search import FileSearch
+from .files.workspace import FileLimits, Workspace
 from .handlers import artifacts as artifacts_handlers
+from .handlers import files as files_handlers
 from .handlers import kernel as kernel_handlers
 from .handlers import mcp as mcp_handlers
 from .handlers import notebook as notebook_handlers
@@ -41,6 +44,7 @@ from .outputs.artifacts import ArtifactStore
 from .services import XcshServices
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
+from .tools.files import FilesTool
 from .tools.kernel import KernelTool
 from .tools.python import CallRegistry
 from .tools.run import RunTool
@@ -62,6 +66,7 @@ ROUTE_MODULES = (
     mcp_handlers,
     runs_handlers,
     run_handlers,
+    files_handlers,
     kernel_handlers,
 )
 
@@ -146,6 +151,11 @@ class XcshApp(ExtensionApp):
             max_outputs=settings.run_max_outputs,
             stream_interval=settings.stream_interval / 1000,
         )
+        # The files tool shares the notebook tool's save locks and regex search processes.
+        regex = RegexWorkers(settings.find_timeout)
+        workspace = Workspace(
+            server.contents_manager, notebook_store.guard, FileLimits(max_chars=limits.max_chars)
+        )
         self.services = XcshServices(
             settings=settings,
             fast_paths=fast,
@@ -159,7 +169,7 @@ class XcshApp(ExtensionApp):
                 activity,
                 settings.require_preconditions,
                 artifact_store,
-                NotebookFinder(notebook_store, limits, RegexWorkers(settings.find_timeout)),
+                NotebookFinder(notebook_store, limits, regex),
                 kernel_logs=KernelLogs(notebook_runs.kernels),
             ),
             python=PythonTool(
@@ -183,6 +193,7 @@ class XcshApp(ExtensionApp):
                 input_timeout=settings.input_timeout,
                 stream_interval=settings.stream_interval / 1000,
             ),
+            files=FilesTool(workspace, FileSearch(workspace, regex)),
             kernel=KernelTool(execution, notebook_runs.kernels, notebook_store),
         )
         self.settings["xcsh"] = self.services

@@ -12,6 +12,7 @@ from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
+from .tools.files import FilesTool
 from .tools.kernel import KernelTool
 from .tools.python import CallRegistry
 from .tools.run import RunTool
@@ -38,8 +39,10 @@ class XcshServices:
     #: Python calls going on in the background (stdin "ask"), and answering their prompts.
     background_runs: RunRegistry
     run_inputs: RunInputTool
-    # Runs in place (SPEC §6): the engine and its tool.
+    # Runs in place (docs/contract.md §6): the engine and its tool.
     notebook_runs: RunService
     run: RunTool
+    #: The files tool (folders and text files of the contents root).
+    files: FilesTool
     #: The kernel tool: variables, status and control of session and notebook kernels.
     kernel: KernelTool

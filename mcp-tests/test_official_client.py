@@ -48,14 +48,20 @@ def text_of(result):
     return result.content[0].text
 
 
-async def test_initialize_negotiates_and_lists_three_tools_with_valid_schemas(connect):
+async def test_initialize_negotiates_and_lists_the_tools_with_valid_schemas(connect):
     async with connect() as client:
         assert client.protocol_version == "2025-11-25"
         assert client.server_info.name == "jupyter-xcsh"
         assert client.server_capabilities.tools is not None
         listed = await client.list_tools()
 
-    assert [tool.name for tool in listed.tools] == ["notebook", "python", "artifact", "kernel"]
+    assert [tool.name for tool in listed.tools] == [
+        "notebook",
+        "python",
+        "artifact",
+        "files",
+        "kernel",
+    ]
     for tool in listed.tools:
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
         assert tool.input_schema["type"] == "object"
@@ -146,7 +152,7 @@ async def test_an_image_output_arrives_as_image_content(connect):
 
     images = [c for c in result.content if c.type == "image"]
     assert [(image.mime_type, image.data) for image in images] == [("image/png", PNG)]
-    # The text names the image as the python tool's result does (SPEC §8).
+    # The text names the image as the python tool's result does (docs/contract.md §7.5).
     assert text_of(result) == "<Figure>\n[image 1: 1x1 PNG, 69B]"
 
 
@@ -340,3 +346,26 @@ async def test_a_detached_run_is_followed_after_its_client_hung_up(connect, jp_r
 
     assert progress_messages[0].startswith(f"run {run_id} started")
     assert text_of(followed) == "done"
+
+
+async def test_files_list_write_read_and_a_stale_write_through_the_sdk(connect, jp_root_dir):
+    (jp_root_dir / "notes.txt").write_text("one\ntwo\n", encoding="utf-8")
+    async with connect() as client:
+        listed = await client.call_tool("files", {"action": "list"})
+        read = await client.call_tool("files", {"action": "read", "path": "notes.txt"})
+        file_hash = read.structured_content["details"]["hash"]
+        write = {"action": "write", "path": "notes.txt", "expected_hash": file_hash}
+        written = await client.call_tool("files", {**write, "content": "three\n"})
+        stale = await client.call_tool("files", {**write, "content": "four\n"})
+        found = await client.call_tool("files", {"action": "search", "pattern": "thr"})
+        outside = await client.call_tool("files", {"action": "read", "path": "../x"})
+
+    assert listed.is_error is False
+    assert [e["name"] for e in listed.structured_content["details"]["entries"]] == ["notes.txt"]
+    assert read.structured_content["details"]["content"] == "one\ntwo\n"
+    assert written.is_error is False
+    assert (jp_root_dir / "notes.txt").read_text(encoding="utf-8") == "three\n"
+    assert stale.is_error is True and stale.structured_content["reason"] == "stale_file"
+    assert stale.structured_content["status"] == 409
+    assert found.structured_content["details"]["matches"][0]["text"] == "three"
+    assert outside.is_error is True and outside.structured_content["status"] == 403

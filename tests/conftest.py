@@ -4,6 +4,8 @@ Tests marked ``collaboration`` need jupyter-collaboration and run only when sele
 (``-m collaboration``), in the environments ``scripts/check.sh`` makes for them. With
 ``XCSH_TEST_RTC=1`` every test server also runs jupyter-collaboration (no room is open unless a
 test opens one): the file-path tests then prove nothing changed for notebooks nobody has open.
+``XCSH_TEST_SERVER_DOCUMENTS=1`` does the same with jupyter-server-documents (marker
+``server_documents``), which also replaces the server's session manager and kernel websocket.
 With ``XCSH_TEST_FAST_PATHS=off`` every test server runs with ``XcshSettings.fast_paths =
 False`` (the public API everywhere, ``jupyter_xcsh.fast_paths``): the same tests then prove the
 results do not depend on a fast path; tests marked ``fast_path`` check a fast path's own
@@ -47,6 +49,10 @@ def jp_server_config(jp_server_config, jp_root_dir, tmp_path_factory):
         from .rtc import rtc_config
 
         config = rtc_config(config, jp_root_dir, tmp_path_factory.mktemp("rtc"))
+    if os.environ.get("XCSH_TEST_SERVER_DOCUMENTS") == "1":
+        from .rtc import server_documents_config
+
+        config = server_documents_config(config, jp_root_dir, tmp_path_factory.mktemp("sd"))
     return config
 
 
@@ -92,14 +98,15 @@ def pytest_collection_modifyitems(config, items):
     ``pillow`` tests need the ``images`` extra installed (``.venv-images``), ``without_pillow``
     tests need it absent (the main environment); ``fast_path`` tests need the fast paths on
     (not ``XCSH_TEST_FAST_PATHS=off``); ``collaboration`` tests need
-    jupyter-collaboration and run only when a marker expression selects tests
-    (``-m collaboration``). The others are deselected, not skipped.
+    jupyter-collaboration and ``server_documents`` tests jupyter-server-documents: they run
+    only when a marker expression selects tests (``-m collaboration``, ``-m server_documents``).
+    The others are deselected, not skipped.
     """
     unwanted = {"without_pillow" if importlib.util.find_spec("PIL") else "pillow"}
     if fast_paths_off():
         unwanted.add("fast_path")
     if not config.getoption("markexpr"):
-        unwanted.add("collaboration")
+        unwanted |= {"collaboration", "server_documents"}
 
     def wanted(item):
         return not any(item.get_closest_marker(name) for name in unwanted)

@@ -31,7 +31,7 @@ def _resolve(node: Any) -> Any:
 
 
 def assert_response_matches(path: str, method: str, status: int, body: Any) -> None:
-    """Fail unless ``body`` is what the spec promises for ``method path`` answering ``status``."""
+    """Fail unless ``body`` is what rest-api.yml promises for ``method path`` with ``status``."""
     operation = spec()["paths"][path][method.lower()]
     response = _resolve(operation["responses"][str(status)])
     content = response.get("content", {})
@@ -45,7 +45,7 @@ def assert_response_matches(path: str, method: str, status: int, body: Any) -> N
 
 
 def request_is_valid(path: str, method: str, body: Any) -> bool:
-    """Whether ``body`` is a JSON request body the spec accepts for ``method path``."""
+    """Whether ``body`` is a JSON request body rest-api.yml accepts for ``method path``."""
     operation = spec()["paths"][path][method.lower()]
     media = _resolve(operation["requestBody"])["content"]["application/json"]
     schema = dict(media["schema"])

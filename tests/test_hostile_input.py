@@ -195,7 +195,7 @@ async def test_a_working_directory_no_system_takes_is_a_400(fetch, cwd, message)
 @pytest.mark.parametrize("timeout", ["1" + "0" * 400, "1e999", "-1e999"])
 async def test_a_timeout_beyond_any_float_is_a_400(fetch, timeout):
     raw = '{"cells": [{"code": "1"}], "timeout": ' + timeout + "}"
-    assert not request_is_valid(PYTHON, "POST", json.loads(raw))  # the spec says so too
+    assert not request_is_valid(PYTHON, "POST", json.loads(raw))  # rest-api.yml says so too
     await _refused(fetch, PYTHON, 400, "timeout must be a finite number of seconds", raw=raw)
 
 
@@ -205,7 +205,7 @@ async def test_a_session_name_that_cannot_be_addressed_is_a_400(fetch, session):
         "session must be 1 to 200 characters, not only dots, without '/' or control characters"
     )
     body = {"cells": [{"code": "1"}], "session": session}
-    assert not request_is_valid(PYTHON, "POST", body)  # the spec's pattern says so too
+    assert not request_is_valid(PYTHON, "POST", body)  # rest-api.yml's pattern says so too
     await _refused(fetch, PYTHON, 400, message, body=body)
 
 

@@ -202,7 +202,7 @@ async def test_an_unknown_tool_or_non_object_arguments_are_protocol_errors(jp_fe
     # The MCP specification: "Unknown tools" and "Invalid arguments" are JSON-RPC errors -32602.
     call = {"name": "shell", "arguments": {"cmd": "ls"}}
     unknown = await request(jp_fetch, "tools/call", call)
-    message = "Unknown tool: shell (tools: notebook, python, artifact, kernel)"
+    message = "Unknown tool: shell (tools: notebook, python, artifact, files, kernel)"
     assert unknown["error"] == {"code": -32602, "message": message}
     listed = await request(jp_fetch, "tools/call", {"name": "python", "arguments": ["print(1)"]})
     message = "Invalid params: arguments must be a JSON object"
@@ -309,6 +309,10 @@ class TestToolsDenied:
             ),
             "artifact": (
                 {"id": "20250101T120000-0123456789ab"},
+                "User is not authorized to read on resource: contents.",
+            ),
+            "files": (
+                {"action": "list"},
                 "User is not authorized to read on resource: contents.",
             ),
             "kernel": (

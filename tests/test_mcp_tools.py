@@ -128,7 +128,7 @@ async def listed_tools(jp_fetch):
 async def test_the_tools_are_listed_with_valid_json_schemas(jp_fetch):
     tools = await listed_tools(jp_fetch)
 
-    assert list(tools) == ["notebook", "python", "artifact", "kernel"]
+    assert list(tools) == ["notebook", "python", "artifact", "files", "kernel"]
     for tool in tools.values():
         schema = tool["inputSchema"]
         jsonschema.Draft202012Validator.check_schema(schema)
@@ -618,3 +618,47 @@ async def test_the_notebook_tool_runs_cells_in_place(jp_fetch, jp_root_dir):
     status, refused = as_rest(await call_tool(jp_fetch, "notebook", stale))
     assert status == 409 and refused["reason"] == "stale_notebook"
     assert refused["details"]["revision"] == body["notebook"]["revision"]
+
+
+VALID_FILES_REQUESTS = [
+    {"action": "list"},
+    {"action": "list", "path": "src", "glob": "*.py", "limit": 10},
+    {"action": "read", "path": "a.txt", "start_line": 2, "end_line": 9, "max_chars": 100},
+    {"action": "write", "path": "a.txt", "content": "", "expected_hash": "0123456789abcdef"},
+    {"action": "write", "path": "a.txt", "content": "y", "old_content": "x", "glob": None},
+    {"action": "mkdir", "path": "d"},
+    {"action": "rename", "path": "a.txt", "new_path": "b/a.txt"},
+    {"action": "delete", "path": "a.txt", "expected_hash": "0123456789abcdef"},
+    {"action": "search", "pattern": "x", "regex": True, "glob": "*.py", "max_files": 5},
+]
+
+
+async def test_the_files_tool_schema_is_rest_api_ymls_in_the_simple_subset(jp_fetch, jp_root_dir):
+    tools = await listed_tools(jp_fetch)
+    files = tools["files"]["inputSchema"]
+    rest = rest_request("/api/xcsh/files")
+
+    assert files == single_typed(flatten(rest))
+    assert subset_violations(files) == []
+    assert files["properties"]["action"]["enum"] == [
+        "list",
+        "read",
+        "write",
+        "mkdir",
+        "rename",
+        "delete",
+        "search",
+    ]
+    assert files["required"] == ["action"] and files["additionalProperties"] is False
+    mcp = jsonschema.Draft202012Validator(files)
+    for body in VALID_FILES_REQUESTS:
+        assert request_is_valid("/api/xcsh/files", "post", body), body
+        assert mcp.is_valid(as_sent_over_mcp(body)), body
+    assert not mcp.is_valid({"action": "explode"})
+    assert not mcp.is_valid({"action": "list", "colour": 1})
+
+    (jp_root_dir / "a.txt").write_text("hello\n")
+    read = await call_tool(jp_fetch, "files", {"action": "read", "path": "a.txt"})
+    assert read["isError"] is False and "hello" in read["content"][0]["text"]
+    refused = await call_tool(jp_fetch, "files", {"action": "read", "path": "../a.txt"})
+    assert refused["isError"] is True and refused["structuredContent"]["status"] == 403

@@ -1,4 +1,4 @@
-"""Addressing cells the way agents work (SPEC §10): inserts and moves next to a cell id, batches.
+"""Addressing cells as agents do (docs/contract.md §2.2, §2.11): anchors by cell id, batches.
 
 Over HTTP (and MCP where marked), on a real Jupyter Server, with the file checked byte for byte.
 """

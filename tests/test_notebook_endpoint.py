@@ -1,4 +1,4 @@
-"""POST /api/xcsh/notebook on a real Jupyter Server: every rule of SPEC §1 over HTTP."""
+"""POST /api/xcsh/notebook on a real Jupyter Server: every rule of docs/contract.md §2 over HTTP."""
 
 from __future__ import annotations
 

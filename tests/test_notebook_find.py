@@ -1,4 +1,4 @@
-"""The notebook tool's ``find`` over HTTP and MCP (SPEC §10): matches, filters, bounds, regexes."""
+"""``find`` over HTTP and MCP (docs/contract.md §2.10): matches, filters, bounds, regexes."""
 
 from __future__ import annotations
 

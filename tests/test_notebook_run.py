@@ -1,4 +1,4 @@
-"""Running notebook cells in place, on a real server and real ipykernel kernels (SPEC §6)."""
+"""Running notebook cells in place, on a real server and real kernels (docs/contract.md §6)."""
 
 from __future__ import annotations
 
@@ -469,7 +469,7 @@ async def test_prompts_for_input_are_answered_as_stdin_says_and_never_hang(jp_fe
     stored_answer = texts(stored(jp_root_dir / "in.ipynb").cells[0])
     eof = await run_ok(jp_fetch, notebook_path="in.ipynb", cell_index=0, stdin="eof")
 
-    # notice: the notes' behaviour — the notice, end-of-file, the cell fails, the run stops.
+    # notice (the default): the notice, end-of-file, the cell fails, the run stops.
     assert notice["stdinRequested"] is True
     assert [c["status"] for c in notice["cells"]] == ["error", "pending"]
     assert "[stdin] Kernel requested input." in notice["cells"][0]["output"]

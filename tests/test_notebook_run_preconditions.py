@@ -1,4 +1,4 @@
-"""Runs in place guarded by what the agent read (SPEC §5, §6): stale state runs nothing."""
+"""Runs in place guarded by what the agent read (docs/contract.md §3, §6): stale runs nothing."""
 
 from __future__ import annotations
 

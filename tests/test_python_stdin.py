@@ -1,4 +1,4 @@
-"""Prompts for input in python tool calls on real kernels (SPEC §8): every ``stdin`` mode.
+"""Prompts for input in python calls on real kernels (docs/contract.md §8): every ``stdin`` mode.
 
 Run on local kernels and, for the modes, on a real Kernel Gateway too (the answer travels
 through its websocket).

@@ -4,6 +4,10 @@ It does what a JupyterLab tab does to join a notebook's room — ``PUT
 /api/collaboration/session/<path>`` then the room's websocket, speaking the Yjs sync protocol
 through ``pycrdt.Provider`` — and can type into cells. Joining a room needs jupyter-collaboration
 (pycrdt, jupyter_ydoc) in the environment; importing this module does not.
+
+With jupyter-server-documents (no session endpoint) it does what that backend's lab plugin does:
+``POST /api/fileid/index?path=<path>`` for the file's id, then the room
+``json:notebook:<id>``'s websocket.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Self, TypeVar
 from urllib.parse import quote
 
-from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 T = TypeVar("T")
@@ -70,19 +74,38 @@ class RoomClient:
         self._provider: Any = None
         self._task: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> RoomClient:
-        response = await AsyncHTTPClient().fetch(
-            f"{self.server_url}api/collaboration/session/{quote(self.path)}",
-            method="PUT",
-            request_timeout=self.load_timeout,
-            headers={**self.headers, "Content-Type": "application/json"},
-            body=json.dumps({"format": "json", "type": "notebook"}),
-        )
+    async def _room_url(self) -> tuple[str, str]:
+        """The room's name and websocket path (under the server's URL)."""
+        try:
+            response = await AsyncHTTPClient().fetch(
+                f"{self.server_url}api/collaboration/session/{quote(self.path)}",
+                method="PUT",
+                request_timeout=self.load_timeout,
+                headers={**self.headers, "Content-Type": "application/json"},
+                body=json.dumps({"format": "json", "type": "notebook"}),
+            )
+        except HTTPClientError as e:
+            if e.code != 404:
+                raise
+            # jupyter-server-documents: the file's id, then its room.
+            response = await AsyncHTTPClient().fetch(
+                f"{self.server_url}api/fileid/index?path={quote(self.path)}",
+                method="POST",
+                request_timeout=self.load_timeout,
+                headers=self.headers,
+                body=b"",
+            )
+            room = f"json:notebook:{json.loads(response.body)['id']}"
+            return room, f"api/collaboration/room/{room}"
         session = json.loads(response.body)
         room = f"{session['format']}:{session['type']}:{session['fileId']}"
+        return room, f"api/collaboration/room/{room}?sessionId={session['sessionId']}"
+
+    async def __aenter__(self) -> RoomClient:
+        room, room_path = await self._room_url()
         ws_url = self.server_url.replace("http", "ws", 1)
         request = HTTPRequest(
-            f"{ws_url}api/collaboration/room/{room}?sessionId={session['sessionId']}",
+            f"{ws_url}{room_path}",
             headers=self.headers,
             request_timeout=self.load_timeout,
         )

@@ -1,5 +1,6 @@
-"""The agent UI of SPEC §9 with jupyter-collaboration installed: every open notebook is a shared
-document (``-m collaboration``; ``scripts/check.sh`` runs these in its second environment).
+"""The agent UI of docs/contract.md §10.2 with jupyter-collaboration installed: every open
+notebook is a shared document (``-m collaboration``; ``scripts/check.sh`` runs these in its
+second environment).
 
 The same tests as without it: the status bar item, the cell marks and every revert must behave
 the same when the open notebook is a collaborative document, which the lab's livesync leaves to

@@ -114,6 +114,22 @@ def test_every_client_function_returns_what_rest_api_yml_promises(lab, lab_page)
     assert text == "x" * 100000 + "\n"
     assert call(page, "getArtifact", result["artifactId"], {"offset": 1, "limit": 1}) == text
 
+    # The files tool: every answer is a FilesResult; a stale write is a 409 FilesConflict.
+    written = call(page, "files", {"action": "write", "path": "contract.txt", "content": "one\n"})
+    assert_schema(written, "FilesResult")
+    listed = call(page, "files", {"action": "list", "glob": "contract.*"})
+    assert_schema(listed, "FilesResult")
+    assert [e["name"] for e in listed["details"]["entries"]] == ["contract.ipynb", "contract.txt"]
+    read_file = call(page, "files", {"action": "read", "path": "contract.txt"})
+    assert read_file["details"]["content"] == "one\n"
+    assert read_file["details"]["hash"] == written["details"]["hash"]
+    stale_file = fails(
+        page,
+        "files",
+        {"action": "write", "path": "contract.txt", "content": "x", "expected_hash": "0" * 16},
+    )
+    assert (stale_file["status"], stale_file["reason"]) == (409, "stale_file")
+
     # Sessions: a list of sessions (the server wraps it in {"sessions": [...]}).
     sessions = call(page, "listSessions")
     assert isinstance(sessions, list) and sessions

@@ -1,4 +1,4 @@
-"""What the agent sees, seen by a person (SPEC §8): prompts answered from the panel, images."""
+"""What the agent sees, seen by a person (docs/contract.md §8, §7.5): prompts answered, images."""
 
 from __future__ import annotations
 

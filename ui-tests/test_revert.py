@@ -1,4 +1,4 @@
-"""Reverting agent changes from the activity panel (SPEC §9): exact, and never over a later change.
+"""Reverting agent changes from the panel (docs/contract.md §10.3): exact, never over later ones.
 
 Each test opens a notebook in the lab, lets an agent change it through the notebook tool,
 reverts the change from the panel, and compares the file byte for byte with the file before the

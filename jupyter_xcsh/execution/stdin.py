@@ -1,10 +1,10 @@
-r"""How a call answers the kernel's prompts for input (SPEC §8), whatever runs the code.
+r"""How a call answers the kernel's prompts for input (docs/contract.md §8), whatever runs the code.
 
 A kernel that calls ``input()``, ``getpass()`` or a debugger sends an ``input_request`` and
 blocks until an ``input_reply`` arrives. An agent's call cannot leave it blocked, so a
 ``StdinPolicy`` answers every prompt of one call, as the request's ``stdin`` says:
 
-- ``"notice"`` (default, the design notes' behaviour): the notice chunk, end-of-file, and the
+- ``"notice"`` (default, docs/contract.md §8.1): the notice chunk, end-of-file, and the
   cell fails with exit code 1;
 - ``"eof"``: end-of-file at once (``EOFError`` in the code);
 - a list of strings: the answers in order, then ``"notice"``;
@@ -46,12 +46,12 @@ __all__ = [
 #: The ``input_reply`` value on which ipykernel's ``input()`` raises ``EOFError``.
 EOF = "\x04"
 
-#: The chunk written when the kernel asks for input the call does not provide (SPEC §2).
+#: Written when the kernel asks for input the call does not provide (docs/contract.md §8.1).
 STDIN_NOTICE = (
     "[stdin] Kernel requested input. Interactive stdin is not supported; "
     "provide input programmatically."
 )
-#: The last line of a result whose cell failed because it asked for input (SPEC §2).
+#: The last line of a result whose cell failed because it asked for input (docs/contract.md §8.1).
 STDIN_FAILURE = "Kernel requested stdin; interactive input is not supported."
 
 MODES = ("notice", "eof", "ask")
@@ -174,7 +174,7 @@ class StdinPolicy:
                 self._timer = loop.call_later(self.input_timeout, self.expire)
             self._changed()
         else:
-            # notice, or the given answers ran out: the notes' behaviour, never a hang.
+            # notice, or the given answers ran out: the default behaviour, never a hang.
             echo(STDIN_NOTICE + "\n")
             reply(EOF)
             self.failed_cells.add(cell_index)

@@ -12,7 +12,7 @@ from .base import XcshAPIHandler
 
 
 class NotebookHandler(XcshAPIHandler):
-    """Edit, insert, delete, move or read notebook cells (SPEC §1).
+    """Edit, insert, delete, move or read notebook cells (docs/contract.md §2).
 
     Body: a JSON object (see ``rest-api.yml``). Answers 200 with ``{"text", "details"}``; 400 for
     a malformed body, a bad field or an index out of range; 403 for a path outside the root or a

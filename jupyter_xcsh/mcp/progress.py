@@ -19,8 +19,8 @@ class ProgressNotifier(ExecutionObserver):
 
     The transport calls ``tick`` on a timer, so a long, silent cell still reports at that pace
     (and a client whose timeout restarts on progress keeps waiting). ``progress`` counts the
-    notifications, since the spec wants it to grow with each one; the message says what runs
-    and the last line it printed.
+    notifications, since MCP's specification wants it to grow with each one; the message says
+    what runs and the last line it printed.
     """
 
     def __init__(self, token: str | int, send: Callable[[dict[str, Any]], None]) -> None:

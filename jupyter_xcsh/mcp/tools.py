@@ -139,10 +139,15 @@ async def _run_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str
     return await _ask_prompts(context, result, tool.follow_ups)
 
 
+async def _files_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    return await context.services.files.call(arguments, context.caller)
+
+
 NOTEBOOK = Operation("/api/xcsh/notebook", ("read", "contents"), _notebook_call)
 PYTHON = Operation("/api/xcsh/python", ("execute", "kernels"), _python_call)
 ARTIFACT = Operation("/api/xcsh/artifacts/{artifact_id}", ("read", "contents"), _artifact_call)
 RUN = Operation("/api/xcsh/notebook/run", ("write", "contents"), _run_call)
+FILES = Operation("/api/xcsh/files", ("read", "contents"), _files_call)
 
 
 async def _kernel_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -199,6 +204,22 @@ artifact://<id> holding everything (read it with the artifact tool). timeout is 
 in seconds for the whole call (default 30, at most 600); reset restarts the kernel first. \
 Images are returned as image content. status(op, **data) in the code reports progress."""
 
+FILES_DESCRIPTION = """\
+Work with the files and folders of the Jupyter server's contents root (through the server, so \
+it works on remote hosts and JupyterHub without a shell). path is relative to the root.
+- list: a folder's entries (name, path, type, size, last modified), glob to filter names, \
+bounded by limit with how many were left off.
+- read: a UTF-8 text file, start_line..end_line (from 1), bounded by max_chars with a \
+"continue with start_line" notice; its hash guards a later write or delete. Binary files are \
+refused with their size and type.
+- write: create a text file with content (refused when it exists), or replace one with \
+expected_hash (from read), or replace the one occurrence of old_content by content; if the file \
+changed since, nothing is written and the answer shows it as it is now.
+- mkdir: create a folder (and its parents). rename: move path to new_path (never over an \
+existing file). delete: a file with its expected_hash, or an empty folder.
+- search: the lines of the text files under path matching pattern (literal, or a Python regex \
+with regex: true), glob to filter file names; bounded by limit, max_files and max_chars."""
+
 ARTIFACT_DESCRIPTION = """\
 Read the full output of an earlier python call that was cut (the text names \
 artifact://<id>): lines offset..offset+limit-1, 1-based, at most 256 KiB per call with a \
@@ -252,6 +273,14 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             single_typed(artifact_schema(spec, ARTIFACT.path)),
             {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
             ARTIFACT.run,
+        ),
+        McpTool(
+            "files",
+            "Files of the Jupyter server",
+            FILES_DESCRIPTION,
+            single_typed(request_schema(spec, FILES.path)),
+            {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False},
+            FILES.run,
         ),
         McpTool(
             "kernel",

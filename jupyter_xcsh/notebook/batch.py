@@ -1,4 +1,4 @@
-"""Batches: several changes of one notebook applied in order as one atomic change (SPEC §10). Pure.
+"""Batches: changes of a notebook in order as one atomic change (docs/contract.md §2.11). Pure.
 
 Agents change several cells per step (rename a variable in three cells, add a markdown cell
 above the changed code). One call, ``{"notebook_path", "changes": [...], "expected_revision"?}``,

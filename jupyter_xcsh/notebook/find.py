@@ -42,8 +42,13 @@ def compile_pattern(request: NotebookRequest) -> None:
     if not request.regex:
         return
     assert request.pattern is not None
+    check_regex(request.pattern)
+
+
+def check_regex(pattern: str) -> None:
+    """Check a regex compiles; a 400 ``Invalid regex: <Python's error>`` when it does not."""
     try:
-        re.compile(request.pattern)
+        re.compile(pattern)
     except re.error as e:
         raise InvalidRequestError(f"Invalid regex: {e}") from None
     except (OverflowError, RecursionError, ValueError) as e:  # e.g. a repeat count too large

@@ -67,13 +67,13 @@ def index_of_id(document: CellDocument, cell_id: str) -> int | None:
 
 
 def revision_of(document: CellDocument) -> str:
-    """The notebook's current revision (SPEC §5)."""
+    """The notebook's current revision (docs/contract.md §3.1)."""
     return notebook_revision(document.cell_keys())
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Every cell's key at one moment, and where they were read (SPEC §5 ``via``)."""
+    """Every cell's key at one moment, and where they were read (``via``, docs/contract.md §4.1)."""
 
     keys: Sequence[CellKey]
     nbformat: tuple[int, int]

@@ -1,6 +1,6 @@
 """The outputs of runs in place, in a notebook: the cell found again, its outputs stored. Pure.
 
-A run in place (SPEC §6) sends a cell, waits for the kernel, and only then writes what came
+A run in place sends a cell, waits for the kernel, and only then writes what came
 back, while a person may have moved, changed or deleted the cell meanwhile. So each write finds
 the cell again: by its id, or — in a notebook whose cells have no ids (nbformat < 4.5) — at its
 index, and only while that cell still holds the source that was sent (else another cell has

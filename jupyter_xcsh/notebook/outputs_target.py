@@ -91,19 +91,22 @@ class NotebookOutputs:
         self.emit = emit
         self.total_cells = total_cells
         self.revision: str | None = revision
-        self._live = via == "document"  # where the last read or write went
+        self._live = via != "file"  # where the last read or write went
         self._used_live = self._live
+        self._live_via = via if self._live else "document"  # which live document
         self._next_event = 0.0
         self._held: dict[str, Any] | None = None
         self._timer: asyncio.TimerHandle | None = None
 
     @property
     def via(self) -> str:
-        """``document`` once any cell was read or written through a room, else ``file``."""
-        return "document" if self._used_live else "file"
+        """The live document's ``via`` once any cell went through a room, else ``file``."""
+        return self._live_via if self._used_live else "file"
 
     def _went(self, via: str, place: CellPlace) -> None:
-        self._live = via == "document"
+        self._live = via != "file"
+        if self._live:
+            self._live_via = via
         self._used_live = self._used_live or self._live
         self.total_cells, self.revision = place.total_cells, place.revision
 

@@ -1,4 +1,4 @@
-"""Stale-edit protection: "only if the cell is still what I read" (SPEC §5). Pure.
+"""Stale-edit protection: "only if the cell is still what I read" (docs/contract.md §3). Pure.
 
 A request may say which state it expects — the addressed cell's ``sourceHash``, the notebook's
 ``revision``, or a snippet (``old_content``) that must occur exactly once in the cell. The

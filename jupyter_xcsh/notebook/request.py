@@ -1,4 +1,4 @@
-"""A notebook tool request: the body's fields checked and typed (SPEC §1, §5, §10). Pure."""
+"""A notebook tool request: the body's fields checked and typed (docs/contract.md §2, §3). Pure."""
 
 from __future__ import annotations
 

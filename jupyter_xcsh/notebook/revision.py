@@ -1,4 +1,4 @@
-"""Source hashes and notebook revisions: what stale-edit protection compares (SPEC §5). Pure.
+"""Source hashes and revisions, what stale-edit checks compare (docs/contract.md §3.1). Pure.
 
 Both are computed from what a person edits — cell ids, types and sources — never from outputs,
 execution counts or metadata, so running cells, an autosave or a metadata change never makes an

@@ -1,4 +1,4 @@
-"""A collaboration room's shared notebook, changed by the edit core in one transaction (SPEC §5).
+"""A room's shared notebook, changed by the edit core in one transaction (docs/contract.md §4.2).
 
 :class:`SharedNotebook` implements the core's ``CellDocument`` over a ``jupyter_ydoc``
 ``YNotebook`` (the document a room serves to every open lab tab). Changes are first applied to a
@@ -15,6 +15,10 @@ batch is all or nothing), and a person's concurrent typing is merged by the CRDT
   list (the one open tabs observe); outputs that only grew — a stream printing on, new outputs
   after the old ones — are appended, as the lab appends the outputs of the cells it runs, so
   open tabs do not redraw the whole output at every write of a running cell.
+
+With jupyter-server-documents' outputs store on, a cell's outputs in the document are
+placeholders and the outputs themselves are in the store (``live.OutputsStore``): reads see the
+stored outputs, new outputs are stored and their placeholders replace the cell's list.
 
 Only the documented ``YNotebook`` API (``ycells``, ``get_cell``, ``create_ycell``, ``ydoc`` and
 the ``meta`` map of its schema) is used, which jupyter_ydoc 3 and 4 share. No I/O happens here.
@@ -99,8 +103,10 @@ class _CellView(Sequence[Any]):
 class SharedNotebook:
     """The edit core's view of a live ``YNotebook``; ``commit`` applies the recorded changes."""
 
-    def __init__(self, ynotebook: Any) -> None:
+    def __init__(self, ynotebook: Any, outputs: Any = None) -> None:
+        """A view of ``ynotebook``; ``outputs``: the ``live.OutputsStore`` holding its outputs."""
         self._doc = ynotebook
+        self._outputs = outputs
         self._nbformat = _nbformat(ynotebook)
         with_ids = self._nbformat >= (4, 5)
         self._cells = [
@@ -198,7 +204,7 @@ class SharedNotebook:
     def _commit_replace(self, index: int, cell: dict[str, Any]) -> None:
         doc = self._doc
         ycell = doc.ycells[index]
-        old = doc.get_cell(index)
+        old = self._get_cell(index)
         changed = {
             k for k in old.keys() | cell.keys() if k != "source" and old.get(k) != cell.get(k)
         }
@@ -213,7 +219,7 @@ class SharedNotebook:
         else:
             apply_text_change(ytext, str(ytext), new_source)
         if "outputs" in changed:
-            _set_outputs(ycell, cell.get("outputs") or [])
+            self._set_outputs(ycell, cell.get("outputs") or [])
         if "execution_count" in changed:
             ycell["execution_count"] = cell.get("execution_count")
 
@@ -225,7 +231,7 @@ class SharedNotebook:
         running: bool,
     ) -> None:
         ycell = self._doc.ycells[index]
-        _set_outputs(ycell, outputs)
+        self._set_outputs(ycell, outputs)
         if ycell.get("execution_count") != execution_count:
             ycell["execution_count"] = execution_count
         # jupyter_ydoc gives code cells an execution_state, which the lab shows as [*].
@@ -234,6 +240,9 @@ class SharedNotebook:
             ycell["execution_state"] = state
 
     def _commit_insert(self, index: int, cell: dict[str, Any]) -> None:
+        cell_id = cell.get("id")
+        if self._outputs is not None and cell.get("outputs") and isinstance(cell_id, str):
+            cell = {**cell, "outputs": self._outputs.placeholders(cell_id, cell["outputs"])}
         self._doc.ycells.insert(index, self._doc.create_ycell(cell))
 
     def _commit_delete(self, index: int) -> None:
@@ -250,8 +259,30 @@ class SharedNotebook:
     def _value(self, cell: _Cell) -> dict[str, Any]:
         if cell.value is None:
             assert cell.shared_index is not None
-            cell.value = self._doc.get_cell(cell.shared_index)
+            cell.value = self._get_cell(cell.shared_index)
         return cell.value
+
+    def _get_cell(self, index: int) -> dict[str, Any]:
+        """The shared cell ``index`` as JSON, its outputs from the outputs store if any."""
+        cell: dict[str, Any] = self._doc.get_cell(index)
+        return cell if self._outputs is None else self._outputs.resolve(cell)
+
+    def _set_outputs(self, ycell: Any, outputs: list[dict[str, Any]]) -> None:
+        cell_id = ycell.get("id")
+        if self._outputs is None or not isinstance(cell_id, str):
+            _set_outputs(ycell, outputs)
+            return
+        # The store's placeholders name outputs by position, not content: the list is replaced
+        # so that open notebooks fetch the outputs again.
+        from pycrdt import Array, Map
+
+        placeholders = [Map(p) for p in self._outputs.placeholders(cell_id, outputs)]
+        current = ycell.get("outputs")
+        if isinstance(current, Array):
+            current.clear()
+            current.extend(placeholders)
+        else:
+            ycell["outputs"] = Array(placeholders)
 
 
 def _nbformat(ynotebook: Any) -> tuple[int, int]:

@@ -143,6 +143,11 @@ class NotebookStore:
     async def _live_document(self, api_path: str) -> Any:
         return None if self.live is None else await self.live.find(api_path)
 
+    def _live(self, api_path: str) -> tuple[str, Any]:
+        """``details.via`` of the live document and its outputs store (jupyter-server-documents)."""
+        assert self.live is not None
+        return self.live.via, self.live.outputs_store(api_path)
+
     async def _load_once(self, api_path: str, path: str) -> _Loaded:
         """Read and parse the notebook; raise ``_Unreadable`` when it is not notebook JSON."""
         cm = self.contents_manager
@@ -189,8 +194,9 @@ class NotebookStore:
         api_path, key = await self.resolve(path)
         live = await self._live_document(api_path)
         if live is not None:
-            value = await in_transaction(live, path, look, commit=False)
-            return _Outcome(value, "document", None)
+            via, stored = self._live(api_path)
+            value = await in_transaction(live, path, look, commit=False, outputs=stored)
+            return _Outcome(value, via, None)
         with self._collection_paused():  # the parsed file is freed before the collector resumes
             return await self._view_file(api_path, key, path, look)
 
@@ -220,9 +226,10 @@ class NotebookStore:
         api_path, key = await self.resolve(path)
         live = await self._live_document(api_path)
         if live is not None:
+            via = self._live(api_path)[0]
 
             def shared_snapshot(shared: CellDocument) -> Snapshot:
-                return Snapshot(shared.cell_keys(), shared.nbformat, "document", None)
+                return Snapshot(shared.cell_keys(), shared.nbformat, via, None)
 
             return await in_transaction(live, path, shared_snapshot, commit=False)
         with self._collection_paused():
@@ -251,7 +258,7 @@ class NotebookStore:
         return changed
 
     async def change_batch(self, batch: NotebookBatch) -> dict[str, Any]:
-        """Apply a batch's changes in order as one atomic change and describe them (SPEC §10).
+        """Apply a batch's changes in order, atomically, and describe them (docs/contract.md §2.11).
 
         One save of the file, or one transaction on the live document; nothing when a change
         fails. Returns ``{text, details}`` and ``previousCells`` (per change, the cell as it was
@@ -270,7 +277,7 @@ class NotebookStore:
         outputs: list[dict[str, Any]],
         execution_count: int | None,
     ) -> _Outcome:
-        """Store a run's outputs and count in its cell (runs in place, SPEC §6), atomically.
+        """Store a run's outputs and count in its cell (docs/contract.md §6.4), atomically.
 
         Into the live document when a room is open, else into the file (only that cell's
         ``outputs`` and ``execution_count`` bytes change). The cell is found again first
@@ -302,7 +309,8 @@ class NotebookStore:
             def show(document: CellDocument) -> CellPlace:
                 return set_cell_outputs(document, cell, outputs, execution_count, running=True)
 
-            return _Outcome(await in_transaction(live, path, show), "document", None)
+            via, stored = self._live(api_path)
+            return _Outcome(await in_transaction(live, path, show, outputs=stored), via, None)
 
     async def update(self, path: str, mutate: Callable[[CellDocument], T]) -> _Outcome:
         """Run ``mutate`` on the notebook and keep its changes, atomically.
@@ -316,7 +324,9 @@ class NotebookStore:
             for attempt in range(1, SAVE_ATTEMPTS + 1):
                 live = await self._live_document(api_path)
                 if live is not None:
-                    return _Outcome(await in_transaction(live, path, mutate), "document", None)
+                    via, stored = self._live(api_path)
+                    value = await in_transaction(live, path, mutate, outputs=stored)
+                    return _Outcome(value, via, None)
                 if attempt == SAVE_ATTEMPTS:
                     async with self.guard.holding(key):
                         final = await self._change_file(api_path, key, path, mutate, final=True)

@@ -1,4 +1,4 @@
-"""The notebook tool's one call path (SPEC §1, §5, §10), shared by REST, MCP and the lab."""
+"""The notebook tool's one call path (docs/contract.md §2-§4), shared by REST, MCP and the lab."""
 
 from __future__ import annotations
 

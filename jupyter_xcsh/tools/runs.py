@@ -421,5 +421,5 @@ class RunAnswer:
 
 
 def session_waiting(name: str) -> ConflictError:
-    """The error of a call on a session whose kernel waits for an answer (SPEC §8)."""
+    """The error of a call on a session whose kernel waits for an answer (docs/contract.md §8.3)."""
     return ConflictError(f"Session {name} is waiting for input")

@@ -456,6 +456,77 @@ export async function runNotebook(
 }
 
 /* ---------------------------------------------------------------------------
+ * Files tool: POST api/xcsh/files
+ * ------------------------------------------------------------------------ */
+
+/**
+ * The body of a files tool call: one `action` (list, read, write, mkdir,
+ * rename, delete, search) and the fields it takes.
+ */
+export type IFilesRequest = Schemas['FilesRequest'];
+
+/**
+ * An action of the files tool.
+ */
+export type FilesAction = IFilesRequest['action'];
+
+/**
+ * The result of a files tool call: the text an agent reads, and `details`
+ * (the entries listed, the lines read with the file's `hash`, what was
+ * written, the matches found).
+ */
+export type IFilesResult = Schemas['FilesResult'];
+
+/**
+ * One entry of a folder, as `list` gives it.
+ */
+export type IFileEntry = Schemas['FileEntry'];
+
+/**
+ * One matching line, as `search` gives it.
+ */
+export type IFileMatch = NonNullable<
+  IFilesResult['details']['matches']
+>[number];
+
+/**
+ * The body of a 409 answer: the file is not what the request expected
+ * (`stale_file`), exists already (`file_exists`, `exists`), or a folder to
+ * delete is not empty (`folder_not_empty`); nothing was changed.
+ */
+export type IFilesConflict = Schemas['FilesConflict'];
+
+/**
+ * List, read, write, create, rename, delete or search files of the server's
+ * contents root, through its contents manager.
+ *
+ * @param request - The files tool call.
+ * @param settings - The server settings.
+ * @returns What was listed, read, written, created, renamed, deleted or
+ *   found.
+ *
+ * @throws {XcshResponseError} On 400 (bad request), 403 (a path outside the
+ *   root, a hidden file to create or change, or no `write` permission), 404
+ *   (not found, or hidden), 409 (an `IFilesConflict`) and 422 (a binary or
+ *   too large file: the body's `details` give its size and mimetype).
+ */
+export async function files(
+  request: IFilesRequest,
+  settings: ServerConnection.ISettings
+): Promise<IFilesResult> {
+  const response = await requestAPI(
+    'files',
+    jsonInit('POST', request),
+    settings
+  );
+  return (await response.json()) as JsonResponse<
+    '/api/xcsh/files',
+    'post',
+    200
+  >;
+}
+
+/* ---------------------------------------------------------------------------
  * Sessions: api/xcsh/sessions
  * ------------------------------------------------------------------------ */
 
@@ -635,6 +706,10 @@ export class XcshClient implements IXcshClient {
 
   runNotebook(request: IRunRequest): Promise<IRunResult> {
     return runNotebook(request, this.serverSettings);
+  }
+
+  files(request: IFilesRequest): Promise<IFilesResult> {
+    return files(request, this.serverSettings);
   }
 
   kernel(request: IKernelRequest): Promise<IKernelResult> {

@@ -9,6 +9,8 @@ import type { ISignal } from '@lumino/signaling';
 
 import type {
   IArtifactRange,
+  IFilesRequest,
+  IFilesResult,
   IInterruptResult,
   IKernelRequest,
   IKernelResult,
@@ -84,6 +86,12 @@ export interface IXcshClient {
    * Run code cells of a notebook in its own kernel, outputs written back.
    */
   runNotebook(request: IRunRequest): Promise<IRunResult>;
+
+  /**
+   * List, read, write, create, rename, delete or search files of the
+   * contents root.
+   */
+  files(request: IFilesRequest): Promise<IFilesResult>;
 
   /**
    * Inspect or control a python session's or a notebook's kernel.

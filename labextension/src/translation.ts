@@ -27,4 +27,4 @@ export function translationBundle(
 /**
  * The strings as written, for callers given no translator.
  */
-export const UNTRANSLATED = translationBundle();
+export const UNTRANSLATED: TranslationBundle = translationBundle();

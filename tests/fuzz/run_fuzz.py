@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "jupyter_xcsh" / "rest-api.yml"
 
 #: Checks that hold for this API. Left out: ``positive_data_acceptance`` (a schema-valid
-#: request may still be a 400 by the SPEC, e.g. a cell index past the end or a working directory
+#: request may still be a 400 by rest-api.yml, e.g. a cell index past the end or a working directory
 #: that does not exist: no schema can know the files) and ``use_after_free`` /
 #: ``ensure_resource_availability`` (no create/delete pairs linked in the description) and
 #: ``missing_required_header`` (it wants a 401 without credentials; Jupyter Server's APIs answer
@@ -190,6 +190,7 @@ def make_config(path: Path, server: Server, notebooks: list[str], artifact: str)
         "body.mode": ("modes", 0.8),
         "path.name": ("sessions", 0.5),
         "path.artifact_id": ("artifacts", 0.8),
+        "body.path": ("folders", 0.5),  # the files tool
     }
     for key, (dictionary, probability) in bindings.items():
         lines.append(f'"{key}" = {{ dictionary = "{dictionary}", probability = {probability} }}')

@@ -18,7 +18,9 @@ export async function waitFor<T>(
   check: () => T | null | undefined | false,
   what = 'the condition'
 ): Promise<T> {
-  for (let i = 0; i < 200; i++) {
+  // A deadline, not a count of tries: a loaded machine (a CI run) is slow to render.
+  const deadline = Date.now() + 10000;
+  while (Date.now() < deadline) {
     const value = check();
     if (value !== null && value !== undefined && value !== false) {
       return value;

@@ -40,6 +40,13 @@ export type ActivityFilter = 'all' | 'notebook' | 'python';
  * It only renders its model: each call is one element, rebuilt when the
  * call or the expanded state of one of its parts changes.
  */
+/**
+ * JupyterLab 4.1 runs a toolbar button on mouse down unless `actualOnClick` asks for the
+ * click (a keyboard's Enter and a programmatic click only send the click); newer releases
+ * run it on the click and no longer know the option (spread, so their types accept it).
+ */
+const ON_CLICK = { actualOnClick: true };
+
 export class ActivityPanel extends Widget {
   /**
    * Create a panel.
@@ -64,6 +71,7 @@ export class ActivityPanel extends Widget {
     this.toolbar.addItem(
       'clear',
       new ToolbarButton({
+        ...ON_CLICK,
         icon: clearIcon,
         label: trans.__('Clear'),
         tooltip: trans.__('Remove finished calls from the list'),

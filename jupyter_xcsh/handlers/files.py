@@ -1,0 +1,37 @@
+"""``POST /api/xcsh/files``: the files tool."""
+
+from __future__ import annotations
+
+import json
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from ..services import XcshServices
+from .base import XcshAPIHandler
+
+
+class FilesHandler(XcshAPIHandler):
+    """List, read, write, create, rename, delete or search files of the contents root.
+
+    Body: a JSON object (see ``rest-api.yml``). Answers 200 with ``{"text", "details"}``; 400
+    for a malformed body or a bad field; 403 for a path outside the root, a hidden file to
+    create or change, or a caller not allowed to write; 404 for a missing (or hidden) file;
+    409 for a stale precondition or an existing file, with the file as it is now; 422 for a
+    binary or too large file.
+    """
+
+    auth_resource = "contents"
+
+    @web.authenticated
+    @authorized("read")
+    async def post(self) -> None:
+        """Run one files tool request; changes also need ``write`` on ``contents``."""
+        with self.domain_errors():
+            result = await self.services.files.call(self.json_body(), self.caller)
+        self.finish(json.dumps(result))
+
+
+def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:
+    """Return the files tool's URL routes."""
+    return [(r"/api/xcsh/files", FilesHandler, {"services": services})]
