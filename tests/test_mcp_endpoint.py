@@ -190,7 +190,7 @@ async def test_batches_are_answered_under_2025_03_26_only(jp_fetch, notebook):
     assert answers[0]["result"] == {}
     assert answers[1]["error"]["message"] == "Invalid Request: initialize cannot be batched"
     assert answers[2]["error"]["code"] == -32600
-    assert len(answers[3]["result"]["tools"]) == 4
+    assert len(answers[3]["result"]["tools"]) == 5
     status, _, _ = await post(jp_fetch, [{"jsonrpc": "2.0", "method": "x"}], headers=old)
     assert status == 202
     status, _, response = await post(jp_fetch, batch)
