@@ -13,7 +13,7 @@ export default defineConfig(
       'jupyter_xcsh/',
       '.venv/',
       '**/*.d.ts',
-      // Generated from jupyter_xcsh/rest-api.yml and event_schemas/ by `npm run build:types`.
+      // Generated from jupyter_xcsh/rest-api.yml and events/schemas/ by `npm run build:types`.
       'labextension/src/restapi.generated.ts',
       'labextension/src/events.generated.ts'
     ]

@@ -48,7 +48,7 @@ from jupyter_client import BlockingKernelClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jupyter_xcsh.execution.prelude import STREAM_BOUND
+from jupyter_xcsh.execution.python.prelude import STREAM_BOUND
 
 BENCH_DIR = Path(__file__).resolve().parent
 MIB = 1024 * 1024

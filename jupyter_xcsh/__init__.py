@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-try:
-    from ._version import __version__
-except ImportError:  # pragma: no cover - only in a source tree that was never built
-    __version__ = "0.0.0.dev0"
+from .version import __version__
 
 __all__ = ["__version__"]
 

@@ -12,14 +12,14 @@ from typing import Any
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Instance
 
-from .activity import ActivityEvents
-from .event_emit import probe_event_emit
-from .execution import ExecutionService
-from .execution.connection import probe_socket_views
-from .execution.inplace import RunService
-from .execution.kernels import probe_activity_watch, probe_restarter
-from .execution.notebook_kernels import NotebookKernels
-from .execution.wire import probe_decoding
+from .events.activity import ActivityEvents
+from .events.emit import probe_event_emit
+from .execution.inplace.kernels import NotebookKernels
+from .execution.inplace.service import InPlaceService
+from .execution.kernel.connection import probe_socket_views
+from .execution.kernel.launcher import probe_activity_watch, probe_restarter
+from .execution.kernel.wire import probe_decoding
+from .execution.python.runner import ExecutionService
 from .fast_paths import FastPaths, probe_fast_paths
 from .files.search import FileSearch
 from .files.workspace import FileLimits, Workspace
@@ -142,7 +142,7 @@ class XcshApp(ExtensionApp):
         )
         calls = CallRegistry()
         runs = RunRegistry()
-        notebook_runs = RunService(
+        inplace = InPlaceService(
             NotebookKernels(execution.launcher, server.session_manager, log=self.log),
             artifact_store,
             log=self.log,
@@ -170,7 +170,7 @@ class XcshApp(ExtensionApp):
                 settings.require_preconditions,
                 artifact_store,
                 NotebookFinder(notebook_store, limits, regex),
-                kernel_logs=KernelLogs(notebook_runs.kernels),
+                kernel_logs=KernelLogs(inplace.kernels),
             ),
             python=PythonTool(
                 execution,
@@ -181,11 +181,11 @@ class XcshApp(ExtensionApp):
                 contents_manager=server.contents_manager,
             ),
             artifacts=ArtifactTool(artifact_store),
-            background_runs=runs,
+            runs=runs,
             run_inputs=RunInputTool(runs),
-            notebook_runs=notebook_runs,
+            inplace=inplace,
             run=RunTool(
-                notebook_runs,
+                inplace,
                 notebook_store,
                 activity,
                 calls,
@@ -194,7 +194,7 @@ class XcshApp(ExtensionApp):
                 stream_interval=settings.stream_interval / 1000,
             ),
             files=FilesTool(workspace, FileSearch(workspace, regex)),
-            kernel=KernelTool(execution, notebook_runs.kernels, notebook_store),
+            kernel=KernelTool(execution, inplace.kernels, notebook_store),
         )
         self.settings["xcsh"] = self.services
 
@@ -286,7 +286,7 @@ class XcshApp(ExtensionApp):
             # The find action's regex search processes.
             await self.services.notebook.finder.close()
             # Runs in place leave their kernels to their sessions: only connections close.
-            await self.services.notebook_runs.close()
+            await self.services.inplace.close()
             # Every kernel the python tool started goes with the server; bounded, not forever.
             try:
                 await asyncio.wait_for(self._close_execution(self.services), 30)
@@ -300,6 +300,6 @@ class XcshApp(ExtensionApp):
     async def _close_execution(services: XcshServices) -> None:
         # Calls waiting for input end first (interrupted), then the kernels go (ending the
         # calls still running with "Session was shut down"), then any run left.
-        await services.background_runs.close(waiting_only=True)
+        await services.runs.close(waiting_only=True)
         await services.execution.close()
-        await services.background_runs.close()
+        await services.runs.close()

@@ -1,4 +1,4 @@
-"""Domain errors of jupyter-xcsh; one place (``handlers/base.py``) turns them into HTTP statuses.
+"""Domain errors of jupyter-xcsh; one place (``status_for``, here) turns them into HTTP statuses.
 
 The tools raise these whoever calls them (REST, MCP, the lab); each transport maps them once:
 REST to a status and a JSON body, MCP to a tool result with ``isError``.
@@ -59,3 +59,21 @@ class InvalidDocumentError(XcshError):
 def forbidden(action: str, resource: str) -> ForbiddenError:
     """The error of a caller the authorizer refuses (jupyter_server's own wording)."""
     return ForbiddenError(f"User is not authorized to {action} on resource: {resource}.")
+
+
+#: HTTP status for each domain error; anything not listed is a server fault (500).
+ERROR_STATUS: dict[type[XcshError], int] = {
+    InvalidRequestError: 400,
+    RefusedError: 403,
+    NotFoundError: 404,
+    ConflictError: 409,
+    InvalidDocumentError: 422,
+}
+
+
+def status_for(error: XcshError) -> int:
+    """Return the HTTP status a domain error maps to."""
+    for cls in type(error).__mro__:
+        if cls in ERROR_STATUS:
+            return ERROR_STATUS[cls]
+    return 500

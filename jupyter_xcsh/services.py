@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .activity import ActivityEvents
-from .execution import ExecutionService
-from .execution.inplace import RunService
+from .events.activity import ActivityEvents
+from .execution.inplace.service import InPlaceService
+from .execution.python.runner import ExecutionService
 from .fast_paths import FastPaths
 from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
@@ -37,10 +37,10 @@ class XcshServices:
     python: PythonTool
     artifacts: ArtifactTool
     #: Python calls going on in the background (stdin "ask"), and answering their prompts.
-    background_runs: RunRegistry
+    runs: RunRegistry
     run_inputs: RunInputTool
     # Runs in place (docs/contract.md §6): the engine and its tool.
-    notebook_runs: RunService
+    inplace: InPlaceService
     run: RunTool
     #: The files tool (folders and text files of the contents root).
     files: FilesTool

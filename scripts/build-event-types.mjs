@@ -5,7 +5,7 @@
 
 /**
  * Generate the TypeScript types of the server's event payloads from
- * jupyter_xcsh/event_schemas/*.yaml (the schemas the server validates its
+ * jupyter_xcsh/events/schemas/*.yaml (the schemas the server validates its
  * emissions against), as `npm run build:api` generates the REST types from
  * rest-api.yml: `npm run build:events` writes labextension/src/events.generated.ts.
  */
@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { compile } from 'json-schema-to-typescript';
 
-const SCHEMAS = 'jupyter_xcsh/event_schemas';
+const SCHEMAS = 'jupyter_xcsh/events/schemas';
 const OUTPUT = 'labextension/src/events.generated.ts';
 
 /**
@@ -51,7 +51,7 @@ function names(file) {
 
 const parts = [
   '/**\n' +
-    " * The payloads of the server's events, generated from jupyter_xcsh/event_schemas/*.yaml\n" +
+    " * The payloads of the server's events, generated from jupyter_xcsh/events/schemas/*.yaml\n" +
     ' * by scripts/build-event-types.mjs. Do not edit: change the schema and rebuild.\n' +
     ' */\n'
 ];

@@ -155,7 +155,14 @@ step "MCP with the official SDK client ($VENV-mcp)"
 python3 -m venv "$VENV-mcp"
 "$VENV-mcp/bin/python" -m pip install -q --upgrade pip
 "$VENV-mcp/bin/python" -m pip install -q ".[mcp-test]"
-bounded 10 "$VENV-mcp/bin/python" -m pytest mcp-tests -p no:cacheprovider -q -ra
+# The MCP Inspector's CLI, from npm into a prefix of its own (mcp-tests/test_inspector_cli.py).
+mkdir -p "$VENV-mcp-node"
+npm install --no-audit --no-fund --prefix "$VENV-mcp-node" @modelcontextprotocol/inspector@2.12.0 >/dev/null
+XCSH_MCP_INSPECTOR="$(cd "$VENV-mcp-node/node_modules/.bin" && pwd)/mcp-inspector" \
+  bounded 10 "$VENV-mcp/bin/python" -m pytest mcp-tests -p no:cacheprovider -q -ra
+
+step "MCP conformance suite for servers (Node 22, scripts/mcp-conformance.sh)"
+NODE_PREFIX="$VENV-mcp-node" bounded 10 bash scripts/mcp-conformance.sh
 
 step "image downscaling with Pillow installed ($VENV-images)"
 # A second environment with the images extra: the tests marked `pillow` run here (the main

@@ -14,7 +14,7 @@ mkdir -p "$dir"
 find "$dir" -mindepth 1 -maxdepth 1 ! -name node_modules -exec rm -rf {} +
 # The sources the build and the tests read (tracked files only, as the work tree has them).
 git ls-files -z -- labextension schema scripts/build-event-types.mjs jupyter_xcsh/rest-api.yml \
-  jupyter_xcsh/event_schemas jupyter_xcsh/events 'tsconfig*.json' jest.config.js \
+  jupyter_xcsh/events 'tsconfig*.json' jest.config.js \
   babel.config.js package.json .prettierrc |
   xargs -0 cp --parents -t "$dir"
 # Run from the work tree: the rewriter uses its node_modules (semver).

@@ -23,8 +23,8 @@ import pytest
 from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
-from jupyter_xcsh.activity import NOTEBOOK_SCHEMA
-from jupyter_xcsh.run_events import RUN_SCHEMA
+from jupyter_xcsh.events.activity import NOTEBOOK_SCHEMA
+from jupyter_xcsh.events.run import RUN_SCHEMA
 
 from .mcp_client import tool_via_mcp
 from .threads import stop_anyio_workers

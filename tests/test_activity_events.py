@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from jupyter_xcsh.activity import PYTHON_SCHEMA
+from jupyter_xcsh.events.activity import PYTHON_SCHEMA
 
 from .conftest import collect_events
 from .notebooks import jupyter_text, sample_notebook

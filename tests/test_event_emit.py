@@ -1,4 +1,4 @@
-"""Events emitted without ``EventLogger.emit``'s per-event costs (``jupyter_xcsh.event_emit``).
+"""Events emitted without ``EventLogger.emit``'s per-event costs (``jupyter_xcsh.events.emit``).
 
 What handlers and listeners receive must be what ``EventLogger.emit`` would have given them.
 """
@@ -16,10 +16,11 @@ from jsonschema import ValidationError
 from jupyter_events import EventLogger
 from jupyter_events.schema import EventSchema
 
-from jupyter_xcsh import activity, event_emit
-from jupyter_xcsh.activity import PYTHON_SCHEMA, ActivityEvents
-from jupyter_xcsh.event_emit import emit_event
-from jupyter_xcsh.event_validation import ShapeValidatedSchema
+from jupyter_xcsh.events import activity
+from jupyter_xcsh.events import emit as event_emit
+from jupyter_xcsh.events.activity import PYTHON_SCHEMA, ActivityEvents
+from jupyter_xcsh.events.emit import emit_event
+from jupyter_xcsh.events.validation import ShapeValidatedSchema
 
 from .test_event_validation import BASE
 

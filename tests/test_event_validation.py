@@ -1,4 +1,4 @@
-"""Event schemas validated once per shape of event (``jupyter_xcsh.event_validation``)."""
+"""Event schemas validated once per shape of event (``jupyter_xcsh.events.validation``)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from jsonschema import ValidationError
 from jupyter_events.schema import EventSchema
 
-from jupyter_xcsh.activity import SCHEMA_DIR
-from jupyter_xcsh.event_validation import ShapeValidatedSchema
+from jupyter_xcsh.events.activity import SCHEMA_DIR
+from jupyter_xcsh.events.validation import ShapeValidatedSchema
 
 BASE = {
     "$id": "https://events.jupyter.org/test/shapes/v1",

@@ -8,7 +8,7 @@ import time
 import pytest
 from traitlets.config import Config
 
-from jupyter_xcsh.activity import PYTHON_SCHEMA
+from jupyter_xcsh.events.activity import PYTHON_SCHEMA
 
 from .gateway import FailingProxy, kernel_gateway, use_kernels  # noqa: F401
 from .python_tool import eventually, run, sessions, tool

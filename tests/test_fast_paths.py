@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from traitlets.config import Config
 
-from jupyter_xcsh.activity import NOTEBOOK_SCHEMA, PYTHON_SCHEMA
+from jupyter_xcsh.events.activity import NOTEBOOK_SCHEMA, PYTHON_SCHEMA
 from jupyter_xcsh.fast_paths import FAST_PATHS, probe_fast_paths
 
 from .conftest import collect_events, fast_paths_off

@@ -189,7 +189,7 @@ async def test_a_working_directory_no_system_takes_is_a_400(fetch, cwd, message)
     await _refused(fetch, PYTHON, 400, message, body={"cells": [{"code": "1"}], "cwd": cwd})
 
 
-# --- numbers and names (execution/request.py) --------------------------------------------
+# --- numbers and names (execution/python/request.py) -------------------------------------
 
 
 @pytest.mark.parametrize("timeout", ["1" + "0" * 400, "1e999", "-1e999"])
@@ -437,7 +437,7 @@ def test_hide_root_knows_the_root_by_its_resolved_name_too(tmp_path):
     assert hide_root(message, [str(tmp_path / "link")]) == "Error in a.ipynb"
 
 
-# --- empty cell ids (notebook/request.py, execution/run_request.py; issue 20) -------------
+# --- empty cell ids (notebook/request.py, execution/inplace/request.py; issue 20) -----
 
 
 @pytest.mark.parametrize(

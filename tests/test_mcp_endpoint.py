@@ -54,7 +54,8 @@ async def test_initialize_answers_the_clients_version_when_served_else_the_newes
     assert result["protocolVersion"] == answered
     assert result["capabilities"]["tools"] == {"listChanged": False}
     assert result["serverInfo"]["name"] == "jupyter-xcsh"
-    assert "Mcp-Session-Id" not in headers  # stateless
+    # Keys the client's resource subscriptions only: nothing else is kept for it.
+    assert headers["Mcp-Session-Id"].startswith("xcsh-session-")
 
 
 async def test_notifications_are_accepted_with_202_and_no_body(jp_fetch):
@@ -82,14 +83,14 @@ async def test_a_tool_call_works_without_initialize_or_session(jp_fetch, noteboo
     assert result["content"][0] == {"type": "text", "text": result["structuredContent"]["text"]}
 
 
-async def test_get_and_delete_are_405(jp_fetch):
+async def test_delete_and_a_get_without_event_stream_are_405(jp_fetch):
     for method in ("GET", "DELETE", "PUT"):
         status, headers, _ = await post(
             jp_fetch, method=method, raw=None if method != "PUT" else b""
         )
         assert status == 405
         assert "POST" in headers["Allow"].split(", ")
-        assert "GET" not in headers["Allow"]
+        assert "DELETE" not in headers["Allow"]
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_xcsh.errors import ConflictError, NotFoundError
-from jupyter_xcsh.execution import CallControl
+from jupyter_xcsh.execution.kernel.control import CallControl
 from jupyter_xcsh.mcp.progress import MAX_MESSAGE_CHARS, ProgressNotifier
 from jupyter_xcsh.mcp.protocol import (
     Message,

@@ -11,12 +11,12 @@ import jsonschema
 import pytest
 
 from jupyter_xcsh.mcp import tools as mcp_tools
-from jupyter_xcsh.mcp.schemas import flatten, merge_actions, single_typed
+from jupyter_xcsh.mcp.schemas import flatten, merge_actions, resolve, single_typed
 from jupyter_xcsh.tools import Caller
 
 from .mcp_client import VERSION, as_rest, call_tool, post, request, sse_messages, stream_call
 from .notebook_run import write_notebook
-from .openapi_check import _resolve, request_is_valid, spec
+from .openapi_check import request_is_valid, spec
 from .python_tool import REQUEST_TIMEOUT, eventually, run, sessions
 
 pytestmark = pytest.mark.timeout(300)
@@ -62,15 +62,18 @@ VALID_RUN_REQUESTS = [
 
 
 def stripped(node):
-    """A resolved schema with its descriptions trimmed (YAML folding leaves a newline)."""
+    """A schema resolved against rest-api.yml, descriptions trimmed (YAML folding: a newline)."""
+    return _trimmed(resolve(spec(), node))
+
+
+def _trimmed(node):
     if isinstance(node, dict):
-        node = _resolve(node)
         return {
-            k: v.strip() if k == "description" and isinstance(v, str) else stripped(v)
+            k: v.strip() if k == "description" and isinstance(v, str) else _trimmed(v)
             for k, v in node.items()
         }
     if isinstance(node, list):
-        return [stripped(v) for v in node]
+        return [_trimmed(v) for v in node]
     return node
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from jupyter_client.session import Session
 
-from jupyter_xcsh.execution.wire import decode_message
+from jupyter_xcsh.execution.kernel.wire import decode_message
 
 
 def frames(session: Session, content: dict) -> list[bytes]:

@@ -12,7 +12,7 @@ import json
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from jupyter_xcsh.activity import MAX_EVENT_BATCH
+from jupyter_xcsh.events.activity import MAX_EVENT_BATCH
 
 from .notebook_run import wait_until
 from .notebooks import jupyter_text

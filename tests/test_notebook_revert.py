@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from jupyter_xcsh.activity import MAX_EVENT_CELL
+from jupyter_xcsh.events.activity import MAX_EVENT_CELL
 
 from .notebooks import PNG_1x1, jupyter_text, load, sample_notebook
 from .openapi_check import assert_response_matches

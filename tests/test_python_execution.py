@@ -340,7 +340,7 @@ async def test_the_session_state_file_can_be_written_by_the_kernel(jp_fetch):
 
 
 def test_timeout_is_clamped_to_600_seconds(tmp_path):
-    from jupyter_xcsh.execution import parse_python_request
+    from jupyter_xcsh.execution.python.request import parse_python_request
 
     def timeout(value):
         body = {"cells": [], "timeout": value}

@@ -9,8 +9,8 @@ import sys
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_xcsh.execution.call import ESCALATED
-from jupyter_xcsh.execution.result import timeout_notice, whole_seconds
+from jupyter_xcsh.execution.kernel.result import timeout_notice, whole_seconds
+from jupyter_xcsh.execution.python.call import ESCALATED
 
 from .gateway import KERNELS, kernel_gateway, use_kernels  # noqa: F401
 from .python_tool import StreamedCall, eventually, interrupt_call, kernel_ids, run, sessions

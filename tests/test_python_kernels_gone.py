@@ -13,8 +13,8 @@ import logging
 import pytest
 from tornado.httpclient import AsyncHTTPClient
 
-from jupyter_xcsh.execution.failures import KERNEL_GONE
-from jupyter_xcsh.execution.pool import DELETED, EVICTED
+from jupyter_xcsh.execution.python.failures import KERNEL_GONE
+from jupyter_xcsh.execution.python.pool import DELETED, EVICTED
 
 from .gateway import config_on_both_kernels, kernel_gateway, xcsh_settings  # noqa: F401
 from .python_tool import eventually, kernel_ids, run, sessions

@@ -13,8 +13,8 @@ import pytest
 import zmq
 
 from jupyter_xcsh import memory
-from jupyter_xcsh.execution.connection import IOPUB_HIGH_WATER_MARK
-from jupyter_xcsh.execution.prelude import STREAM_BOUND_CHARS
+from jupyter_xcsh.execution.kernel.connection import IOPUB_HIGH_WATER_MARK
+from jupyter_xcsh.execution.python.prelude import STREAM_BOUND_CHARS
 
 from .notebook_run import run_ok, write_notebook
 from .python_tool import REQUEST_TIMEOUT, run

@@ -8,7 +8,7 @@ import time
 import pytest
 import zmq.asyncio
 
-from jupyter_xcsh.execution import connection
+from jupyter_xcsh.execution.kernel import connection
 
 from .python_tool import run
 

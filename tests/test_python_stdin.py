@@ -12,8 +12,8 @@ import json
 import pytest
 from traitlets.config import Config
 
-from jupyter_xcsh.activity import PYTHON_SCHEMA
-from jupyter_xcsh.execution.stdin import STDIN_FAILURE, STDIN_NOTICE
+from jupyter_xcsh.events.activity import PYTHON_SCHEMA
+from jupyter_xcsh.execution.kernel.stdin import STDIN_FAILURE, STDIN_NOTICE
 
 from .gateway import KERNELS, kernel_gateway, use_kernels  # noqa: F401
 from .openapi_check import assert_response_matches

@@ -7,7 +7,7 @@ import json
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
-from jupyter_xcsh.execution.nboutputs import ArtifactLink, RunOutputs
+from jupyter_xcsh.execution.inplace.nboutputs import ArtifactLink, RunOutputs
 
 
 def msg(kind, **content):

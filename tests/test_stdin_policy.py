@@ -8,7 +8,7 @@ import math
 import pytest
 
 from jupyter_xcsh.errors import ConflictError, InvalidRequestError
-from jupyter_xcsh.execution.stdin import (
+from jupyter_xcsh.execution.kernel.stdin import (
     EOF,
     STDIN_NOTICE,
     StdinPolicy,

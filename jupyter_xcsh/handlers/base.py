@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from http.client import responses
-from typing import Any
+from typing import Any, cast
 
 from jupyter_core.utils import ensure_async
+from jupyter_server.auth.authorizer import Authorizer
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from ..errors import (
-    ConflictError,
-    InvalidDocumentError,
-    InvalidRequestError,
-    NotFoundError,
-    RefusedError,
-    XcshError,
-)
+from ..errors import XcshError, status_for
 from ..paths import hide_root
 from ..services import XcshServices
 from ..tools.caller import Caller
@@ -35,23 +31,6 @@ MAX_BODY_DEPTH = 64
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-#: HTTP status for each domain error; anything not listed is a server fault (500).
-ERROR_STATUS: dict[type[XcshError], int] = {
-    InvalidRequestError: 400,
-    RefusedError: 403,
-    NotFoundError: 404,
-    ConflictError: 409,
-    InvalidDocumentError: 422,
-}
-
-
-def status_for(error: XcshError) -> int:
-    """Return the HTTP status a domain error maps to."""
-    for cls in type(error).__mro__:
-        if cls in ERROR_STATUS:
-            return ERROR_STATUS[cls]
-    return 500
-
 
 class DomainHTTPError(web.HTTPError):
     """A domain error on its way to the client: its status, and its body written verbatim."""
@@ -61,14 +40,58 @@ class DomainHTTPError(web.HTTPError):
         self.body = error.body()
 
 
+class RememberingAuthorizer:
+    """The server's authorizer for one request: what it allowed is asked once.
+
+    A REST verb's ``@authorized`` asks for its permission, then the tool asks for what it
+    needs, often the same: the second ask is answered from memory. A refusal is not
+    remembered. Everything else is the server's authorizer's.
+    """
+
+    def __init__(self, authorizer: Authorizer) -> None:
+        self._authorizer = authorizer
+        self._allowed: set[tuple[str, str]] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._authorizer, name)
+
+    def is_authorized(
+        self, handler: Any, user: Any, action: str, resource: str
+    ) -> bool | Awaitable[bool]:
+        """The server's authorizer's answer, asked once per allowed ``(action, resource)``."""
+        key = (action, resource)
+        if key in self._allowed:
+            return True
+        answer = self._authorizer.is_authorized(handler, user, action, resource)
+        if inspect.isawaitable(answer):
+            return self._remember(key, answer)
+        if answer:
+            self._allowed.add(key)
+        return answer
+
+    async def _remember(self, key: tuple[str, str], answer: Awaitable[bool]) -> bool:
+        allowed = await answer
+        if allowed:
+            self._allowed.add(key)
+        return allowed
+
+
 class XcshAPIHandler(APIHandler):
     """An ``APIHandler`` receiving the extension's services through ``initialize``."""
 
     services: XcshServices
+    _remembering: RememberingAuthorizer | None = None
 
     def initialize(self, services: XcshServices) -> None:
         """Keep the services the extension app built once for every request."""
         self.services = services
+
+    @property
+    def authorizer(self) -> Authorizer:
+        """The server's authorizer, asked once per permission it allows in this request."""
+        if self._remembering is None:
+            self._remembering = RememberingAuthorizer(super().authorizer)
+        return cast(Authorizer, self._remembering)
 
     @property
     def caller(self) -> Caller:
@@ -78,7 +101,19 @@ class XcshAPIHandler(APIHandler):
             allowed = self.authorizer.is_authorized(self, self.current_user, action, resource)
             return bool(await ensure_async(allowed))
 
-        return Caller(user=self.current_user, authorize=authorize)
+        return Caller(user=self.current_user, authorize=authorize, agent=self.agent_key())
+
+    def agent_key(self) -> str:
+        """Who calls, the same across their requests: the credential, else the user.
+
+        A shared token makes a new anonymous user per request, so the credential is what stays
+        the same (hashed: the token never sits in a key); otherwise (cookie, JupyterHub) the
+        user's name.
+        """
+        token = self.identity_provider.get_token(self) if self.token_authenticated else None
+        if token:
+            return "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+        return "user:" + str(getattr(self.current_user, "username", self.current_user))
 
     def json_body(self) -> dict[str, Any]:
         r"""Parse the request body as a JSON object, or fail with a 400 that says why.

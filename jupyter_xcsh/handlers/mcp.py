@@ -5,14 +5,16 @@ Authentication, authorization and origin checks are the server's own (``@web.aut
 lives in ``jupyter_xcsh.mcp``; this handler only moves messages: it parses the body, answers
 notifications with 202, and answers requests as one JSON body, or as a ``text/event-stream``
 when a ``tools/call`` client accepts one (progress notifications, then the result). A client
-that goes away interrupts its call.
+that goes away interrupts its call. ``GET`` (``Accept: text/event-stream``) opens the client's
+stream of notifications: ``notifications/resources/updated`` for its subscriptions.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import functools
-import hashlib
 import json
 from typing import Any
 
@@ -20,7 +22,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..execution import CallControl
+from ..execution.kernel.control import CallControl
 from ..mcp.elicitation import offers_elicitation, session_id_for
 from ..mcp.progress import ProgressNotifier
 from ..mcp.protocol import (
@@ -31,12 +33,15 @@ from ..mcp.protocol import (
     parse_messages,
     request_version,
 )
+from ..mcp.resources import POLL_INTERVAL, new_session_id, updated
 from ..mcp.server import McpServer, RequestContext, progress_token
 from ..services import XcshServices
 from .base import XcshAPIHandler, check_body
 
 #: Seconds between two progress notifications (or keep-alive comments) of a streamed call.
 PROGRESS_INTERVAL = 2.0
+#: Seconds between two keep-alive comments of a notification stream (GET).
+KEEP_ALIVE = 15.0
 
 SSE = "text/event-stream"
 
@@ -56,8 +61,10 @@ class McpHandler(XcshAPIHandler):
     it; 202 for notifications and responses only; 400 (a JSON-RPC error body) for a body that
     is not JSON-RPC or an unsupported ``MCP-Protocol-Version``; 403 for a caller who may not
     read the API, or a foreign ``Origin`` (checked for every request, token or not, as MCP
-    asks against DNS rebinding). Any other method (``GET``: this server opens no stream of
-    its own; ``DELETE``: there is no session to end) is a 405 listing ``Allow``.
+    asks against DNS rebinding). ``GET`` with ``Accept: text/event-stream``: the client's
+    notification stream (its resource subscriptions' updates), kept open until it leaves;
+    without that ``Accept``, or any other method (``DELETE``: there is no session to end), a
+    405 listing ``Allow``.
     """
 
     auth_resource = "api"
@@ -120,8 +127,9 @@ class McpHandler(XcshAPIHandler):
                 self.mcp.response(message, client)
             elif isinstance(message, Message) and message.method == "initialize":
                 # A client that can be asked is told apart on later requests by this id.
-                session_id = session_id_for(message.params.get("capabilities"))
-                if session_id is not None and not batch:
+                capabilities = message.params.get("capabilities")
+                session_id = session_id_for(capabilities) or new_session_id()
+                if not batch:
                     self.set_header("Mcp-Session-Id", session_id)
         if not requests:
             self.set_status(202)
@@ -134,11 +142,45 @@ class McpHandler(XcshAPIHandler):
             if not self.gone:
                 self._write_json(answers if batch else answers[0], 200)
 
+    @web.authenticated
+    @authorized("read")
+    async def get(self) -> None:
+        """The client's notification stream, open until the client leaves."""
+        if SSE not in self.request.headers.get("Accept", ""):
+            raise web.HTTPError(405)
+        self.set_header("Content-Type", SSE)
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")
+        self._closed = asyncio.Event()
+        subscriptions = self.mcp.subscriptions
+        subscriber = self._context(self._client_key(), "").subscriber
+        with subscriptions.streaming(subscriber):
+            self._write_event(b": stream of notifications\n\n")  # headers out at once
+            quiet = 0.0
+            while not self.gone:
+                # This request looks for its client's changes itself: nothing outlives it.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closed.wait(), POLL_INTERVAL)
+                for uri in await subscriptions.changed(subscriber):
+                    self._send_event(updated(uri))
+                quiet += POLL_INTERVAL
+                if quiet >= KEEP_ALIVE:
+                    quiet = 0.0
+                    self._write_event(b": keep-alive\n\n")  # finds a client gone quietly
+        self._finish_quietly()
+
+    def _finish_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            self.finish()
+
     def on_connection_close(self) -> None:
         """Interrupt the calls of a client that went away."""
         self.gone = True
         for control in self.controls:
             control.cancel()
+        closed = getattr(self, "_closed", None)
+        if closed is not None:
+            closed.set()
 
     def _streams(self, message: Message | ProtocolError) -> bool:
         # Only a tool call can take long; everything else answers at once, as JSON.
@@ -153,13 +195,8 @@ class McpHandler(XcshAPIHandler):
         return await self.mcp.request(message, self._context(client, version))
 
     def _client_key(self) -> str:
-        # Who may cancel a call by its request id. A shared token makes a new anonymous user
-        # per request, so the credential is what stays the same across a client's requests
-        # (hashed: the token never sits in a key); otherwise (cookie, JupyterHub) the user.
-        token = self.identity_provider.get_token(self) if self.token_authenticated else None
-        if token:
-            return "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
-        return "user:" + str(getattr(self.current_user, "username", self.current_user))
+        # Who may cancel a call by its request id: the credential, else the user.
+        return self.agent_key()
 
     def _context(
         self, client: str, version: str, streamed: Message | None = None
@@ -178,7 +215,12 @@ class McpHandler(XcshAPIHandler):
                 version=version,
                 timeout=self.services.settings.input_timeout,
             )
-        return RequestContext(self.caller, client, version, control, progress, elicit=elicit)
+        session = session_id or ""
+        # One agent per MCP session (clients sharing the server's token told apart).
+        caller = dataclasses.replace(self.caller, agent=f"{client} {session}".strip())
+        return RequestContext(
+            caller, client, version, control, progress, elicit=elicit, session=session
+        )
 
     async def _stream(self, message: Message, context: RequestContext) -> None:
         self.set_header("Content-Type", SSE)

@@ -10,10 +10,11 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..errors import XcshError
-from ..execution import CallControl, ExecutionObserver
+from ..errors import XcshError, status_for
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.observer import ExecutionObserver
 from ..services import XcshServices
-from .base import DomainHTTPError, XcshAPIHandler, status_for
+from .base import DomainHTTPError, XcshAPIHandler
 
 #: The media type that asks for a stream of JSON lines.
 NDJSON = "application/x-ndjson"

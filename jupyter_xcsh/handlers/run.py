@@ -9,7 +9,7 @@ from ..services import XcshServices
 from .python import PythonHandler
 
 
-class RunHandler(PythonHandler):
+class InPlaceRunHandler(PythonHandler):
     """Run code cells of a notebook in its own kernel, write outputs back (docs/contract.md §6).
 
     Body: ``{"notebook_path", one of "cell_id" | "cell_index" | "cell_ids" | "cell_index" +
@@ -36,4 +36,4 @@ class RunHandler(PythonHandler):
 
 def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:
     """Return the run tool's URL routes."""
-    return [(r"/api/xcsh/notebook/run", RunHandler, {"services": services})]
+    return [(r"/api/xcsh/notebook/run", InPlaceRunHandler, {"services": services})]

@@ -9,7 +9,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..errors import InvalidRequestError
-from ..execution import ExecutionService
+from ..execution.python.runner import ExecutionService
 from ..services import XcshServices
 from .base import XcshAPIHandler
 

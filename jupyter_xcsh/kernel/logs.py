@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..execution.notebook_kernels import NotebookKernels
+from ..execution.inplace.kernels import NotebookKernels
 
 __all__ = ["CodeOf", "KernelLogs"]
 

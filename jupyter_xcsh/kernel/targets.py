@@ -19,12 +19,16 @@ from typing import Any
 from jupyter_core.utils import ensure_async
 
 from ..errors import ConflictError, InvalidRequestError, NotFoundError
-from ..execution import CallControl, ExecutionService
-from ..execution.connection import ConnectionClosedError, KernelConnection, KernelLostError
-from ..execution.control import CallCancelledError
-from ..execution.failures import SessionDisposedError
-from ..execution.notebook_kernels import NotebookKernel, NotebookKernels
-from ..execution.session import KernelSession
+from ..execution.inplace.kernels import NotebookKernel, NotebookKernels
+from ..execution.kernel.connection import (
+    ConnectionClosedError,
+    KernelConnection,
+    KernelLostError,
+)
+from ..execution.kernel.control import CallCancelledError, CallControl
+from ..execution.python.failures import SessionDisposedError
+from ..execution.python.runner import ExecutionService
+from ..execution.python.session import KernelSession
 from ..notebook.store import NotebookStore
 from .request import KernelRequest
 

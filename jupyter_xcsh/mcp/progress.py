@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..execution import ExecutionObserver
+from ..execution.kernel.observer import ExecutionObserver
 from ..outputs.sanitize import sanitize
 
 __all__ = ["MAX_MESSAGE_CHARS", "ProgressNotifier"]

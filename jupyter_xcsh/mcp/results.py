@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import XcshError
-from ..handlers.base import status_for
+from ..errors import XcshError, status_for
 
 __all__ = ["call_result", "error_result", "text_result"]
 

@@ -16,12 +16,12 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import __version__
 from ..errors import NotFoundError, RefusedError, XcshError
-from ..execution import CallControl, ExecutionObserver
-from ..execution.observer import ObserverGroup
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
 from ..services import XcshServices
 from ..tools import Caller
+from ..version import __version__
 from .elicitation import Elicit, Elicitations
 from .progress import ProgressNotifier
 from .protocol import (
@@ -36,6 +36,14 @@ from .protocol import (
     error_response,
     negotiate,
     result_response,
+)
+from .resources import (
+    NOTEBOOK_TEMPLATE,
+    PAGE_SIZE,
+    Subscriptions,
+    list_notebooks,
+    notebook_path,
+    notebook_uri,
 )
 from .results import call_result, error_result
 from .tools import McpTool, ToolContext, build_tools
@@ -73,6 +81,13 @@ class RequestContext:
     runs: list[str] = field(default_factory=list)
     #: Asks the person a prompt (elicitation), when the client offers it on this call's stream.
     elicit: Elicit | None = None
+    #: The client's ``Mcp-Session-Id`` ("" without one): with ``client``, whose subscriptions.
+    session: str = ""
+
+    @property
+    def subscriber(self) -> str:
+        """The key of this client's resource subscriptions and notification stream."""
+        return f"{self.client} {self.session}"
 
 
 class RunIds(ExecutionObserver):
@@ -156,6 +171,7 @@ class McpServer:
         self.log = log or logging.getLogger(__name__)
         self.running = RunningRequests()
         self.elicitations = Elicitations()
+        self.subscriptions = Subscriptions(services.notebook_store)
         self.methods: dict[str, Method] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -164,6 +180,8 @@ class McpServer:
             "resources/list": self._list_resources,
             "resources/templates/list": self._list_resource_templates,
             "resources/read": self._read_resource,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
         }
 
     def notification(self, message: Message, client: str) -> None:
@@ -205,7 +223,7 @@ class McpServer:
             "protocolVersion": negotiate(params.get("protocolVersion")),
             "capabilities": {
                 "tools": {"listChanged": False},
-                "resources": {"subscribe": False, "listChanged": False},
+                "resources": {"subscribe": True, "listChanged": False},
             },
             "serverInfo": {
                 "name": "jupyter-xcsh",
@@ -251,13 +269,38 @@ class McpServer:
     async def _list_resources(
         self, params: dict[str, Any], context: RequestContext
     ) -> dict[str, Any]:
-        # Artifacts are many and short-lived: they are reached by the links results carry.
-        return {"resources": []}
+        # The notebooks of the root, in pages. Artifacts are many and short-lived: they are
+        # reached by the links results carry (resources/templates/list).
+        try:
+            await context.caller.require("read", "contents")
+        except RefusedError as e:
+            raise ProtocolError(INVALID_REQUEST, e.message) from None
+        cursor = params.get("cursor")
+        start = 0
+        if cursor is not None:
+            if not (isinstance(cursor, str) and cursor.isascii() and cursor.isdigit()):
+                raise ProtocolError(INVALID_PARAMS, f"Invalid params: unknown cursor {cursor!r}")
+            start = int(cursor)
+        paths = await list_notebooks(self.services.notebook_store.contents_manager)
+        page = paths[start : start + PAGE_SIZE]
+        resources = [
+            {
+                "uri": notebook_uri(path),
+                "name": path,
+                "title": path.rsplit("/", 1)[-1],
+                "mimeType": "text/plain",
+            }
+            for path in page
+        ]
+        answer: dict[str, Any] = {"resources": resources}
+        if start + PAGE_SIZE < len(paths):
+            answer["nextCursor"] = str(start + PAGE_SIZE)
+        return answer
 
     async def _list_resource_templates(
         self, params: dict[str, Any], context: RequestContext
     ) -> dict[str, Any]:
-        return {"resourceTemplates": [ARTIFACT_TEMPLATE]}
+        return {"resourceTemplates": [ARTIFACT_TEMPLATE, NOTEBOOK_TEMPLATE]}
 
     async def _read_resource(
         self, params: dict[str, Any], context: RequestContext
@@ -265,6 +308,10 @@ class McpServer:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: uri must be a string")
+        path = notebook_path(uri)
+        if path is not None:
+            body = await self._notebook(uri, path, context)
+            return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": body["text"]}]}
         if not uri.startswith("artifact://"):
             raise ProtocolError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", data={"uri": uri})
         try:
@@ -283,3 +330,42 @@ class McpServer:
             blob = base64.b64encode(image[1]).decode("ascii")
             return {"contents": [{"uri": uri, "mimeType": image[0], "blob": blob}]}
         return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": body["text"]}]}
+
+    async def _notebook(self, uri: str, path: str, context: RequestContext) -> dict[str, Any]:
+        """The notebook tool's ``read`` of ``path``, asked as REST asks it (a protocol error)."""
+        try:
+            await context.caller.require("read", "contents")
+            body = {"action": "read", "notebook_path": path}
+            return await self.services.notebook.call(body, context.caller)
+        except NotFoundError as e:
+            raise ProtocolError(RESOURCE_NOT_FOUND, e.message, data={"uri": uri}) from None
+        except RefusedError as e:
+            raise ProtocolError(INVALID_REQUEST, e.message, data={"uri": uri}) from None
+        except XcshError as e:
+            raise ProtocolError(INVALID_PARAMS, e.message, data={"uri": uri}) from None
+
+    async def _subscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: uri must be a string")
+        path = notebook_path(uri)
+        if path is None:
+            raise ProtocolError(
+                RESOURCE_NOT_FOUND,
+                f"Resource not found: {uri} (only notebook:/// resources can be subscribed to)",
+                data={"uri": uri},
+            )
+        await self._notebook(uri, path, context)  # exists, and the caller may read it
+        api_path, _ = await self.services.notebook_store.resolve(path)
+        try:
+            await self.subscriptions.subscribe(context.subscriber, uri, api_path)
+        except XcshError as e:
+            raise ProtocolError(INVALID_REQUEST, e.message, data={"uri": uri}) from None
+        return {}
+
+    async def _unsubscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: uri must be a string")
+        self.subscriptions.unsubscribe(context.subscriber, uri)
+        return {}

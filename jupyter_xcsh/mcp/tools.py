@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError
-from ..execution import CallControl, ExecutionObserver
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.observer import ExecutionObserver
 from ..services import XcshServices
 from ..tools import Caller
 from ..tools.runs import MAX_WAIT, FollowUp, RunInputTool
@@ -185,6 +186,9 @@ different cell_type converts the cell.
 while people edit), code unless cell_type says otherwise.
 - delete: remove a cell; its source is returned.
 - move: move a cell to to_index, or to_after_cell_id / to_before_cell_id.
+- changes: what changed since since_revision (a revision of an earlier answer): the cells \
+added, removed, moved and edited, each with who (you, another agent, a person in the room, a \
+save of the file); a 409 when that revision is too old: read again.
 - several changes at once: no action, changes: [{action, ...}, ...] applied in order as one \
 atomic change (all or nothing; later indices see the earlier changes).
 - run: run code cells in the notebook's own kernel (the one its JupyterLab tab uses, else a \

@@ -35,6 +35,7 @@ FIELDS = {
     "pattern": str,
     "regex": bool,
     "changes": list,
+    "since_revision": str,  # the changes action's (tools/notebook.py), null elsewhere
     "execution_count": int,
 }
 _STALE_CHECKS = {"expected_source_hash", "expected_revision"}

@@ -21,7 +21,7 @@ import contextlib
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -213,13 +213,21 @@ class NotebookStore:
 
         ``code_of``: what the notebook's kernel ran, by execution count (for stale marks).
         """
-        outcome = await self.view(
-            request.notebook_path,
-            lambda document: read_view(document, request, self.limits, code_of),
-        )
-        result: dict[str, Any] = outcome.value
+        return (await self.read_with_keys(request, code_of))[0]
+
+    async def read_with_keys(
+        self, request: NotebookRequest, code_of: Callable[[int], str | None] | None = None
+    ) -> tuple[dict[str, Any], Snapshot]:
+        """``read``'s answer, and every cell's key of the state it read (one load, one look)."""
+
+        def look(document: CellDocument) -> tuple[dict[str, Any], Snapshot]:
+            view = read_view(document, request, self.limits, code_of)
+            return view, Snapshot(document.cell_keys(), document.nbformat, "", None)
+
+        outcome = await self.view(request.notebook_path, look)
+        result, snapshot = outcome.value
         result["details"].update(via=outcome.via, lastModified=outcome.last_modified)
-        return result
+        return result, replace(snapshot, via=outcome.via)
 
     async def snapshot(self, path: str) -> Snapshot:
         """Every cell's id, type and source as they are now (what ``find`` searches)."""
@@ -246,13 +254,17 @@ class NotebookStore:
     async def change(self, request: NotebookRequest) -> dict[str, Any]:
         """Apply an edit/insert/delete/move request (all or nothing) and describe it.
 
-        Returns ``{text, details}`` and, for edit and delete, ``previousCell``: the cell as it
-        was, which the tool reports on the event bus (for the lab's revert), not to the caller.
+        Returns ``{text, details}``, ``cellKeys`` (every cell's key after the change, for the
+        tool's history) and, for edit and delete, ``previousCell``: the cell as it was, which
+        the tool reports on the event bus (for the lab's revert); neither is for the caller.
         """
-        outcome = await self.update(request.notebook_path, lambda d: apply_changes(d, [request]))
-        result = outcome.value[0]
+        outcome = await self.update(
+            request.notebook_path, lambda d: (apply_changes(d, [request]), d.cell_keys())
+        )
+        results, keys = outcome.value
+        result = results[0]
         details = dict(result.details, via=outcome.via, lastModified=outcome.last_modified)
-        changed: dict[str, Any] = {"text": result.text, "details": details}
+        changed: dict[str, Any] = {"text": result.text, "details": details, "cellKeys": keys}
         if result.previous is not None:
             changed["previousCell"] = result.previous
         return changed
@@ -262,12 +274,17 @@ class NotebookStore:
 
         One save of the file, or one transaction on the live document; nothing when a change
         fails. Returns ``{text, details}`` and ``previousCells`` (per change, the cell as it was
-        before an edit or a delete, else None) for the tool's event, not for the caller.
+        before an edit or a delete, else None) for the tool's event and ``cellKeys`` (as
+        ``change``'s), not for the caller.
         """
-        outcome = await self.update(batch.notebook_path, lambda d: apply_batch(d, batch))
-        result = batch_result(outcome.value)
+        outcome = await self.update(
+            batch.notebook_path, lambda d: (apply_batch(d, batch), d.cell_keys())
+        )
+        changes, keys = outcome.value
+        result = batch_result(changes)
         result["details"].update(via=outcome.via, lastModified=outcome.last_modified)
-        result["previousCells"] = [change.previous for change in outcome.value]
+        result["previousCells"] = [change.previous for change in changes]
+        result["cellKeys"] = keys
         return result
 
     async def write_outputs(

@@ -17,10 +17,13 @@ class Caller:
 
     ``authorize(action, resource)`` asks the server's authorizer (``jupyter_server``'s
     ``Authorizer.is_authorized``) on the caller's behalf, as the transport's handler would.
+    ``agent`` tells one agent from another across its requests (its credential, and over MCP
+    its session): the notebook tool's ``changes`` says ``you`` for the caller's own changes.
     """
 
     user: Any
     authorize: Callable[[str, str], Awaitable[bool]]
+    agent: str = ""
 
     async def require(self, action: str, resource: str) -> None:
         """Raise ``ForbiddenError`` unless the caller may do ``action`` on ``resource``."""

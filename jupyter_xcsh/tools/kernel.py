@@ -16,10 +16,14 @@ from typing import Any
 from jupyter_core.utils import ensure_async
 
 from ..errors import ConflictError, InvalidRequestError, NotFoundError, XcshError
-from ..execution import ExecutionService
-from ..execution.connection import ConnectionClosedError, KernelConnection, KernelLostError
-from ..execution.notebook_kernels import NotebookKernels
-from ..execution.prelude import string_expression
+from ..execution.inplace.kernels import NotebookKernels
+from ..execution.kernel.connection import (
+    ConnectionClosedError,
+    KernelConnection,
+    KernelLostError,
+)
+from ..execution.kernel.messages import string_expression
+from ..execution.python.runner import ExecutionService
 from ..kernel.probe import probe_expression, render_inspection, render_variables
 from ..kernel.request import KernelRequest, parse_kernel_request
 from ..kernel.targets import NotebookTarget, SessionTarget

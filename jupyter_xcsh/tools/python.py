@@ -6,15 +6,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..activity import ActivityEvents, PythonCallEvents, new_call_id
 from ..errors import NotFoundError
-from ..execution import CallControl, ExecutionObserver, ExecutionService, parse_python_request
-from ..execution.observer import ObserverGroup
-from ..execution.request import PythonRequest
-from ..execution.stdin import StdinPolicy
+from ..events.activity import ActivityEvents, PythonCallEvents, new_call_id
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
+from ..execution.kernel.stdin import StdinPolicy
+from ..execution.python.request import PythonRequest, parse_python_request
+from ..execution.python.runner import ExecutionService
 from ..settings import XcshSettings
 from .caller import Caller
-from .runs import BackgroundRun, RunInputTool, RunRegistry, session_waiting, take_run_fields
+from .runs import RunInputTool, RunRegistry, session_waiting, take_run_fields
 
 __all__ = ["CallRegistry", "PythonTool"]
 
@@ -120,18 +121,22 @@ class PythonTool:
         detach: bool,
     ) -> dict[str, Any]:
         """Run the call in a task of its own; return at its end or (``ask``) its first prompt."""
-        run_id = new_call_id()
-        stdin = StdinPolicy(request.stdin, self.settings.input_timeout, run_id)
         session = request.session if request.mode == "session" else None
-        run = BackgroundRun(run_id, stdin, CallControl(), session=session, cwd=request.cwd)
-        if session is not None and request.stdin.asks:
-            # Calls queued behind this one would only wait out their deadline: 409 at once.
-            def refuse_queued() -> None:
-                if stdin.waiting is not None:
-                    self.execution.reject_queued(session, request.cwd, session_waiting(session))
 
-            stdin.listen(refuse_queued)
-        # The task starts at next_stop's first wait, its follower in place: it sees everything.
-        run.start(self._run(request, run.relay, run.control, stdin, run_id))
-        self.runs.add(run)
-        return await run.next_stop(observer, control, detach=detach)
+        def reject_queued() -> None:
+            assert session is not None
+            self.execution.reject_queued(session, request.cwd, session_waiting(session))
+
+        return await self.runs.start(
+            lambda relay, run_control, stdin, run_id: self._run(
+                request, relay, run_control, stdin, run_id
+            ),
+            request.stdin,
+            self.settings.input_timeout,
+            observer,
+            control,
+            detach=detach,
+            reject_queued=reject_queued if session is not None else None,
+            session=session,
+            cwd=request.cwd,
+        )

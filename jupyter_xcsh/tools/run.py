@@ -5,19 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..activity import ActivityEvents, new_call_id
-from ..execution import CallControl, ExecutionObserver
-from ..execution.inplace import RunService
-from ..execution.observer import ObserverGroup
-from ..execution.run_request import AcceptedRun, RunRequest, accept_run, parse_run_request
-from ..execution.stdin import StdinPolicy
+from ..events.activity import ActivityEvents
+from ..events.run import RunCallEvents
+from ..execution.inplace.request import AcceptedRun, RunRequest, accept_run, parse_run_request
+from ..execution.inplace.service import InPlaceService
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
+from ..execution.kernel.stdin import StdinPolicy
 from ..kernel.logs import KernelLogs
 from ..notebook.outputs_target import NotebookOutputs
 from ..notebook.store import NotebookStore
-from ..run_events import RunCallEvents
 from .caller import Caller
 from .python import CallRegistry
-from .runs import BackgroundRun, RunInputTool, RunRegistry, session_waiting, take_run_fields
+from .runs import RunInputTool, RunRegistry, session_waiting, take_run_fields
 
 __all__ = ["RunTool"]
 
@@ -33,24 +33,24 @@ class RunTool:
 
     def __init__(
         self,
-        runs: RunService,
+        inplace: InPlaceService,
         store: NotebookStore,
         activity: ActivityEvents,
         calls: CallRegistry,
-        background: RunRegistry,
+        runs: RunRegistry,
         *,
         input_timeout: float = 300.0,
         stream_interval: float = 0.25,
     ) -> None:
-        self.runs = runs
+        self.inplace = inplace
         self.store = store
         self.activity = activity
         self.calls = calls
-        self.background = background
-        self.follow_ups = RunInputTool(background)
+        self.runs = runs
+        self.follow_ups = RunInputTool(runs)
         self.input_timeout = input_timeout
         self.stream_interval = stream_interval
-        self.kernel_logs = KernelLogs(runs.kernels)
+        self.kernel_logs = KernelLogs(inplace.kernels)
 
     async def call(
         self,
@@ -75,7 +75,7 @@ class RunTool:
         for action, resource in PERMISSIONS:
             await caller.require(action, resource)
         api_path, _ = await self.store.resolve(request.notebook_path)
-        if self.background.waiting_in(api_path) is not None:
+        if self.runs.waiting_in(api_path) is not None:
             raise session_waiting(request.notebook_path)
         # The cells as people see them (a room's unsaved typing included), checked against
         # what the caller expects in the same step.
@@ -84,7 +84,7 @@ class RunTool:
             request.notebook_path, lambda document: accept_run(request, document, code_of)
         )
         run = _Run(request, api_path, outcome.via, outcome.value)
-        return await self._start_background(run, observer, control, detach)
+        return await self._start_run(run, observer, control, detach)
 
     async def _run(
         self,
@@ -107,7 +107,7 @@ class RunTool:
                 revision=accepted.revision,
             )
             progress = events if observer is None else ObserverGroup(observer, events)
-            result = await self.runs.run(
+            result = await self.inplace.run(
                 request,
                 accepted.cells,
                 target,
@@ -122,7 +122,7 @@ class RunTool:
             result["text"] = NOTHING_STALE
         return result
 
-    async def _start_background(
+    async def _start_run(
         self,
         run: _Run,
         observer: ExecutionObserver | None,
@@ -130,21 +130,19 @@ class RunTool:
         detach: bool,
     ) -> dict[str, Any]:
         """Run in a task of its own; return at the end of the run or (``ask``) its first prompt."""
-        run_id = new_call_id()
-        stdin = StdinPolicy(run.request.stdin, self.input_timeout, run_id)
-        background = BackgroundRun(run_id, stdin, CallControl(), notebook=run.api_path)
         refusal = session_waiting(run.request.notebook_path)
-
-        def refuse_queued() -> None:
-            # Runs of this notebook queued behind this one would only wait out their deadline.
-            if stdin.waiting is not None:
-                self.runs.reject_queued(run.api_path, refusal)
-
-        if run.request.stdin.asks:
-            stdin.listen(refuse_queued)
-        background.start(self._run(run, background.relay, background.control, stdin, run_id))
-        self.background.add(background)
-        return await background.next_stop(observer, control, detach=detach)
+        return await self.runs.start(
+            lambda relay, run_control, stdin, run_id: self._run(
+                run, relay, run_control, stdin, run_id
+            ),
+            run.request.stdin,
+            self.input_timeout,
+            observer,
+            control,
+            detach=detach,
+            reject_queued=lambda: self.inplace.reject_queued(run.api_path, refusal),
+            notebook=run.api_path,
+        )
 
 
 @dataclass(frozen=True)

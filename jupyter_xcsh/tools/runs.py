@@ -6,8 +6,10 @@ prompt with the output so far and ``awaitingInput``; the kernel keeps waiting. W
 (``POST /api/xcsh/runs/<runId>/input``, the tool's own ``run_id`` + ``answer``: the agent, or a
 person in the lab's activity panel) gets what the request would have got next: the end of the
 call, or its next prompt. ``GET /api/xcsh/runs/<runId>`` and ``run_id`` + ``wait`` follow the
-call without answering. A client that hangs up interrupts the call unless it asked for
-``detach`` (MCP's default): the run then goes on up to its own timeout, to be followed again.
+call without answering; ``GET /api/xcsh/runs/<runId>?after=<n>`` answers at once with its
+state and the events after the ``n``-th (each run keeps its events, bounded: ``RunEvents``).
+A client that hangs up interrupts the call unless it asked for ``detach`` (MCP's default):
+the run then goes on up to its own timeout, to be followed again.
 The id of a run is its call id.
 """
 
@@ -15,24 +17,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import json
 import math
 import re
 import time
-from collections.abc import Awaitable, Iterator
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError, InvalidRequestError, NotFoundError
-from ..execution import CallControl, ExecutionObserver
-from ..execution.stdin import StdinPolicy
+from ..events.activity import new_call_id
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.observer import ExecutionObserver
+from ..execution.kernel.stdin import StdinPolicy, StdinSpec
 from .caller import Caller
 
 __all__ = [
     "BackgroundRun",
     "FollowUp",
     "RelayObserver",
+    "RunEvents",
     "RunInputTool",
     "RunRegistry",
+    "RunWork",
+    "parse_cursor",
     "take_run_fields",
 ]
 
@@ -47,6 +57,11 @@ MAX_FINISHED = 200
 DEFAULT_WAIT, MAX_WAIT = 30.0, 600.0
 #: A run id: the call id (32 hex digits).
 RUN_ID = re.compile(r"[0-9a-f]{32}")
+#: Events of one run kept for ``?after=<n>`` at most, and their size in bytes (as JSON): past
+#: either the oldest are dropped (the answer says how many it ``skipped``).
+MAX_EVENTS, MAX_EVENT_BYTES = 5000, 4 * 1024 * 1024
+#: The largest cursor taken (more is past any run's end).
+MAX_CURSOR = 2**53 - 1
 
 
 @dataclass(frozen=True)
@@ -152,6 +167,75 @@ class RelayObserver(ExecutionObserver):
             target.call_finished(result)
 
 
+class RunEvents(ExecutionObserver):
+    """A run's progress as the lines of its stream (``PythonStreamEvent``), numbered from 0.
+
+    Bounded: past ``max_events`` events or ``max_bytes`` bytes the oldest are dropped; the
+    numbers of the others do not change, so a cursor (``next``) stays valid.
+    """
+
+    def __init__(self, max_events: int = MAX_EVENTS, max_bytes: int = MAX_EVENT_BYTES) -> None:
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        self.first = 0  # the number of the oldest event kept
+        self.bytes = 0
+        self._events: deque[tuple[dict[str, Any], int]] = deque()
+
+    @property
+    def next(self) -> int:
+        """The number the next event will have: the cursor of everything so far."""
+        return self.first + len(self._events)
+
+    def add(self, event: dict[str, Any]) -> None:
+        """Keep ``event``, dropping the oldest past the bounds (never the newest)."""
+        size = len(json.dumps(event))
+        self._events.append((event, size))
+        self.bytes += size
+        while len(self._events) > 1 and (
+            len(self._events) > self.max_events or self.bytes > self.max_bytes
+        ):
+            _, dropped = self._events.popleft()
+            self.bytes -= dropped
+            self.first += 1
+
+    def after(self, cursor: int) -> tuple[list[dict[str, Any]], int]:
+        """The events numbered ``cursor`` on, and how many of those are no longer kept."""
+        start = max(cursor, self.first)
+        kept = itertools.islice(self._events, start - self.first, None)
+        return [event for event, _ in kept], start - cursor
+
+    def call_started(self, call: dict[str, Any]) -> None:  # noqa: D102
+        self.add({"type": "start", **call})
+
+    def cell_status(self, index: int, status: str) -> None:  # noqa: D102
+        self.add({"type": "cell", "index": index, "status": status})
+
+    def chunk(self, index: int, text: str) -> None:  # noqa: D102
+        self.add({"type": "chunk", "index": index, "text": text})
+
+    def display(self, index: int, kind: str, data: Any) -> None:  # noqa: D102
+        self.add({"type": "display", "index": index, "kind": kind, "data": data})
+
+    def status_event(self, index: int, event: dict[str, Any]) -> None:  # noqa: D102
+        self.add({"type": "status", "index": index, "event": event})
+
+    def input_requested(self, index: int, prompt: dict[str, Any]) -> None:  # noqa: D102
+        self.add({"type": "input", "index": index, "state": "waiting", **prompt})
+
+    def input_ended(self, how: str) -> None:  # noqa: D102
+        self.add({"type": "input", "state": how})
+
+
+def parse_cursor(raw: str) -> int:
+    """The ``after`` of ``GET /api/xcsh/runs/<id>?after=<n>``; ``InvalidRequestError`` if bad."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 16 or int(raw) > MAX_CURSOR:
+        raise InvalidRequestError(
+            f"after must be an event number (an integer, 0 or more: the `next` of an earlier "
+            f"answer), got {raw!r}"
+        )
+    return int(raw)
+
+
 class BackgroundRun:
     """One call running in its own task, which requests follow until it ends or asks."""
 
@@ -172,6 +256,8 @@ class BackgroundRun:
         self.cwd = cwd
         self.notebook = notebook  # the API path of a run in place, which holds its kernel
         self.relay = RelayObserver()
+        self.events = RunEvents()
+        self.relay.targets.append(self.events)  # kept for ``?after=<n>``, whoever follows
         self.finished_at: float | None = None
         self._task: asyncio.Task[dict[str, Any]] | None = None
         self._wake = asyncio.Event()
@@ -254,6 +340,33 @@ class BackgroundRun:
             if control is not None:
                 control.attach(None)
 
+    def progress(self, after: int) -> dict[str, Any]:
+        """The run's state and its events after the ``after``-th, at once (``RunProgress``).
+
+        ``InvalidRequestError`` when ``after`` is past the events so far. A run that ended
+        carries its result (a run that failed raises its error).
+        """
+        events = self.events
+        if after > events.next:
+            raise InvalidRequestError(
+                f"after={after} is past the end of run {self.id}'s events ({events.next} so far)"
+            )
+        task = self._task
+        body: dict[str, Any] = {"runId": self.id, "after": after}
+        if task is not None and task.done():
+            result = task.result()
+            body["state"] = "finished"
+        else:
+            result = None
+            body["state"] = "waiting" if self.stdin.waiting is not None else "running"
+        listed, skipped = events.after(after)
+        body.update(next=events.next, skipped=skipped, events=listed)
+        if result is not None:
+            body["result"] = result
+        elif self.stdin.waiting is not None:
+            body["awaitingInput"] = self.stdin.waiting.describe(self.id)
+        return body
+
     async def _running_result(self, partial: Any) -> dict[str, Any]:
         """The result so far of a call still running, saying how to follow it."""
         result: dict[str, Any] = await partial()
@@ -272,6 +385,11 @@ class BackgroundRun:
             await asyncio.wait({self._task})
 
 
+#: A call to run in the background: given the observer and control of its run, the stdin policy
+#: answering its prompts and its run id (= call id), it runs the call and returns the result.
+RunWork = Callable[[ExecutionObserver, CallControl, StdinPolicy, str], Awaitable[dict[str, Any]]]
+
+
 class RunRegistry:
     """The background runs, by id: waiting for input, running on, or recently finished."""
 
@@ -284,6 +402,44 @@ class RunRegistry:
         """Keep ``run`` findable by its id (until ``retention`` seconds after it ends)."""
         self.prune()
         self._runs[run.id] = run
+
+    async def start(
+        self,
+        work: RunWork,
+        stdin: StdinSpec,
+        input_timeout: float,
+        observer: ExecutionObserver | None,
+        control: CallControl | None,
+        *,
+        detach: bool,
+        reject_queued: Callable[[], None] | None = None,
+        session: str | None = None,
+        cwd: str = "",
+        notebook: str | None = None,
+    ) -> dict[str, Any]:
+        """Run ``work`` as a new run; return at its end or (``ask``) at its first prompt.
+
+        ``reject_queued`` ends the calls queued behind this one (on its session or notebook)
+        whenever one of its prompts waits: they would only wait out their deadline. ``session``
+        and ``cwd``, or ``notebook``, say where the run holds a kernel.
+        """
+        run_id = new_call_id()
+        policy = StdinPolicy(stdin, input_timeout, run_id)
+        run = BackgroundRun(
+            run_id, policy, CallControl(), session=session, cwd=cwd, notebook=notebook
+        )
+        if reject_queued is not None and stdin.asks:
+            refuse = reject_queued
+
+            def refuse_queued() -> None:
+                if policy.waiting is not None:
+                    refuse()
+
+            policy.listen(refuse_queued)
+        # The task starts at next_stop's first wait, its follower in place: it sees everything.
+        run.start(work(run.relay, run.control, policy, run_id))
+        self.add(run)
+        return await run.next_stop(observer, control, detach=detach)
 
     def get(self, run_id: str) -> BackgroundRun:
         """The run ``run_id``; ``NotFoundError`` if there is none (or no longer)."""
@@ -367,6 +523,16 @@ class RunInputTool:
         """The run's next stop without answering: its end, or its prompt (at once if waiting)."""
         await caller.require(ACTION, RESOURCE)
         return await self.runs.get(run_id).next_stop()
+
+    async def progress(self, run_id: str, after: str, caller: Caller) -> dict[str, Any]:
+        """The run's state and events after the cursor ``after`` (the query argument), at once.
+
+        ``InvalidRequestError`` for a cursor that is not an event number or is past the end,
+        ``NotFoundError`` for an unknown run.
+        """
+        cursor = parse_cursor(after)
+        await caller.require(ACTION, RESOURCE)
+        return self.runs.get(run_id).progress(cursor)
 
     async def follow_up(
         self,

@@ -394,11 +394,39 @@ export async function followRun(
     { method: 'GET' },
     settings
   );
-  return (await response.json()) as JsonResponse<
-    '/api/xcsh/runs/{runId}',
-    'get',
-    200
-  >;
+  // Without `after` the answer is a result (`RunProgress` answers `runProgress`).
+  return (await response.json()) as IPythonResult | IRunResult;
+}
+
+/**
+ * A run's state and its events after a cursor (`RunProgress`).
+ */
+export type IRunProgress = Schemas['RunProgress'];
+
+/**
+ * A run's state and its events after the `after`-th, at once: a client whose
+ * request timed out picks the run up where it left off.
+ *
+ * @param runId - The run's id (its `callId`).
+ * @param after - The events already seen (0 for all; an earlier answer's `next`).
+ * @param settings - The server settings.
+ * @returns The state (`running`, `waiting`, `finished`), the events, the
+ *   cursor `next`, and the result once finished.
+ *
+ * @throws {XcshResponseError} 400 for a cursor past the end, 404 for an
+ *   unknown run.
+ */
+export async function runProgress(
+  runId: string,
+  after: number,
+  settings: ServerConnection.ISettings
+): Promise<IRunProgress> {
+  const response = await requestAPI(
+    `runs/${encodeURIComponent(runId)}?after=${after}`,
+    { method: 'GET' },
+    settings
+  );
+  return (await response.json()) as IRunProgress;
 }
 
 /* ---------------------------------------------------------------------------
@@ -702,6 +730,10 @@ export class XcshClient implements IXcshClient {
 
   followRun(runId: string): Promise<IPythonResult | IRunResult> {
     return followRun(runId, this.serverSettings);
+  }
+
+  runProgress(runId: string, after: number): Promise<IRunProgress> {
+    return runProgress(runId, after, this.serverSettings);
   }
 
   runNotebook(request: IRunRequest): Promise<IRunResult> {

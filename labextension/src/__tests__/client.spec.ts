@@ -8,6 +8,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import {
   answerInput,
   followRun,
+  runProgress,
   getArtifact,
   INotebookBatchResult,
   INotebookEditResult,
@@ -380,6 +381,22 @@ describe('runs waiting for input', () => {
 
     expect(sentRequest(fetch).method).toBe('GET');
     expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/runs/${RUN}`);
+  });
+
+  it('reads the events after a cursor with GET ?after=', async () => {
+    const body = {
+      runId: RUN,
+      state: 'running',
+      after: 3,
+      next: 5,
+      skipped: 0,
+      events: []
+    };
+    const fetch = mockFetch(jsonResponse(body));
+
+    expect(await runProgress(RUN, 3, settingsWith(fetch))).toEqual(body);
+    expect(sentRequest(fetch).method).toBe('GET');
+    expect(sentUrl(fetch)).toBe(`${BASE_URL}api/xcsh/runs/${RUN}?after=3`);
   });
 
   it('turns a run no longer waiting into a ResponseError', async () => {

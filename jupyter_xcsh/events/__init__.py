@@ -1,0 +1,1 @@
+"""The server's events: the tools' activity, their schemas (``schemas/``), emission, validation."""

@@ -1,0 +1,293 @@
+"""Run one cell on a kernel connection: route its messages into an OutputSink until it is done."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ...outputs.images import CapturedImage, ImageCapture, as_base64
+from ...outputs.sink import OutputSink, SinkResult
+from .connection import ConnectionClosedError, KernelConnection, KernelLostError
+from .control import CallControl
+from .messages import error_output, reduce_display
+from .observer import ExecutionObserver
+from .stdin import StdinPolicy, StdinSpec
+
+__all__ = ["CellOutcome", "CellRun", "run_cell"]
+
+#: Seconds between liveness checks while a cell waits for messages.
+LIVENESS_INTERVAL = 1.0
+#: Seconds past its deadline a timed-out cell gets to stop once interrupted; then it is given up
+#: on (``unresponsive``) so the call can end within its deadline + 1 s.
+TIMEOUT_GRACE = 0.8
+#: Seconds a cancelled cell gets to stop once interrupted (a cancel has no deadline of its own).
+CANCEL_GRACE = 3.0
+#: Longest wait for the output printed before a prompt, before the prompt is answered anyway.
+PROMPT_BARRIER = 1.0
+
+
+@dataclass
+class CellRun:
+    """One cell of a call and what running it produced."""
+
+    index: int
+    title: str
+    code: str
+    status: str = "pending"
+    output: str = ""
+    exit_code: int | None = None
+    duration_ms: int | None = None
+    status_events: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    sink: SinkResult | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The cell as returned in ``cells[]``."""
+        body: dict[str, Any] = {
+            "index": self.index,
+            "title": self.title,
+            "status": self.status,
+            "output": self.output,
+            "exitCode": self.exit_code,
+            "durationMs": self.duration_ms,
+            "statusEvents": self.status_events,
+        }
+        if self.error is not None:
+            body["error"] = self.error
+        if self.sink is not None and self.sink.artifact_id is not None:
+            body["artifactId"] = self.sink.artifact_id
+        return body
+
+
+#: The IOPub messages that add to a cell's result: text, images, JSON values, status events.
+OUTPUT_MESSAGES = ("stream", "execute_result", "display_data", "update_display_data", "error")
+
+
+class CollectedDisplays(Protocol):
+    """Where a cell's displayed images and JSON values are collected for the call's result."""
+
+    images: list[CapturedImage]
+    json_outputs: list[Any]
+
+
+def report_output(
+    kind: str,
+    content: dict[str, Any],
+    cell: CellRun,
+    sink: OutputSink,
+    observer: ExecutionObserver,
+    capture: ImageCapture,
+    collected: CollectedDisplays,
+) -> None:
+    """Add one output message (``OUTPUT_MESSAGES``) to a cell's result, as tools return it.
+
+    Stream text and display text go to ``sink``; images are saved whole (``capture``) and
+    collected with JSON values; a ``status(...)`` display becomes a status event, no text.
+    """
+    if kind == "stream":
+        sink.push(str(content.get("text", "")))
+    elif kind == "error":
+        text, cell.error = error_output(content)
+        sink.push(text)
+    else:
+        display = reduce_display(content.get("data") or {})
+        if display.status is not None:
+            cell.status_events.append(display.status)
+            observer.status_event(cell.index, display.status)
+            return
+        if display.text is not None:
+            sink.push(display.text)
+        for image in display.images:
+            # Saved whole as an artifact; the result inlines it within the image budget.
+            captured = capture.capture(cell.index, image["mimeType"], image["data"])
+            if captured is not None:
+                collected.images.append(captured)
+                data = as_base64(image["mimeType"], image["data"])
+                observer.display(cell.index, "image", {**captured.describe(), "data": data})
+        for value in display.json_outputs:
+            collected.json_outputs.append(value)
+            observer.display(cell.index, "json", value)
+
+
+@dataclass
+class CellState:
+    """Where one execute request is: started, answered, idle, or cut off from its kernel."""
+
+    started: bool = False  # the kernel reported it busy (runs in place use it)
+    reply: dict[str, Any] | None = None
+    idle: bool = False
+    lost: bool = False
+    closed: bool = False
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def done(self) -> bool:
+        """Complete: a cell is only with both its execute_reply and its idle status."""
+        return self.reply is not None and self.idle
+
+
+@dataclass
+class CellOutcome:
+    """How a cell ended: ``ok``, ``error``, ``timeout`` or ``cancelled``."""
+
+    kind: str
+    stdin_requested: bool = False
+    images: list[CapturedImage] = field(default_factory=list)
+    json_outputs: list[Any] = field(default_factory=list)
+    #: The cell did not stop after the interrupts: its kernel must be restarted.
+    unresponsive: bool = False
+    #: The cell asked for input the call did not provide, so it failed (docs/contract.md §8.1).
+    stdin_failed: bool = False
+
+
+async def run_cell(
+    connection: KernelConnection,
+    cell: CellRun,
+    sink: OutputSink,
+    *,
+    deadline: float,
+    control: CallControl,
+    observer: ExecutionObserver,
+    interrupt: Callable[[], Awaitable[None]],
+    is_alive: Callable[[], Awaitable[bool]],
+    images: ImageCapture | None = None,
+    stdin: StdinPolicy | None = None,
+) -> CellOutcome:
+    """Execute ``cell.code`` and collect its output; raise ``KernelLostError`` if it dies.
+
+    Past ``deadline``, or once ``control`` is cancelled, the cell is interrupted: first through
+    ``interrupt`` (the kernel manager's), then with a control-channel ``interrupt_request``.
+    A cell still running after its grace comes back ``unresponsive``; it is the caller's to
+    decide what to do with such a kernel (a session restarts it).
+
+    ``images`` saves every displayed image as it arrives (none saved without it); ``stdin``
+    answers the kernel's prompts (``"notice"`` without it). Time spent waiting for an answer
+    does not count against ``deadline``.
+    """
+    outcome = CellOutcome("ok")
+    capture = images or ImageCapture(None)
+    policy = stdin or StdinPolicy(StdinSpec())
+    state = CellState()
+
+    def echo(text: str) -> None:
+        sink.push(text)
+        sink.flush_chunks()  # a prompt is shown at once, not after the throttle interval
+
+    prompts: set[asyncio.Task[None]] = set()
+
+    def still_running() -> bool:
+        # Over, or being interrupted (which ends the prompt with KeyboardInterrupt).
+        return not (state.done or state.lost or state.closed or control.cancelled)
+
+    def answer_prompt(content: dict[str, Any]) -> Awaitable[None]:
+        return policy.prompt_in_order(
+            lambda: connection.iopub_barrier(PROMPT_BARRIER),
+            still_running,
+            cell.index,
+            content,
+            reply=connection.input_reply,
+            echo=echo,
+            snapshot=lambda: (sink.snapshot(), list(outcome.images)),
+        )
+
+    def handle(channel: str, msg: dict[str, Any]) -> None:
+        if channel in ("lost", "closed"):
+            policy.abandon()
+            state.lost = state.lost or channel == "lost"
+            state.closed = state.closed or channel == "closed"
+            state.wake.set()
+            return
+        kind = msg.get("msg_type")
+        content = msg.get("content", {})
+        if channel == "iopub":
+            if kind in OUTPUT_MESSAGES:
+                report_output(kind, content, cell, sink, observer, capture, outcome)
+            elif kind == "status" and content.get("execution_state") == "idle":
+                state.idle = True
+                if state.done:
+                    state.wake.set()
+        elif channel == "shell" and kind == "execute_reply":
+            state.reply = content
+            if state.done:
+                state.wake.set()
+        elif channel == "stdin" and kind == "input_request":
+            outcome.stdin_requested = True
+            task = asyncio.ensure_future(answer_prompt(content))
+            prompts.add(task)
+            task.add_done_callback(prompts.discard)
+
+    async def wait(until: float, stop_on_cancel: bool) -> str:
+        """Wait until the cell is done ('done'), cancelled ('cancel') or the time is up.
+
+        Once interrupted (``stop_on_cancel`` false) the kernel is not polled for liveness: a
+        slow answer (a gateway's REST call) must not stretch the grace.
+        """
+        next_check = time.monotonic() + LIVENESS_INTERVAL if stop_on_cancel else math.inf
+        paused = policy.paused
+        while not state.done:
+            if state.closed or connection.closed:
+                raise ConnectionClosedError("the kernel connection was closed")
+            if state.lost:
+                raise KernelLostError(connection.lost or "kernel lost")
+            if stop_on_cancel and control.cancelled:
+                return "cancel"
+            now = time.monotonic()
+            end = until + policy.delay() - paused  # infinite while a prompt waits for an answer
+            if now >= end:
+                return "time"
+            if now >= next_check:
+                if not await is_alive():
+                    raise KernelLostError("kernel is not alive")
+                next_check = time.monotonic() + LIVENESS_INTERVAL
+                continue
+            state.wake.clear()
+            if state.done or state.lost or state.closed or (stop_on_cancel and control.cancelled):
+                continue
+            with contextlib.suppress(TimeoutError):
+                # asyncio.timeout, not wait_for: no task of its own per wait.
+                async with asyncio.timeout(min(end, next_check) - now):
+                    await state.wake.wait()
+        return "done"
+
+    msg_id = connection.execute(cell.code, handle)
+    control.attach(state.wake.set)
+    unlisten = policy.listen(state.wake.set)  # a deadline moves when a prompt is answered
+    paused_before = policy.paused
+    try:
+        ended = await wait(deadline, True)
+        if ended != "done":
+            outcome.kind = "timeout" if ended == "time" else "cancelled"
+            policy.abandon()  # the interrupt ends input() with KeyboardInterrupt
+            deadline += policy.paused - paused_before  # as moved by waits for answers
+            give_up = min(time.monotonic() + CANCEL_GRACE, deadline + TIMEOUT_GRACE)
+            # Half the grace for the kernel manager's interrupt, then the control channel's.
+            second = time.monotonic() + (give_up - time.monotonic()) / 2
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(interrupt(), max(0.0, second - time.monotonic()))
+            ended = await wait(second, False)
+            if ended != "done":
+                connection.interrupt_request()
+                ended = await wait(give_up, False)
+            outcome.unresponsive = ended != "done"
+            return outcome
+        reply = state.reply or {}
+        if cell.index in policy.failed_cells:
+            outcome.kind, outcome.stdin_failed = "error", True
+        if reply.get("status") != "ok":
+            outcome.kind = "error"
+            if cell.error is None and reply.get("status") == "error":
+                text, cell.error = error_output(reply)
+                sink.push(text)
+        return outcome
+    finally:
+        for task in list(prompts):
+            task.cancel()
+        policy.abandon()
+        unlisten()
+        control.attach(None)
+        connection.unroute(msg_id)

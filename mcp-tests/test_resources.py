@@ -1,0 +1,124 @@
+"""Notebooks as MCP resources, with the official SDK client: listed, read, and subscribed to.
+
+The subscriber is told of a save from the lab (the contents API, as JupyterLab saves) and of
+another agent's edit (a second SDK client), on the notification stream the SDK opens itself.
+"""
+
+from __future__ import annotations
+
+import json
+
+import mcp
+import pytest
+from conftest import REQUEST_TIMEOUT, eventually
+
+pytestmark = [
+    pytest.mark.timeout(300),
+    # The SDK deprecates resources/subscribe for a protocol version after 2025-11-25 (its
+    # replacement, listen(), is not in the versions this server speaks).
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
+
+NOTEBOOK = """{
+ "cells": [
+  {"cell_type": "markdown", "id": "a1", "metadata": {}, "source": ["# Title"]},
+  {"cell_type": "code", "execution_count": null, "id": "b2", "metadata": {}, "outputs": [],
+   "source": ["x = 1"]}
+ ],
+ "metadata": {},
+ "nbformat": 4,
+ "nbformat_minor": 5
+}
+"""
+URI = "notebook:///Work%20Dir/Analysis.ipynb"
+
+
+async def test_notebooks_are_listed_read_and_a_subscriber_told_of_changes(
+    connect, jp_root_dir, jp_fetch
+):
+    (jp_root_dir / "Work Dir").mkdir()
+    (jp_root_dir / "Work Dir" / "Analysis.ipynb").write_text(NOTEBOOK, encoding="utf-8")
+    updates: list[str] = []
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, mcp.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+
+    async with connect(message_handler=on_message) as client:
+        assert client.server_capabilities.resources.subscribe is True
+        listed = await client.list_resources(cache_mode="bypass")
+        assert [str(r.uri) for r in listed.resources] == [URI]
+        assert listed.resources[0].name == "Work Dir/Analysis.ipynb"
+        read = await client.read_resource(URI, cache_mode="bypass")
+        assert "# Title" in read.contents[0].text and "x = 1" in read.contents[0].text
+
+        await client.subscribe_resource(URI)
+
+        # A save from the lab.
+        response = await jp_fetch("api", "contents", "Work Dir/Analysis.ipynb")
+        model = json.loads(response.body)
+        model["content"]["cells"][1]["source"] = "x = 2"
+        body = {"type": "notebook", "format": "json", "content": model["content"]}
+        await jp_fetch(
+            "api", "contents", "Work Dir/Analysis.ipynb", method="PUT", body=json.dumps(body)
+        )
+
+        async def told(count: int) -> bool:
+            return len(updates) >= count
+
+        await eventually(lambda: told(1), timeout=REQUEST_TIMEOUT)
+        assert updates == [URI]
+
+        # Another agent's edit.
+        async with connect() as agent:
+            arguments = {
+                "action": "edit",
+                "notebook_path": "Work Dir/Analysis.ipynb",
+                "cell_id": "a1",
+                "content": "# Renamed",
+            }
+            result = await agent.call_tool("notebook", arguments)
+            assert result.is_error is False
+        await eventually(lambda: told(2), timeout=REQUEST_TIMEOUT)
+        assert updates == [URI, URI]
+        read = await client.read_resource(URI, cache_mode="bypass")
+        assert "# Renamed" in read.contents[0].text and "x = 2" in read.contents[0].text
+
+        await client.unsubscribe_resource(URI)
+
+
+async def test_changes_after_a_persons_save_and_another_agents_edit(connect, jp_root_dir, jp_fetch):
+    (jp_root_dir / "Work Dir").mkdir()
+    (jp_root_dir / "Work Dir" / "Analysis.ipynb").write_text(NOTEBOOK, encoding="utf-8")
+    path = "Work Dir/Analysis.ipynb"
+    async with connect() as client:
+        read = await client.call_tool("notebook", {"action": "read", "notebook_path": path})
+        since = read.structured_content["details"]["revision"]
+
+        response = await jp_fetch("api", "contents", path)
+        model = json.loads(response.body)
+        model["content"]["cells"][1]["source"] = "x = 2"
+        body = {"type": "notebook", "format": "json", "content": model["content"]}
+        await jp_fetch("api", "contents", path, method="PUT", body=json.dumps(body))
+        async with connect() as agent:
+            inserted = await agent.call_tool(
+                "notebook",
+                {"action": "insert", "notebook_path": path, "cell_index": 2, "content": "y = 3"},
+            )
+            assert inserted.is_error is False
+        await client.call_tool(
+            "notebook",
+            {"action": "edit", "notebook_path": path, "cell_id": "a1", "content": "# Mine"},
+        )
+
+        result = await client.call_tool(
+            "notebook", {"action": "changes", "notebook_path": path, "since_revision": since}
+        )
+
+    assert result.is_error is False
+    changes = result.structured_content["details"]["changes"]
+    assert [(c["change"], c["by"], c.get("source")) for c in changes] == [
+        ("edited", "file", "x = 2"),
+        ("added", "agent", "y = 3"),
+        ("edited", "you", "# Mine"),
+    ]
