@@ -92,7 +92,13 @@ def test_alices_scoped_token_lists_and_calls_every_tool_through_the_proxy(hub, a
 
     got = asyncio.run(session())
 
-    assert [tool.name for tool in got["tools"]] == ["notebook", "python", "artifact", "files"]
+    assert [tool.name for tool in got["tools"]] == [
+        "notebook",
+        "python",
+        "artifact",
+        "files",
+        "kernel",
+    ]
     _, second, insert, run = got["results"]
     assert not any(result.is_error for result in got["results"]), got["results"]
     assert second.content[0].text == "42"  # the session's state was kept between calls

@@ -25,6 +25,7 @@ from .files.search import FileSearch
 from .files.workspace import FileLimits, Workspace
 from .handlers import artifacts as artifacts_handlers
 from .handlers import files as files_handlers
+from .handlers import kernel as kernel_handlers
 from .handlers import mcp as mcp_handlers
 from .handlers import notebook as notebook_handlers
 from .handlers import python as python_handlers
@@ -32,6 +33,7 @@ from .handlers import run as run_handlers
 from .handlers import runs as runs_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
+from .kernel.logs import KernelLogs
 from .notebook.find import NotebookFinder
 from .notebook.live import LiveDocuments
 from .notebook.reader import ReadLimits
@@ -43,6 +45,7 @@ from .services import XcshServices
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.files import FilesTool
+from .tools.kernel import KernelTool
 from .tools.python import CallRegistry
 from .tools.run import RunTool
 from .tools.runs import RunInputTool, RunRegistry
@@ -64,6 +67,7 @@ ROUTE_MODULES = (
     runs_handlers,
     run_handlers,
     files_handlers,
+    kernel_handlers,
 )
 
 
@@ -166,6 +170,7 @@ class XcshApp(ExtensionApp):
                 settings.require_preconditions,
                 artifact_store,
                 NotebookFinder(notebook_store, limits, regex),
+                kernel_logs=KernelLogs(inplace.kernels),
             ),
             python=PythonTool(
                 execution,
@@ -189,6 +194,7 @@ class XcshApp(ExtensionApp):
                 stream_interval=settings.stream_interval / 1000,
             ),
             files=FilesTool(workspace, FileSearch(workspace, regex)),
+            kernel=KernelTool(execution, inplace.kernels, notebook_store),
         )
         self.settings["xcsh"] = self.services
 

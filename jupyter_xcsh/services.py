@@ -13,6 +13,7 @@ from .outputs.artifacts import ArtifactStore
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.files import FilesTool
+from .tools.kernel import KernelTool
 from .tools.python import CallRegistry
 from .tools.run import RunTool
 from .tools.runs import RunInputTool, RunRegistry
@@ -43,3 +44,5 @@ class XcshServices:
     run: RunTool
     #: The files tool (folders and text files of the contents root).
     files: FilesTool
+    #: The kernel tool: variables, status and control of session and notebook kernels.
+    kernel: KernelTool

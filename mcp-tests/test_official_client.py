@@ -55,7 +55,13 @@ async def test_initialize_negotiates_and_lists_the_tools_with_valid_schemas(conn
         assert client.server_capabilities.tools is not None
         listed = await client.list_tools()
 
-    assert [tool.name for tool in listed.tools] == ["notebook", "python", "artifact", "files"]
+    assert [tool.name for tool in listed.tools] == [
+        "notebook",
+        "python",
+        "artifact",
+        "files",
+        "kernel",
+    ]
     for tool in listed.tools:
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
         assert tool.input_schema["type"] == "object"
@@ -108,6 +114,20 @@ async def test_python_keeps_state_across_calls(connect):
     assert second.is_error is False
     kernel = second.structured_content["session"]["kernelId"]
     assert kernel == first.structured_content["session"]["kernelId"]
+
+
+async def test_kernel_lists_a_sessions_variables_and_refuses_a_bad_action(connect):
+    async with connect() as client:
+        await client.call_tool("python", {"cells": [{"code": "x = 41"}], "session": "k"})
+        listed = await client.call_tool("kernel", {"action": "variables", "session": "k"})
+        refused = await client.call_tool("kernel", {"action": "dance"})
+
+    assert listed.is_error is False
+    assert listed.structured_content["details"]["variables"] == [
+        {"name": "x", "type": "int", "repr": "41"}
+    ]
+    assert refused.is_error is True
+    assert text_of(refused).startswith("Invalid action: 'dance'")
 
 
 async def test_an_error_in_the_code_and_bad_arguments_are_error_results(connect):

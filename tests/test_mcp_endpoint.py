@@ -191,7 +191,7 @@ async def test_batches_are_answered_under_2025_03_26_only(jp_fetch, notebook):
     assert answers[0]["result"] == {}
     assert answers[1]["error"]["message"] == "Invalid Request: initialize cannot be batched"
     assert answers[2]["error"]["code"] == -32600
-    assert len(answers[3]["result"]["tools"]) == 4
+    assert len(answers[3]["result"]["tools"]) == 5
     status, _, _ = await post(jp_fetch, [{"jsonrpc": "2.0", "method": "x"}], headers=old)
     assert status == 202
     status, _, response = await post(jp_fetch, batch)
@@ -203,7 +203,7 @@ async def test_an_unknown_tool_or_non_object_arguments_are_protocol_errors(jp_fe
     # The MCP specification: "Unknown tools" and "Invalid arguments" are JSON-RPC errors -32602.
     call = {"name": "shell", "arguments": {"cmd": "ls"}}
     unknown = await request(jp_fetch, "tools/call", call)
-    message = "Unknown tool: shell (tools: notebook, python, artifact, files)"
+    message = "Unknown tool: shell (tools: notebook, python, artifact, files, kernel)"
     assert unknown["error"] == {"code": -32602, "message": message}
     listed = await request(jp_fetch, "tools/call", {"name": "python", "arguments": ["print(1)"]})
     message = "Invalid params: arguments must be a JSON object"
@@ -315,6 +315,10 @@ class TestToolsDenied:
             "files": (
                 {"action": "list"},
                 "User is not authorized to read on resource: contents.",
+            ),
+            "kernel": (
+                {"action": "sessions"},
+                "User is not authorized to read on resource: kernels.",
             ),
         }
         listed = await request(jp_fetch, "tools/list")

@@ -131,7 +131,7 @@ async def listed_tools(jp_fetch):
 async def test_the_tools_are_listed_with_valid_json_schemas(jp_fetch):
     tools = await listed_tools(jp_fetch)
 
-    assert list(tools) == ["notebook", "python", "artifact", "files"]
+    assert list(tools) == ["notebook", "python", "artifact", "files", "kernel"]
     for tool in tools.values():
         schema = tool["inputSchema"]
         jsonschema.Draft202012Validator.check_schema(schema)

@@ -388,12 +388,14 @@ async def test_a_streamed_run_reports_progress_then_the_result(jp_fetch, jp_root
         (
             {"cell_index": 0, "all": True},
             400,
-            "Give exactly one of cell_id, cell_index, cell_ids, cell_index with end_index, or all",
+            "Give exactly one of cell_id, cell_index, cell_ids, cell_index with end_index, "
+            "execution_count, all, or stale",
         ),
         (
             {},
             400,
-            "Give exactly one of cell_id, cell_index, cell_ids, cell_index with end_index, or all",
+            "Give exactly one of cell_id, cell_index, cell_ids, cell_index with end_index, "
+            "execution_count, all, or stale",
         ),
         ({"all": True, "kernel_name": "nope"}, 400, "No such kernel: nope"),
         (

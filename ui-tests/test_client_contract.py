@@ -139,6 +139,12 @@ def test_every_client_function_returns_what_rest_api_yml_promises(lab, lab_page)
     idle = call(page, "interruptSession", "contract")
     assert idle == {"interrupted": False}
 
+    # The kernel tool: a session's variables, and its 404 for an unknown session.
+    variables = call(page, "kernel", {"action": "variables", "session": "contract"})
+    assert_schema(variables, "KernelResult")
+    unknown = fails(page, "kernel", {"action": "status", "session": "nope"})
+    assert unknown["status"] == 404 and unknown["message"] == "No python session named nope"
+
     # Interrupting one running call by the callId of its events.
     page.evaluate("() => { window.xcshEvents.length = 0; }")
     page.evaluate(

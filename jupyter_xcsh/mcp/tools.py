@@ -151,6 +151,13 @@ RUN = Operation("/api/xcsh/notebook/run", ("write", "contents"), _run_call)
 FILES = Operation("/api/xcsh/files", ("read", "contents"), _files_call)
 
 
+async def _kernel_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    return await context.services.kernel.call(arguments, context.caller)
+
+
+KERNEL = Operation("/api/xcsh/kernel", ("read", "kernels"), _kernel_call)
+
+
 async def _notebook(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     operation = NOTEBOOK_ACTIONS.get(str(arguments.get("action")))
     if operation is None:
@@ -222,6 +229,21 @@ Read the full output of an earlier python call that was cut (the text names \
 artifact://<id>): lines offset..offset+limit-1, 1-based, at most 256 KiB per call with a \
 "continue with offset" notice."""
 
+KERNEL_DESCRIPTION = """\
+Look into and control a kernel: a python tool session's (session, with cwd when several share \
+the name) or a notebook's (notebook_path: the kernel its JupyterLab tab uses).
+- variables: the names defined in the kernel, with type, shape/dtype/columns of numpy, pandas, \
+polars and torch objects, and a short repr. Runs silently: no execution count, nothing added \
+to the notebook; never while a cell runs (waits up to timeout, then says busy).
+- inspect: one variable (name) at length: repr, head of a data frame, signature and doc.
+- status: idle or busy, the running cell when known, the execution count.
+- interrupt: stop the running cell.
+- restart (a notebook's kernel): refused while a cell runs unless force: true; its variables \
+are lost (stateLost).
+- change (a notebook's kernel): a new kernel of kernel_name (another kernel spec) for the \
+notebook; same rule as restart.
+- sessions: the python tool's sessions."""
+
 
 def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
     """The tools by name, their input schemas derived from ``spec`` (default ``rest-api.yml``)."""
@@ -263,6 +285,14 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             single_typed(request_schema(spec, FILES.path)),
             {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False},
             FILES.run,
+        ),
+        McpTool(
+            "kernel",
+            "Inspect and control kernels",
+            KERNEL_DESCRIPTION,
+            single_typed(request_schema(spec, KERNEL.path)),
+            {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False},
+            KERNEL.run,
         ),
     ]
     return {tool.name: tool for tool in tools}

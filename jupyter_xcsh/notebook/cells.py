@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, NotFoundError
+from .counts import index_of_execution_count
 from .model import CellDocument, index_of_id, revision_of
 from .preconditions import check_revision, check_source, replace_once
 from .request import (
@@ -91,6 +92,8 @@ def locate_cell(document: CellDocument, request: NotebookRequest) -> int:
     """Return the index a request addresses by ``cell_index`` and/or ``cell_id``, checked."""
     path = request.notebook_path
     index = request.cell_index
+    if request.execution_count is not None:
+        return index_of_execution_count(document, request.execution_count, path)
     if request.cell_id is not None:
         found = _index_of(document, request.cell_id, path)
         if index is not None and index != found:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..outputs.sizes import format_size
 from .cells import NotebookRequest, locate_cell
 from .model import CellDocument
 from .revision import notebook_revision, source_hash
+from .stale import stale_cells
 
 _TEXT_MIMES = ("text/plain", "text/markdown", "text/latex")
 
@@ -94,8 +96,11 @@ def describe_output(output: Any) -> str:
     return f"[{kind}]"
 
 
-def render_cell(index: int, cell: Any, limits: ReadLimits) -> str:
-    """Render one cell: a header line, its source, and a summary of its outputs."""
+def render_cell(index: int, cell: Any, limits: ReadLimits, stale: str | None = None) -> str:
+    """Render one cell: a header line, its source, and a summary of its outputs.
+
+    ``stale``: why the cell's outputs are stale (said in the header), if they are.
+    """
     if not isinstance(cell, dict):
         return f"--- cell {index} · unreadable ---"
     cell_type = cell.get("cell_type", "unknown")
@@ -105,6 +110,8 @@ def render_cell(index: int, cell: Any, limits: ReadLimits) -> str:
     if cell_type == "code":
         count = cell.get("execution_count")
         header += f" · [{count if count is not None else ' '}]"
+    if stale is not None:
+        header += f" · stale: {stale}"
     parts = [header + " ---", clip_middle(_text(cell.get("source")), limits.max_source_chars)]
     outputs = cell.get("outputs")
     if isinstance(outputs, list) and outputs:
@@ -115,23 +122,32 @@ def render_cell(index: int, cell: Any, limits: ReadLimits) -> str:
 
 
 def read_view(
-    document: CellDocument, request: NotebookRequest, limits: ReadLimits
+    document: CellDocument,
+    request: NotebookRequest,
+    limits: ReadLimits,
+    code_of: Callable[[int], str | None] | None = None,
 ) -> dict[str, Any]:
     """Return the ``{"text", "details"}`` result of a read request.
 
     ``details`` carries the notebook's ``revision``, each shown cell's ``sourceHash`` and, as
-    ``sourceHash``, the first shown cell's (the cell a read by index or id addresses).
+    ``sourceHash``, the first shown cell's (the cell a read by index or id addresses), and the
+    stale code cells (``staleCells``; see ``stale.py``, ``code_of`` the kernel's log).
     """
     keys = document.cell_keys()
     total = len(keys)
     path = request.notebook_path
     start = 0
-    if request.cell_id is not None or (request.cell_index or 0) > 0:
+    if (
+        request.cell_id is not None
+        or request.execution_count is not None
+        or (request.cell_index or 0) > 0
+    ):
         start = locate_cell(document, request)
     end = total if request.end_index is None else min(request.end_index, total)
     if end < start:
         raise InvalidRequestError(f"end_index {end} is before the first cell read ({start})")
     budget = request.max_chars or limits.max_chars
+    stale = stale_cells(document.cells, code_of)
     major, minor = document.nbformat
     blocks: list[str] = []
     cells: list[dict[str, Any]] = []
@@ -139,13 +155,13 @@ def read_view(
     stop = end
     for index in range(start, end):
         cell = document.cells[index]
-        block = render_cell(index, cell, limits)
+        block = render_cell(index, cell, limits, stale.get(index))
         if blocks and used + len(block) + 1 > budget:
             stop = index
             break
         blocks.append(block)
         used += len(block) + 1
-        cells.append(_cell_entry(index, cell))
+        cells.append(_cell_entry(index, cell, stale.get(index)))
     shown = f"cells {start}-{stop - 1}" if stop > start else "no cells"
     heading = f"Notebook {path} · nbformat {major}.{minor} · {total} cells · showing {shown}"
     truncated = stop < end
@@ -165,11 +181,12 @@ def read_view(
         "cells": cells,
         "sourceHash": cells[0]["sourceHash"] if cells else None,
         "revision": notebook_revision(keys),
+        "staleCells": list(stale),
     }
     return {"text": text, "details": details}
 
 
-def _cell_entry(index: int, cell: Any) -> dict[str, Any]:
+def _cell_entry(index: int, cell: Any, stale: str | None = None) -> dict[str, Any]:
     cell = cell if isinstance(cell, dict) else {}
     entry: dict[str, Any] = {
         "index": index,
@@ -180,4 +197,7 @@ def _cell_entry(index: int, cell: Any) -> dict[str, Any]:
     if cell.get("cell_type") == "code":
         count = cell.get("execution_count")
         entry["executionCount"] = count if isinstance(count, int) else None
+        if stale is not None:
+            entry["stale"] = True
+            entry["staleReason"] = stale
     return entry

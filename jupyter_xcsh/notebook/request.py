@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError
+from .counts import check_execution_count
 
 ACTIONS = ("edit", "insert", "delete", "move", "read", "find")
 CHANGE_ACTIONS = ("edit", "insert", "delete", "move")
@@ -35,6 +36,7 @@ FIELDS = {
     "regex": bool,
     "changes": list,
     "since_revision": str,  # the changes action's (tools/notebook.py), null elsewhere
+    "execution_count": int,
 }
 _STALE_CHECKS = {"expected_source_hash", "expected_revision"}
 #: A ``sourceHash`` or ``revision`` as responses carry them.
@@ -46,6 +48,7 @@ _ACCEPTED = {
     "edit": {
         "cell_index",
         "cell_id",
+        "execution_count",
         "content",
         "cell_type",
         "old_content",
@@ -70,7 +73,7 @@ _ACCEPTED = {
         "to_before_cell_id",
         *_STALE_CHECKS,
     },
-    "read": {"cell_index", "cell_id", "end_index", "max_chars"},
+    "read": {"cell_index", "cell_id", "execution_count", "end_index", "max_chars"},
     "find": {"pattern", "regex", "cell_type", "cell_index", "end_index", "max_chars"},
 }
 #: Where an insert goes, and where a move takes its cell: exactly one of each is given.
@@ -110,6 +113,8 @@ class NotebookRequest:
     #: find: what to look for in cell sources, literally or as a Python regex.
     pattern: str | None = None
     regex: bool | None = None
+    #: edit, read: the code cell whose execution count (``[12]``) this is.
+    execution_count: int | None = None
 
     @property
     def changes(self) -> bool:
@@ -230,7 +235,15 @@ def parse_request(body: dict[str, Any]) -> NotebookRequest:
         raise InvalidRequestError("cell cannot be combined with content, cell_type or old_content")
     if action in ("edit", "insert") and "content" not in body and "cell" not in body:
         raise InvalidRequestError(f"Content is required for {action} action")
-    if action in ("edit", "delete", "move") and "cell_index" not in body and "cell_id" not in body:
+    if "execution_count" in body:
+        check_execution_count(body["execution_count"])
+        if "cell_index" in body or "cell_id" in body:
+            raise InvalidRequestError(
+                "Give one of cell_index, cell_id or execution_count to address a cell"
+            )
+    elif action == "edit" and "cell_index" not in body and "cell_id" not in body:
+        raise InvalidRequestError("cell_index, cell_id or execution_count is required for edit")
+    if action in ("delete", "move") and "cell_index" not in body and "cell_id" not in body:
         raise InvalidRequestError(f"cell_index or cell_id is required for {action} action")
     if action == "insert":
         _one_place(body, action, INSERT_PLACES)

@@ -206,15 +206,22 @@ class NotebookStore:
         loaded = await self._load(api_path, key, path)
         return _Outcome(look(loaded.document), "file", _timestamp(loaded.last_modified))
 
-    async def read(self, request: NotebookRequest) -> dict[str, Any]:
-        """Answer a ``read`` request with the bounded view of the notebook."""
-        return (await self.read_with_keys(request))[0]
+    async def read(
+        self, request: NotebookRequest, code_of: Callable[[int], str | None] | None = None
+    ) -> dict[str, Any]:
+        """Answer a ``read`` request with the bounded view of the notebook.
 
-    async def read_with_keys(self, request: NotebookRequest) -> tuple[dict[str, Any], Snapshot]:
+        ``code_of``: what the notebook's kernel ran, by execution count (for stale marks).
+        """
+        return (await self.read_with_keys(request, code_of))[0]
+
+    async def read_with_keys(
+        self, request: NotebookRequest, code_of: Callable[[int], str | None] | None = None
+    ) -> tuple[dict[str, Any], Snapshot]:
         """``read``'s answer, and every cell's key of the state it read (one load, one look)."""
 
         def look(document: CellDocument) -> tuple[dict[str, Any], Snapshot]:
-            view = read_view(document, request, self.limits)
+            view = read_view(document, request, self.limits, code_of)
             return view, Snapshot(document.cell_keys(), document.nbformat, "", None)
 
         outcome = await self.view(request.notebook_path, look)

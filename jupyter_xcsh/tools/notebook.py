@@ -18,6 +18,7 @@ from ..events.activity import (
     event_source,
     new_call_id,
 )
+from ..kernel.logs import KernelLogs
 from ..notebook.batch import is_batch, parse_batch, require_batch_preconditions
 from ..notebook.cells import parse_request
 from ..notebook.find import NotebookFinder
@@ -55,14 +56,19 @@ class NotebookTool:
         require_preconditions: str = "never",
         artifacts: ArtifactStore | None = None,
         finder: NotebookFinder | None = None,
+        kernel_logs: KernelLogs | None = None,
     ) -> None:
-        """``require_preconditions`` is ``XcshSettings.require_preconditions``."""
+        """``require_preconditions`` is ``XcshSettings.require_preconditions``.
+
+        ``kernel_logs`` tell a read what the notebook's kernel ran (for its stale cells).
+        """
         self.store = store
         self.activity = activity
         self.require_preconditions = require_preconditions
         self.artifacts = artifacts
         self.finder = finder or NotebookFinder(store, store.limits)
         self.history = NotebookHistory()
+        self.kernel_logs = kernel_logs
 
     async def call(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Validate ``body``, check the caller may, run it; return ``{callId, text, details}``.
@@ -87,7 +93,10 @@ class NotebookTool:
             elif request.action == "find":
                 result = await self.finder.find(request)
             else:
-                result, seen = await self.store.read_with_keys(request)
+                code_of = None
+                if self.kernel_logs is not None:
+                    code_of = await self.kernel_logs.code_of(self.store.api_path(request))
+                result, seen = await self.store.read_with_keys(request, code_of)
                 self._note(self.store.api_path(request), seen)
             if request.action == "find":
                 with contextlib.suppress(XcshError):  # the answer stands; the history waits

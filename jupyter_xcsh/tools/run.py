@@ -12,6 +12,7 @@ from ..execution.inplace.service import InPlaceService
 from ..execution.kernel.control import CallControl
 from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
 from ..execution.kernel.stdin import StdinPolicy
+from ..kernel.logs import KernelLogs
 from ..notebook.outputs_target import NotebookOutputs
 from ..notebook.store import NotebookStore
 from .caller import Caller
@@ -19,6 +20,9 @@ from .python import CallRegistry
 from .runs import RunInputTool, RunRegistry, session_waiting, take_run_fields
 
 __all__ = ["RunTool"]
+
+#: The text of a run of the stale cells when no cell is stale.
+NOTHING_STALE = "No stale cells: nothing was run"
 
 #: What running cells in place needs: changing the notebook and executing code in a kernel.
 PERMISSIONS = (("write", "contents"), ("execute", "kernels"))
@@ -46,6 +50,7 @@ class RunTool:
         self.follow_ups = RunInputTool(runs)
         self.input_timeout = input_timeout
         self.stream_interval = stream_interval
+        self.kernel_logs = KernelLogs(inplace.kernels)
 
     async def call(
         self,
@@ -74,8 +79,9 @@ class RunTool:
             raise session_waiting(request.notebook_path)
         # The cells as people see them (a room's unsaved typing included), checked against
         # what the caller expects in the same step.
+        code_of = await self.kernel_logs.code_of(api_path) if request.stale else None
         outcome = await self.store.view(
-            request.notebook_path, lambda document: accept_run(request, document)
+            request.notebook_path, lambda document: accept_run(request, document, code_of)
         )
         run = _Run(request, api_path, outcome.via, outcome.value)
         return await self._start_run(run, observer, control, detach)
@@ -101,7 +107,7 @@ class RunTool:
                 revision=accepted.revision,
             )
             progress = events if observer is None else ObserverGroup(observer, events)
-            return await self.inplace.run(
+            result = await self.inplace.run(
                 request,
                 accepted.cells,
                 target,
@@ -112,6 +118,9 @@ class RunTool:
                 call_id=call_id,
                 stdin=stdin,
             )
+        if request.stale and not accepted.cells:
+            result["text"] = NOTHING_STALE
+        return result
 
     async def _start_run(
         self,

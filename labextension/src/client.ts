@@ -435,8 +435,8 @@ export async function runProgress(
 
 /**
  * The body of a run in place: the notebook and exactly one selection of cells
- * (`cell_id`, `cell_index`, `cell_ids`, `cell_index` + `end_index`, or
- * `all: true`).
+ * (`cell_id`, `cell_index`, `cell_ids`, `cell_index` + `end_index`,
+ * `execution_count`, `all: true`, or `stale: true`).
  */
 export type IRunRequest = Schemas['RunRequest'];
 
@@ -622,6 +622,58 @@ export async function interruptSession(
 }
 
 /* ---------------------------------------------------------------------------
+ * Kernel tool: POST api/xcsh/kernel
+ * ------------------------------------------------------------------------ */
+
+/**
+ * The body of a kernel tool call: an action on a python session's kernel
+ * (`session`) or a notebook's (`notebook_path`).
+ */
+export type IKernelRequest = Schemas['KernelRequest'];
+
+/**
+ * An action of the kernel tool.
+ */
+export type KernelAction = IKernelRequest['action'];
+
+/**
+ * The result of a kernel tool call: a text and its details.
+ */
+export type IKernelResult = Schemas['KernelResult'];
+
+/**
+ * One variable of a kernel's namespace (`variables`, `inspect`).
+ */
+export type IKernelVariable = Schemas['KernelVariable'];
+
+/**
+ * List or inspect a kernel's variables, or get its status, interrupt,
+ * restart or change it; or list the python tool's sessions.
+ *
+ * @param request - The kernel tool call.
+ * @param settings - The server settings.
+ * @returns The result.
+ *
+ * @throws {XcshResponseError} 400 for a bad request, 404 for an unknown
+ *   session or notebook, 409 for a busy kernel or a refused restart.
+ */
+export async function kernel(
+  request: IKernelRequest,
+  settings: ServerConnection.ISettings
+): Promise<IKernelResult> {
+  const response = await requestAPI(
+    'kernel',
+    jsonInit('POST', request),
+    settings
+  );
+  return (await response.json()) as JsonResponse<
+    '/api/xcsh/kernel',
+    'post',
+    200
+  >;
+}
+
+/* ---------------------------------------------------------------------------
  * The client object
  * ------------------------------------------------------------------------ */
 
@@ -690,6 +742,10 @@ export class XcshClient implements IXcshClient {
 
   files(request: IFilesRequest): Promise<IFilesResult> {
     return files(request, this.serverSettings);
+  }
+
+  kernel(request: IKernelRequest): Promise<IKernelResult> {
+    return kernel(request, this.serverSettings);
   }
 }
 

@@ -12,6 +12,8 @@ import type {
   IFilesRequest,
   IFilesResult,
   IInterruptResult,
+  IKernelRequest,
+  IKernelResult,
   INotebookToolRequest,
   IPythonRequest,
   IPythonResult,
@@ -90,6 +92,11 @@ export interface IXcshClient {
    * contents root.
    */
   files(request: IFilesRequest): Promise<IFilesResult>;
+
+  /**
+   * Inspect or control a python session's or a notebook's kernel.
+   */
+  kernel(request: IKernelRequest): Promise<IKernelResult>;
 }
 
 /**

@@ -30,6 +30,7 @@ from ...errors import InvalidRequestError
 from ..kernel.connection import KernelConnection
 from ..kernel.launcher import KernelLauncher
 from ..kernel.messages import string_expression
+from .executed import ExecutionLog
 
 __all__ = ["KernelActivity", "NotebookKernel", "NotebookKernels", "NotebookSession"]
 
@@ -122,10 +123,14 @@ class KernelActivity:
 class NotebookKernel:
     """One kernel used by runs in place: its connection, its activity and its run lock."""
 
-    def __init__(self, kernel_id: str, connection: KernelConnection) -> None:
+    def __init__(
+        self, kernel_id: str, connection: KernelConnection, executed: ExecutionLog | None = None
+    ) -> None:
         self.kernel_id = kernel_id
         self.connection = connection
         self.activity = KernelActivity()
+        #: What the kernel executed while this server read it (``connection``'s ``on_iopub``).
+        self.executed = executed or ExecutionLog()
         connection.status_listener = self._on_status
         #: Runs on one kernel take turns (two notebooks may share a kernel).
         self.lock = asyncio.Lock()
@@ -163,6 +168,17 @@ class NotebookKernels:
         self.log = log
         self._kernels: dict[str, NotebookKernel] = {}
         self._opening: dict[str, asyncio.Lock] = {}
+        # Kept across reconnections to one kernel; forgotten when the server is done with it.
+        self._executed: dict[str, ExecutionLog] = {}
+
+    def executed(self, kernel_id: str) -> ExecutionLog | None:
+        """What kernel ``kernel_id`` executed while this server read it (None: never read)."""
+        return self._executed.get(kernel_id)
+
+    def connected(self, kernel_id: str) -> NotebookKernel | None:
+        """The open connection to ``kernel_id``, if there is a usable one (none is opened)."""
+        kernel = self._kernels.get(kernel_id)
+        return kernel if kernel is not None and kernel.usable else None
 
     async def find_session(self, api_path: str) -> dict[str, Any] | None:
         """The server session of notebook ``api_path``, the lab's placeholder included."""
@@ -224,17 +240,20 @@ class NotebookKernels:
             if kernel is not None and kernel.usable:
                 return kernel
             self.drop(kernel_id)
+            executed = self._executed.setdefault(kernel_id, ExecutionLog())
             connection = KernelConnection(
                 self.launcher.client(kernel_id),
                 log=self.log,
                 fast_paths=self.launcher.fast_paths,
+                on_iopub=executed.on_iopub,
             )
-            kernel = NotebookKernel(kernel_id, connection)
+            kernel = NotebookKernel(kernel_id, connection, executed)
             try:
                 await connection.open(deadline, lambda: self.launcher.is_alive(kernel_id))
             except BaseException:
                 connection.close()
                 raise
+            executed.running = None  # it answered: nothing runs (one seen before may have ended)
             self._kernels[kernel_id] = kernel
             return kernel
 
@@ -268,8 +287,14 @@ class NotebookKernels:
         if kernel is not None:
             kernel.connection.close()
 
+    def forget(self, kernel_id: str) -> None:
+        """Drop the connection to ``kernel_id`` and what it executed (shut down, replaced)."""
+        self.drop(kernel_id)
+        self._executed.pop(kernel_id, None)
+
     def close(self) -> None:
         """Close every connection (kernels keep running: they belong to their sessions)."""
         for kernel_id in list(self._kernels):
             self.drop(kernel_id)
         self._opening.clear()
+        self._executed.clear()

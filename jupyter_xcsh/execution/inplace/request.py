@@ -8,18 +8,24 @@ notebook tool's exact messages for a missing cell and its stale-edit checks
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import InvalidRequestError, NotFoundError
+from ...notebook.counts import check_execution_count, index_of_execution_count
 from ...notebook.model import CellDocument, revision_of
 from ...notebook.outputs import SelectedCell, selected_cell
 from ...notebook.preconditions import check_revision, check_source
 from ...notebook.request import as_integer, check_expected
+from ...notebook.stale import stale_cells
 from ..kernel.stdin import StdinSpec, parse_stdin
 from ..kernel.timeouts import parse_timeout
 
 __all__ = ["AcceptedRun", "RunRequest", "accept_run", "parse_run_request"]
+
+#: The hash of the code the notebook's kernel ran as ``[n]`` (None: not seen).
+CodeOf = Callable[[int], str | None]
 
 _FIELDS = {
     "notebook_path",
@@ -34,8 +40,12 @@ _FIELDS = {
     "stdin",
     "expected_revision",
     "expected_source_hash",
+    "execution_count",
+    "stale",
 }
-_SELECTIONS = "cell_id, cell_index, cell_ids, cell_index with end_index, or all"
+_SELECTIONS = (
+    "cell_id, cell_index, cell_ids, cell_index with end_index, execution_count, all, or stale"
+)
 
 
 @dataclass(frozen=True)
@@ -54,11 +64,19 @@ class RunRequest:
     stdin: StdinSpec
     expected_revision: str | None = None
     expected_source_hash: str | None = None
+    #: The code cell whose execution count (``[12]``) this is.
+    execution_count: int | None = None
+    #: The stale code cells (see ``notebook/stale.py``), in the notebook's order.
+    stale: bool = False
 
     @property
     def single(self) -> bool:
-        """Whether the request selects one cell (``cell_id``, or ``cell_index`` alone)."""
-        return self.cell_id is not None or (self.cell_index is not None and self.end_index is None)
+        """Whether the request selects one cell (by id, execution count or index alone)."""
+        return (
+            self.cell_id is not None
+            or self.execution_count is not None
+            or (self.cell_index is not None and self.end_index is None)
+        )
 
 
 @dataclass(frozen=True)
@@ -119,7 +137,20 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
         raise InvalidRequestError("all must be a boolean")
     if end_index is not None and cell_index is None:
         raise InvalidRequestError("end_index needs cell_index (the first cell of the range)")
-    chosen = [cell_id is not None, cell_index is not None, cell_ids is not None, run_all]
+    execution_count = _index(body, "execution_count")
+    if execution_count is not None:
+        check_execution_count(execution_count)
+    stale = body.get("stale", False)
+    if not isinstance(stale, bool):
+        raise InvalidRequestError("stale must be a boolean")
+    chosen = [
+        cell_id is not None,
+        cell_index is not None,
+        cell_ids is not None,
+        run_all,
+        execution_count is not None,
+        stale,
+    ]
     if sum(chosen) != 1:
         raise InvalidRequestError(f"Give exactly one of {_SELECTIONS}")
     if end_index is not None and cell_index is not None and end_index <= cell_index:
@@ -144,7 +175,7 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
             check_expected(name, value)
             expected[name] = value
     if "expected_source_hash" in expected and (
-        cell_ids is not None or run_all or end_index is not None
+        cell_ids is not None or run_all or end_index is not None or stale
     ):
         raise InvalidRequestError(
             "expected_source_hash needs a single cell (cell_id, or cell_index without "
@@ -161,6 +192,8 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
         stop_on_error=stop_on_error,
         kernel_name=kernel_name,
         stdin=stdin,
+        execution_count=execution_count,
+        stale=stale,
         **expected,
     )
 
@@ -171,7 +204,9 @@ def _kernelspec_name(metadata: dict[str, Any]) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def _select(request: RunRequest, document: CellDocument) -> list[SelectedCell]:
+def _select(
+    request: RunRequest, document: CellDocument, code_of: CodeOf | None = None
+) -> list[SelectedCell]:
     """The cells ``request`` selects, in run order (the notebook tool's messages when missing).
 
     A single cell must be a code cell; other cells in a range, a list or ``all`` are returned
@@ -196,6 +231,8 @@ def _select(request: RunRequest, document: CellDocument) -> list[SelectedCell]:
 
     if request.all:
         return [selected_cell(keys, i) for i in range(count)]
+    if request.stale:
+        return [selected_cell(keys, i) for i in stale_cells(document.cells, code_of)]
     if request.cell_ids is not None:
         return [by_id(i) for i in request.cell_ids]
     if request.cell_index is not None and request.end_index is not None:
@@ -207,6 +244,10 @@ def _select(request: RunRequest, document: CellDocument) -> list[SelectedCell]:
             )
         return [selected_cell(keys, i) for i in range(request.cell_index, request.end_index)]
     single = by_index(request.cell_index) if request.cell_index is not None else None
+    if request.execution_count is not None:
+        single = selected_cell(
+            keys, index_of_execution_count(document, request.execution_count, path)
+        )
     if single is None:
         assert request.cell_id is not None
         single = by_id(request.cell_id)
@@ -215,10 +256,13 @@ def _select(request: RunRequest, document: CellDocument) -> list[SelectedCell]:
     return [single]
 
 
-def accept_run(request: RunRequest, document: CellDocument) -> AcceptedRun:
+def accept_run(
+    request: RunRequest, document: CellDocument, code_of: CodeOf | None = None
+) -> AcceptedRun:
     """Resolve ``request`` against the notebook ``document``, checking what it expects of it.
 
-    As for the notebook tool's changes (docs/contract.md §3.2): a notebook whose revision is not
+    ``code_of`` is what the notebook's kernel ran (for ``stale``). As for the notebook tool's
+    changes (docs/contract.md §3.2): a notebook whose revision is not
     ``expected_revision`` is a 409 (before any other check), then the selection is resolved,
     then a single cell whose source hash is not ``expected_source_hash`` is a 409.
     """
@@ -228,7 +272,7 @@ def accept_run(request: RunRequest, document: CellDocument) -> AcceptedRun:
         except (InvalidRequestError, NotFoundError):
             index = None  # the addressed cell is gone: the 409 says what the notebook is now
         check_revision(document, request, index)
-    cells = _select(request, document)
+    cells = _select(request, document, code_of)
     if request.expected_source_hash is not None:
         check_source(document, request, cells[0].index)
     return AcceptedRun(

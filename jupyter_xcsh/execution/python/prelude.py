@@ -42,6 +42,12 @@ def output(id):
         raise FileNotFoundError(f"No artifact {id}")
     with open(matches[0], encoding="utf-8", errors="replace") as f:
         return f.read()
+
+
+try:  # the tool's helpers, not the user's names (as %who and the kernel tool list them)
+    get_ipython().user_ns_hidden.update(status=status, output=output)
+except Exception:
+    pass
 '''
 
 #: Sets the environment up; a step the kernel cannot take (a remote kernel that does not see
