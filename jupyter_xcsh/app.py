@@ -33,7 +33,7 @@ from .handlers import run as run_handlers
 from .handlers import runs as runs_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
-from .kernel.logs import KernelLogs
+from .kernel_tool.logs import KernelLogs
 from .notebook.find import NotebookFinder
 from .notebook.live import LiveDocuments
 from .notebook.reader import ReadLimits

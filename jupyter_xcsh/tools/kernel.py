@@ -24,9 +24,9 @@ from ..execution.kernel.connection import (
 )
 from ..execution.kernel.messages import string_expression
 from ..execution.python.runner import ExecutionService
-from ..kernel.probe import probe_expression, render_inspection, render_variables
-from ..kernel.request import KernelRequest, parse_kernel_request
-from ..kernel.targets import NotebookTarget, SessionTarget
+from ..kernel_tool.probe import probe_expression, render_inspection, render_variables
+from ..kernel_tool.request import KernelRequest, parse_kernel_request
+from ..kernel_tool.targets import NotebookTarget, SessionTarget
 from ..notebook.store import NotebookStore
 from .caller import Caller
 

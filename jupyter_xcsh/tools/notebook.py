@@ -18,7 +18,7 @@ from ..events.activity import (
     event_source,
     new_call_id,
 )
-from ..kernel.logs import KernelLogs
+from ..kernel_tool.logs import KernelLogs
 from ..notebook.batch import is_batch, parse_batch, require_batch_preconditions
 from ..notebook.cells import parse_request
 from ..notebook.find import NotebookFinder

@@ -12,7 +12,7 @@ from ..execution.inplace.service import InPlaceService
 from ..execution.kernel.control import CallControl
 from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
 from ..execution.kernel.stdin import StdinPolicy
-from ..kernel.logs import KernelLogs
+from ..kernel_tool.logs import KernelLogs
 from ..notebook.outputs_target import NotebookOutputs
 from ..notebook.store import NotebookStore
 from .caller import Caller
