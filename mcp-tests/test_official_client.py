@@ -127,7 +127,7 @@ async def test_kernel_lists_a_sessions_variables_and_refuses_a_bad_action(connec
         {"name": "x", "type": "int", "repr": "41"}
     ]
     assert refused.is_error is True
-    assert text_of(refused).startswith("Invalid action: 'dance'")
+    assert text_of(refused).startswith("Invalid action: dance")
 
 
 async def test_an_error_in_the_code_and_bad_arguments_are_error_results(connect):

@@ -278,9 +278,9 @@ async def test_status_and_sessions_of_python_sessions(jp_fetch):
     ("body", "message"),
     [
         ({}, "action is required"),
-        ({"action": "dance"}, "Invalid action: 'dance'"),
+        ({"action": "dance"}, "Invalid action: dance"),
         ({"action": "variables"}, "session or notebook_path is required"),
-        ({"action": "variables", "session": "s", "bogus": 1}, "Unknown field(s): bogus"),
+        ({"action": "variables", "session": "s", "bogus": 1}, "Unknown field: bogus"),
         (
             {"action": "variables", "session": "s", "notebook_path": "a.ipynb"},
             "Give session or notebook_path, not both",

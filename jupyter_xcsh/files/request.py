@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError
-from ..notebook.request import MAX_PATTERN_CHARS, as_integer, type_name
+from ..fields import action_fields
+from ..notebook.request import MAX_PATTERN_CHARS
 
 ACTIONS = ("list", "read", "write", "mkdir", "rename", "delete", "search")
 #: The actions that change the contents root (``write`` on ``contents``); the others read.
@@ -73,42 +74,9 @@ class FilesRequest:
         return self.action in CHANGE_ACTIONS
 
 
-def _check_type(name: str, value: Any) -> None:
-    expected = FIELDS[name]
-    if expected is bool:
-        if not isinstance(value, bool):
-            raise InvalidRequestError(
-                f"{name} must be a boolean, got {type_name(value)}: {value!r}"
-            )
-        return
-    # bool is an int subclass in Python; 1.5, "2" and true are all not integers here.
-    if not isinstance(value, expected) or isinstance(value, bool):
-        article, kind = ("an", "integer") if expected is int else ("a", "string")
-        shown = value if isinstance(value, (int, float, bool)) else type_name(value)
-        raise InvalidRequestError(
-            f"{name} must be {article} {kind}, got {type_name(value)}: {shown!r}"
-        )
-
-
 def parse_request(body: dict[str, Any]) -> FilesRequest:
     """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
-    unknown = next((name for name in body if name not in FIELDS), None)
-    if unknown is not None:
-        raise InvalidRequestError(f"Unknown field: {unknown}")
-    # A JSON null means "not given": agents often send every field, unused ones as null.
-    body = {name: value for name, value in body.items() if value is not None}
-    body = {name: as_integer(v) if FIELDS[name] is int else v for name, v in body.items()}
-    action = body.get("action")
-    if action is None:
-        raise InvalidRequestError("action is required")
-    if not isinstance(action, str) or action not in ACTIONS:
-        raise InvalidRequestError(
-            f"Invalid action: {action} (expected one of {', '.join(ACTIONS)})"
-        )
-    for name, value in body.items():
-        if name not in ("action", "path") and name not in _ACCEPTED[action]:
-            raise InvalidRequestError(f"Field {name} is not accepted by the {action} action")
-        _check_type(name, value)
+    action, body = action_fields(body, FIELDS, _ACCEPTED, always=("action", "path"))
     if body.get("path", "") == "" and action not in _ROOT_BY_DEFAULT:
         raise InvalidRequestError(f"path is required for {action} action")
     for name in ("limit", "start_line", "end_line", "max_chars", "max_files"):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError
-from ..notebook.request import as_integer, type_name
+from ..fields import action_fields
 
 __all__ = ["ACTIONS", "KernelRequest", "parse_kernel_request"]
 
@@ -59,49 +58,10 @@ class KernelRequest:
     max_chars: int = DEFAULT_CHARS
 
 
-def _check_type(name: str, value: Any) -> Any:
-    expected = FIELDS[name]
-    if expected is bool:
-        if not isinstance(value, bool):
-            raise InvalidRequestError(f"{name} must be a boolean, got {type_name(value)}")
-        return value
-    if expected is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InvalidRequestError(f"{name} must be a number, got {type_name(value)}")
-        if not math.isfinite(value):
-            raise InvalidRequestError(f"{name} must be a finite number")
-        return float(value)
-    if expected is int:
-        value = as_integer(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidRequestError(f"{name} must be an integer, got {type_name(value)}")
-        return value
-    if not isinstance(value, str):
-        raise InvalidRequestError(f"{name} must be a string, got {type_name(value)}")
-    return value
-
-
 def parse_kernel_request(body: dict[str, Any]) -> KernelRequest:
     """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
-    unknown = sorted(set(body) - set(FIELDS))
-    if unknown:
-        raise InvalidRequestError(f"Unknown field(s): {', '.join(unknown)}")
-    # A JSON null means "not given", as for the other tools.
-    body = {name: value for name, value in body.items() if value is not None}
-    action = body.get("action")
-    if action is None:
-        raise InvalidRequestError("action is required")
-    if not isinstance(action, str) or action not in ACTIONS:
-        raise InvalidRequestError(
-            f"Invalid action: {action!r} (expected one of {', '.join(ACTIONS)})"
-        )
-    fields: dict[str, Any] = {}
-    for name, value in body.items():
-        if name == "action":
-            continue
-        if name not in _ACCEPTED[action]:
-            raise InvalidRequestError(f"Field {name} is not accepted by the {action} action")
-        fields[name] = _check_type(name, value)
+    action, fields = action_fields(body, FIELDS, _ACCEPTED)
+    del fields["action"]
     for name in ("session", "notebook_path", "name", "kernel_name"):
         if fields.get(name) == "":
             raise InvalidRequestError(f"{name} must not be empty")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, XcshError
+from ..fields import type_name
 from .cells import ChangeResult, apply_change
 from .model import CellDocument
 from .preconditions import check_notebook_revision, require_preconditions
@@ -28,7 +29,6 @@ from .request import (
     NotebookRequest,
     check_expected,
     parse_request,
-    type_name,
 )
 
 #: Most changes one batch may hold.

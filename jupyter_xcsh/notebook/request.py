@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError
+from ..fields import action_fields
 from .counts import check_execution_count
 
 ACTIONS = ("edit", "insert", "delete", "move", "read", "find")
@@ -145,45 +146,6 @@ class NotebookRequest:
         return self.action == "insert" and isinstance((self.cell or {}).get("id"), str)
 
 
-def _check_type(name: str, value: Any) -> None:
-    expected = FIELDS[name]
-    if expected is bool:
-        if not isinstance(value, bool):
-            raise InvalidRequestError(
-                f"{name} must be a boolean, got {type_name(value)}: {value!r}"
-            )
-        return
-    # bool is an int subclass in Python; 1.5, "2" and true are all not integers here.
-    if not isinstance(value, expected) or isinstance(value, bool):
-        if expected is dict:  # a whole cell: its repr could be megabytes
-            raise InvalidRequestError(f"{name} must be an object, got {type_name(value)}")
-        article = "an" if expected is int else "a"
-        kind = "integer" if expected is int else "string"
-        raise InvalidRequestError(
-            f"{name} must be {article} {kind}, got {type_name(value)}: {value!r}"
-        )
-
-
-def type_name(value: Any) -> str:
-    """The JSON name of a value's type, for error messages."""
-    if isinstance(value, bool):
-        return "boolean"
-    return {int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(
-        type(value), "null" if value is None else type(value).__name__
-    )
-
-
-def as_integer(value: Any) -> Any:
-    """Return a JSON number with no fraction (``1.0``) as the ``int`` it is; anything else as is.
-
-    JSON has one number type: ``1.0`` and ``1`` are the same number, and JSON Schema counts both
-    as an integer. ``1.5``, ``"1"`` and ``true`` stay what they are (and are refused).
-    """
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 def check_expected(name: str, value: str) -> None:
     """Refuse an ``expected_source_hash``/``expected_revision`` that no response could carry."""
     if not _HASH.fullmatch(value):
@@ -194,25 +156,16 @@ def check_expected(name: str, value: str) -> None:
         )
 
 
-def parse_request(body: dict[str, Any]) -> NotebookRequest:
-    """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
-    unknown = next((name for name in body if name not in FIELDS), None)
-    if unknown is not None:
-        raise InvalidRequestError(f"Unknown field: {unknown}")
-    # A JSON null means "not given": agents often send every field, unused ones as null.
-    body = {name: value for name, value in body.items() if value is not None}
-    body = {name: as_integer(v) if FIELDS.get(name) is int else v for name, v in body.items()}
-    action = body.get("action")
-    if action is None:
-        raise InvalidRequestError("action is required")
-    if not isinstance(action, str) or action not in ACTIONS:
-        raise InvalidRequestError(f"Invalid action: {action}")
+def _insert_next_to(action: str, body: dict[str, Any]) -> None:
     if action == "insert" and "cell_id" in body:
         raise InvalidRequestError("Use after_cell_id or before_cell_id to insert next to a cell")
-    for name, value in body.items():
-        if name not in ("action", "notebook_path") and name not in _ACCEPTED[action]:
-            raise InvalidRequestError(f"Field {name} is not accepted by the {action} action")
-        _check_type(name, value)
+
+
+def parse_request(body: dict[str, Any]) -> NotebookRequest:
+    """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
+    action, body = action_fields(
+        body, FIELDS, _ACCEPTED, always=("action", "notebook_path"), first=_insert_next_to
+    )
     path = body.get("notebook_path")
     if path is None or path == "":
         raise InvalidRequestError("notebook_path is required")
