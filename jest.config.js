@@ -15,7 +15,9 @@ module.exports = {
   coverageDirectory: '<rootDir>/node_modules/.cache/jest-coverage',
   reporters: ['default'],
   // A virtualenv inside the work tree holds JupyterLab's own package.json files.
-  modulePathIgnorePatterns: ['<rootDir>/\\.venv'],
+  modulePathIgnorePatterns: ['<rootDir>/\\.venv', '<rootDir>/\\.cache'],
+  // The copies scripts/lab-matrix.sh tests in .cache/ are run there, with their own packages.
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/\\.cache/'],
   testRegex: 'labextension/src/.*/.*\\.spec\\.tsx?$',
   // The lab's own test helpers (a real notebook panel) ship as ES modules, and so does the
   // HTML parser of the sanitizer JupyterLab 4.7 uses (htmlparser2 12 and its family).
