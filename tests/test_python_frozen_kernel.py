@@ -55,4 +55,6 @@ async def test_a_kernel_that_freezes_in_its_cell_ends_the_call_within_its_deadli
     status, result, took = await _timed(jp_fetch, body)
     assert status == 200, result
     assert result["isError"] is True and result["cells"][0]["exitCode"] is None
-    assert took < TIMEOUT + 1, took
+    # A per-call kernel is killed before the answer, which waits for its process to be gone
+    # (up to ~1 s more on a loaded machine); a session's kernel restarts in the background.
+    assert took < TIMEOUT + (2 if mode == "per-call" else 1), took
