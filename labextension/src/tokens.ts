@@ -162,6 +162,12 @@ export interface ICellMarks {
    * which is a person's change, not an agent's).
    */
   ignoreCall(callId: string): void;
+
+  /**
+   * Take one event of the server's activity history: its marks come back for
+   * cells that still hold what the agent left.
+   */
+  restore(emission: unknown): void;
 }
 
 /**

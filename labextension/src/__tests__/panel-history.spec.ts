@@ -4,6 +4,7 @@
  */
 
 import type { IActivityPage, IActivityQuery } from '../client';
+import { CellMarks } from '../marks/model';
 import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../panel/events';
 import { ActivityChange, ActivityModel } from '../panel/model';
 import { loadHistory } from '../panel/history';
@@ -153,5 +154,48 @@ describe('loading the activity history', () => {
       0
     );
     expect(model.calls.map(call => call.id)).toEqual(['live']);
+  });
+
+  it('restores the marks of cells that still hold what the agent left', async () => {
+    const withIds = (
+      callId: string,
+      cellId: string | null,
+      source: string
+    ) => ({
+      ...notebook(callId, T1, source),
+      cellId
+    });
+    const history: IActivityPage = {
+      entries: [
+        entry(1, 'c1', [withIds('c1', 'cell-1', 'agent one')]),
+        entry(2, 'c2', [withIds('c2', 'cell-2', 'agent two')]),
+        entry(3, 'c3', [withIds('c3', null, 'by index')]),
+        entry(4, 'c4', [withIds('c4', 'cell-4', 'old agent text')])
+      ],
+      cursor: 4,
+      more: false
+    };
+    const marks = new CellMarks();
+    // A mark made live on this page wins over the history's for its cell.
+    marks.handleEmission(withIds('live', 'cell-4', 'live agent text'));
+    await loadHistory(
+      new ActivityModel(),
+      { activityHistory: async () => history },
+      marks
+    );
+    const byCell = new Map(
+      marks.marksOf('a.ipynb').map(mark => [mark.cellId, mark])
+    );
+    expect([...byCell.keys()].sort()).toEqual(['cell-1', 'cell-2', 'cell-4']);
+    expect(byCell.get('cell-4')?.callId).toBe('live');
+    // The cell still holds the agent's source: the mark shows.
+    expect(marks.observe(byCell.get('cell-1')!, 'agent one')).toBe('shown');
+    // A person changed the cell before the reload: the mark ends at once.
+    expect(marks.observe(byCell.get('cell-2')!, 'typed by a person')).toBe(
+      'edited'
+    );
+    expect(marks.marksOf('a.ipynb').map(mark => mark.cellId)).not.toContain(
+      'cell-2'
+    );
   });
 });

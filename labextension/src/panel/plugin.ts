@@ -117,7 +117,7 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
       app.serviceManager.events.stream.disconnect(onEmission)
     );
     // What agents did before this page: the server's history, merged by callId.
-    void loadHistory(model, client);
+    void loadHistory(model, client, marks);
 
     loadSettings(
       settingRegistry,
