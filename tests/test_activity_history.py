@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +26,7 @@ from traitlets.config import Config
 from jupyter_xcsh.events.activity import NOTEBOOK_SCHEMA, PYTHON_SCHEMA
 from jupyter_xcsh.events.history import NO_STDIN_OUTPUT, ActivityHistory
 
+from .gateway import free_port
 from .notebooks import jupyter_text, sample_notebook
 from .openapi_check import assert_response_matches
 from .python_tool import run
@@ -214,6 +220,56 @@ async def test_the_history_outlives_the_store(
             other.close()
     finally:
         reopened.close()
+
+
+def _served_history(url: str, token: str, process: subprocess.Popen[bytes]) -> Any:
+    """``GET url`` once the server at it answers (up to 120 s: a loaded machine)."""
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    deadline = time.monotonic() + 120
+    while True:
+        assert process.poll() is None, "the second server stopped"
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json.loads(response.read())
+        except (urllib.error.URLError, ConnectionError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)  # the server is starting: nothing to await in another process
+
+
+async def test_a_restarted_server_serves_the_history(
+    jp_fetch, jp_serverapp, jp_root_dir, notebook_tool, notebooks, history, tmp_path
+):
+    call_id = await insert(notebook_tool, "a.ipynb", "still here")
+    await asyncio.to_thread(history.flush)
+    # Another server process on the same data directory and contents root: a restart.
+    port, token = free_port(), "history-restart-token"
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter_server",
+        f"--ServerApp.root_dir={jp_root_dir}",
+        f"--ServerApp.runtime_dir={tmp_path / 'runtime'}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        "--ServerApp.open_browser=False",
+        f"--IdentityProvider.token={token}",
+        "--ServerApp.jpserver_extensions={'jupyter_xcsh': True}",
+        "--allow-root",
+    ]
+    env = {**os.environ, "JUPYTER_DATA_DIR": jp_serverapp.data_dir}
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/api/xcsh/activity"
+        body = await asyncio.to_thread(_served_history, url, token, process)
+    finally:
+        process.terminate()
+        await asyncio.to_thread(process.wait, 30)
+    assert [e["callId"] for e in body["entries"]] == [call_id]
+    assert body["entries"][0]["events"][0]["source"] == "still here"
 
 
 def test_the_history_is_bounded_by_count(tmp_path):
