@@ -27,6 +27,7 @@ from jupyter_xcsh.events.activity import NOTEBOOK_SCHEMA, PYTHON_SCHEMA
 from jupyter_xcsh.events.history import NO_STDIN_OUTPUT, ActivityHistory
 
 from .gateway import free_port
+from .notebook_run import run_ok, write_notebook
 from .notebooks import jupyter_text, sample_notebook
 from .openapi_check import assert_response_matches
 from .python_tool import run
@@ -190,6 +191,21 @@ async def test_stdin_answers_are_never_stored(jp_fetch, history):
     files = list(Path(history.db_path).parent.glob(Path(history.db_path).name + "*"))
     assert files
     for file in files:
+        assert answer.encode() not in file.read_bytes()
+
+
+async def test_a_run_in_place_is_kept_without_its_stdin_answers(jp_fetch, jp_root_dir, history):
+    answer = "run-answer-never-kept-9a7e"
+    write_notebook(jp_root_dir / "ask.ipynb", "x = input('what? ')\nprint('len', len(x))")
+    result = await run_ok(jp_fetch, notebook_path="ask.ipynb", all=True, stdin=[answer])
+    assert answer in result["text"], result  # the caller sees the echo
+    body = await kept(jp_fetch, history, path="ask.ipynb")
+    (entry,) = body["entries"]
+    assert entry["callId"] == result["callId"] and entry["kind"] == "run"
+    names = [e["event"] for e in entry["events"]]
+    assert names[0] == "started" and names[-1] == "finished" and "outputs" not in names
+    assert answer not in json.dumps(body)
+    for file in Path(history.db_path).parent.glob(Path(history.db_path).name + "*"):
         assert answer.encode() not in file.read_bytes()
 
 
