@@ -4,8 +4,10 @@ The schemas are registered with the *server's* ``event_logger`` (as jupyter_serv
 jupyter-collaboration do); the lab receives the events through ``/api/events/subscribe``.
 Emitting never fails a tool call: a broken event is logged and dropped.
 
-Events cost nothing on a call's path: with nobody listening they are not even built, and
-otherwise they go out a few milliseconds later, in order — while the server waits for the
+Events cost nothing on a call's path: with nobody listening (no lab on the bus, the activity
+history turned off) they are not even built; the history (``history.py``) takes each event
+in memory and writes a finished call on a thread of its own. Events for the bus go out a few
+milliseconds later, in order — while the server waits for the
 kernel, not between a call's answer and the next request — each shape of event is
 validated against its schema once (``validation``), and an event skips
 ``EventLogger.emit``'s per-event deep copy and metadata validation (``emit``).
