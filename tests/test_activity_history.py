@@ -35,10 +35,12 @@ from .python_tool import run
 
 @pytest.fixture
 def jp_server_config(jp_server_config, request):
-    """The history on (the default), or off for the tests whose name says so."""
+    """The history on (the default), or off, or an authorizer, for the tests whose name says so."""
     config = Config(jp_server_config)
     if "turned_off" in request.node.name:
         config.XcshSettings.activity_history = False
+    if "without_contents_read" in request.node.name:
+        config.ServerApp.authorizer_class = "tests.fakes.NoContentsReadAuthorizer"
     return config
 
 
@@ -166,6 +168,18 @@ async def test_a_parameter_given_twice_is_a_400(jp_fetch):
         )
     assert info.value.code == 400
     assert "limit must be given once" in json.loads(info.value.response.body)["message"]
+
+
+async def test_a_request_without_a_token_is_refused(jp_fetch):
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("api", "xcsh", "activity", method="GET", headers={"Authorization": ""})
+    assert info.value.code in (401, 403)
+
+
+async def test_a_caller_without_contents_read_is_refused(jp_fetch, notebook_tool, notebooks):
+    status, body = await get_activity(jp_fetch)
+    assert status == 403
+    assert "not authorized to read on resource: contents" in body["message"]
 
 
 async def test_turned_off_keeps_nothing_and_answers_404(jp_fetch, jp_serverapp, notebook_tool):
@@ -318,7 +332,9 @@ def test_the_history_is_bounded_by_age(tmp_path):
         store.close()
 
 
-def test_two_stores_on_one_file_write_at_once(tmp_path):
+@pytest.mark.parametrize("round_", range(5))
+def test_two_stores_on_one_file_write_at_once(tmp_path, round_):
+    # A new file each round: two processes setting up one file at once is the narrowest race.
     db = str(tmp_path / "shared" / "h.sqlite")
     stores = [ActivityHistory(db, root=str(tmp_path), max_calls=0) for _ in range(2)]
     count = 150

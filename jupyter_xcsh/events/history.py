@@ -36,6 +36,10 @@ NO_STDIN_OUTPUT = "(output not kept in the activity history: the call read stdin
 MAX_CALL_EVENTS = 500
 #: Largest base64 image kept in a stored display event; a larger one keeps its size only.
 MAX_STORED_IMAGE = 64 * 1024
+#: Seconds a statement waits for another process's lock (SQLite's busy timeout).
+BUSY_TIMEOUT = 10.0
+#: Tries of one write when SQLite answers "locked" without waiting (e.g. while set up).
+WRITE_ATTEMPTS = 5
 #: Python calls followed at once (a call whose ``finished`` never comes is forgotten past it).
 MAX_OPEN_CALLS = 1000
 
@@ -147,33 +151,55 @@ class ActivityHistory:
             folder = os.path.dirname(self.db_path)
             if folder:
                 os.makedirs(folder, exist_ok=True)
-            db = sqlite3.connect(self.db_path, timeout=10.0, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
+            db = sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.executescript(_SCHEMA)
+            except BaseException:
+                db.close()  # set up again on the next attempt
+                raise
             self._db = db
         return self._db
 
     def _write(self, row: tuple[str, str, str, str | None, float], events: list[Any]) -> None:
         try:
             text = json.dumps(events, ensure_ascii=False, default=str)
-            db = self._connection()
-            db.execute("BEGIN IMMEDIATE")
+        except (TypeError, ValueError) as e:
+            log.warning("xcsh: could not keep a call in the activity history: %s", e)
+            return
+        for attempt in range(WRITE_ATTEMPTS):
             try:
-                db.execute(
-                    "INSERT INTO calls (root, call_id, kind, path, created, events)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (*row, text),
-                )
-                self._prune(db, row[4])
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-        except (sqlite3.Error, OSError, TypeError, ValueError) as e:
+                self._insert(row, text)
+                return
+            except sqlite3.OperationalError as e:
+                # Another process holds a lock SQLite does not wait for (setting up the file,
+                # a read turning into a write): try again shortly.
+                if attempt + 1 < WRITE_ATTEMPTS and _busy(e):
+                    time.sleep(0.05 * (attempt + 1))
+                    continue
+                error: Exception = e
+            except (sqlite3.Error, OSError) as e:
+                error = e
             log.warning(
-                "xcsh: could not keep a call in the activity history %s: %s", self.db_path, e
+                "xcsh: could not keep a call in the activity history %s: %s", self.db_path, error
             )
+            return
+
+    def _insert(self, row: tuple[str, str, str, str | None, float], text: str) -> None:
+        db = self._connection()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute(
+                "INSERT INTO calls (root, call_id, kind, path, created, events)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (*row, text),
+            )
+            self._prune(db, row[4])
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def _prune(self, db: sqlite3.Connection, now: float) -> None:
         if self.max_age > 0:
@@ -279,3 +305,9 @@ def _without_output(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             event = {**event, "result": {**event["result"], "text": NO_STDIN_OUTPUT}}
         kept.append(event)
     return kept
+
+
+def _busy(error: sqlite3.OperationalError) -> bool:
+    """Whether ``error`` is SQLite's "database is locked" / "busy" (worth another try)."""
+    text = str(error).lower()
+    return "locked" in text or "busy" in text
