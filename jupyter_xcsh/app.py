@@ -14,6 +14,7 @@ from traitlets import Instance
 
 from .events.activity import ActivityEvents
 from .events.emit import probe_event_emit
+from .events.history import ActivityHistory
 from .execution.inplace.kernels import NotebookKernels
 from .execution.inplace.service import InPlaceService
 from .execution.kernel.connection import probe_socket_views
@@ -23,6 +24,7 @@ from .execution.python.runner import ExecutionService
 from .fast_paths import FastPaths, probe_fast_paths
 from .files.search import FileSearch
 from .files.workspace import FileLimits, Workspace
+from .handlers import activity as activity_handlers
 from .handlers import artifacts as artifacts_handlers
 from .handlers import files as files_handlers
 from .handlers import kernel as kernel_handlers
@@ -68,6 +70,7 @@ ROUTE_MODULES = (
     run_handlers,
     files_handlers,
     kernel_handlers,
+    activity_handlers,
 )
 
 
@@ -115,7 +118,18 @@ class XcshApp(ExtensionApp):
             guard=SaveGuard(server.contents_manager, temporaries, install=fast.uses("save_guard")),
             pause_collector=settings.pause_collector,
         )
-        activity = ActivityEvents(server.event_logger, fast_emit=fast.uses("event_emit"))
+        history = None
+        if settings.activity_history:
+            history = ActivityHistory(
+                settings.activity_history_path
+                or os.path.join(server.data_dir, "xcsh", "activity.sqlite"),
+                root=server.root_dir,
+                max_calls=settings.activity_history_max_calls,
+                max_age=settings.activity_history_max_age,
+            )
+        activity = ActivityEvents(
+            server.event_logger, fast_emit=fast.uses("event_emit"), history=history
+        )
         artifact_store = ArtifactStore(
             server.root_dir,
             folder=settings.artifacts_dir,

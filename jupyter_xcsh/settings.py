@@ -106,6 +106,47 @@ class XcshSettings(Configurable):
         ),
     )
 
+    activity_history = Bool(
+        True,
+        config=True,
+        help=(
+            "Keep the activity panel's record of agents' calls (the payloads of the lab's "
+            "activity events; never stdin answers or passwords) in a SQLite file, served by "
+            "GET /api/xcsh/activity so that the panel comes back after a page reload or a "
+            "server restart (default True). False keeps nothing; the endpoint answers 404."
+        ),
+    )
+
+    activity_history_path = Unicode(
+        "",
+        config=True,
+        help=(
+            "The SQLite file of the activity history (default '': 'xcsh/activity.sqlite' in "
+            "the server's data directory, jupyter_core.paths.jupyter_data_dir()). Several "
+            "servers may share one file: each serves the calls of its own contents root."
+        ),
+    )
+
+    activity_history_max_calls = Int(
+        1000,
+        min=0,
+        config=True,
+        help=(
+            "Calls the activity history keeps per contents root (default 1000); the oldest "
+            "go first. 0 disables the count limit."
+        ),
+    )
+
+    activity_history_max_age = Int(
+        30 * 24 * 3600,
+        min=0,
+        config=True,
+        help=(
+            "Age, in seconds, after which a call leaves the activity history (default "
+            "2592000 = 30 days); 0 keeps calls until the count limit removes them."
+        ),
+    )
+
     stream_interval = Int(
         250,
         min=0,

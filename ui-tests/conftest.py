@@ -189,7 +189,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         lab_config["extra_labextensions_path"] = [str(extensions)]
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         mode = f"working tree {REPO}"
-    server_config: dict[str, Any] = {"LabApp": lab_config}
+    server_config: dict[str, Any] = {
+        "LabApp": lab_config,
+        # The activity history of this lab only, not the home directory's.
+        "XcshSettings": {"activity_history_path": str(base / "xcsh-activity.sqlite")},
+    }
     # XCSH_UI_AUTOENABLE=1: the server extension must be enabled by what the package installed
     # (its jupyter-config file), as on a user's machine; else it is enabled here.
     if os.environ.get("XCSH_UI_AUTOENABLE") != "1":

@@ -4,8 +4,10 @@ The schemas are registered with the *server's* ``event_logger`` (as jupyter_serv
 jupyter-collaboration do); the lab receives the events through ``/api/events/subscribe``.
 Emitting never fails a tool call: a broken event is logged and dropped.
 
-Events cost nothing on a call's path: with nobody listening they are not even built, and
-otherwise they go out a few milliseconds later, in order — while the server waits for the
+Events cost nothing on a call's path: with nobody listening (no lab on the bus, the activity
+history turned off) they are not even built; the history (``history.py``) takes each event
+in memory and writes a finished call on a thread of its own. Events for the bus go out a few
+milliseconds later, in order — while the server waits for the
 kernel, not between a call's answer and the next request — each shape of event is
 validated against its schema once (``validation``), and an event skips
 ``EventLogger.emit``'s per-event deep copy and metadata validation (``emit``).
@@ -26,6 +28,7 @@ from jupyter_events import EventLogger
 from ..execution.kernel.observer import ExecutionObserver
 from ..outputs.sanitize import sanitize
 from .emit import emit_event
+from .history import ActivityHistory
 from .validation import ShapeValidatedSchema
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
@@ -89,9 +92,19 @@ def event_source(source: Any) -> str | None:
 class ActivityEvents:
     """Emit the extension's events on the server's event logger."""
 
-    def __init__(self, event_logger: EventLogger | None, *, fast_emit: bool = True) -> None:
-        """Emit on ``event_logger``; ``fast_emit`` False: through ``EventLogger.emit`` only."""
+    def __init__(
+        self,
+        event_logger: EventLogger | None,
+        *,
+        fast_emit: bool = True,
+        history: ActivityHistory | None = None,
+    ) -> None:
+        """Emit on ``event_logger``; ``fast_emit`` False: through ``EventLogger.emit`` only.
+
+        ``history``: where every event is also kept (``history.py``), listened to or not.
+        """
         self.event_logger = event_logger
+        self.history = history
         self._fast = fast_emit
         self._queue: list[tuple[str, dict[str, Any]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None  # where the queue is emptied
@@ -104,7 +117,16 @@ class ActivityEvents:
                 event_logger.register_event_schema(schema)
 
     def listening(self, schema_id: str) -> bool:
-        """Whether an event of ``schema_id`` would reach anyone (a handler or a listener)."""
+        """Whether an event of ``schema_id`` would reach anyone (the history, a listener)."""
+        return self.history is not None or self._bus_listening(schema_id)
+
+    def redact(self, call_id: str) -> None:
+        """Keep no output text of the call ``call_id`` in the history (it reads stdin)."""
+        if self.history is not None:
+            self.history.redact(call_id)
+
+    def _bus_listening(self, schema_id: str) -> bool:
+        """Whether an event of ``schema_id`` would reach a handler or a listener of the bus."""
         logger = self.event_logger
         if logger is None:
             return False
@@ -128,6 +150,13 @@ class ActivityEvents:
         if not self.listening(schema_id):
             return
         payload = {k: v for k, v in data.items() if v is not None}
+        if self.history is not None:
+            try:
+                self.history.record(schema_id, payload)
+            except Exception:  # the history must never break the tool call it reports
+                log.warning("Could not keep an xcsh event of %s", schema_id, exc_info=True)
+            if not self._bus_listening(schema_id):
+                return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop (a plain script): at once
@@ -145,6 +174,8 @@ class ActivityEvents:
         self._closed = True
         self._emit_queued()
         await asyncio.sleep(0)  # the listeners' tasks take their turn while the loop runs
+        if self.history is not None:
+            await asyncio.to_thread(self.history.close)
 
     def _emit_queued(self) -> None:
         if self._timer is not None:
@@ -230,7 +261,12 @@ class PythonCallEvents(ExecutionObserver):
     """
 
     def __init__(
-        self, events: ActivityEvents, call_id: str | None = None, interval: float = 0.25
+        self,
+        events: ActivityEvents,
+        call_id: str | None = None,
+        interval: float = 0.25,
+        *,
+        reads_stdin: bool = False,
     ) -> None:
         self.events = events
         self.interval = interval
@@ -241,6 +277,8 @@ class PythonCallEvents(ExecutionObserver):
         self._last_chunk_event = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._finished = False
+        if reads_stdin:  # answers are echoed into the output: the history keeps none of it
+            events.redact(self.call_id)
 
     #: The schema of the events (a subclass reporting other calls has its own).
     schema: ClassVar[str] = PYTHON_SCHEMA

@@ -22,9 +22,15 @@ class RunCallEvents(PythonCallEvents):
     schema = RUN_SCHEMA
 
     def __init__(
-        self, events: ActivityEvents, call_id: str, path: str, interval: float = 0.25
+        self,
+        events: ActivityEvents,
+        call_id: str,
+        path: str,
+        interval: float = 0.25,
+        *,
+        reads_stdin: bool = False,
     ) -> None:
-        super().__init__(events, call_id, interval)
+        super().__init__(events, call_id, interval, reads_stdin=reads_stdin)
         self.path = path
 
     def _emit(self, event: str, **fields: Any) -> None:

@@ -107,7 +107,12 @@ class PythonTool:
         call_id: str,
     ) -> dict[str, Any]:
         with self.calls.running(control, call_id):
-            events = PythonCallEvents(self.activity, call_id, self.execution.stream_interval)
+            events = PythonCallEvents(
+                self.activity,
+                call_id,
+                self.execution.stream_interval,
+                reads_stdin=stdin.spec.mode in ("answers", "ask"),
+            )
             progress = events if observer is None else ObserverGroup(observer, events)
             return await self.execution.run(
                 request, progress, control, call_id=call_id, stdin=stdin

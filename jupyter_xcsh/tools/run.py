@@ -96,7 +96,13 @@ class RunTool:
     ) -> dict[str, Any]:
         request, accepted = run.request, run.accepted
         with self.calls.running(control, call_id):
-            events = RunCallEvents(self.activity, call_id, run.api_path, self.stream_interval)
+            events = RunCallEvents(
+                self.activity,
+                call_id,
+                run.api_path,
+                self.stream_interval,
+                reads_stdin=stdin.spec.mode in ("answers", "ask"),
+            )
             target = NotebookOutputs(
                 self.store,
                 request.notebook_path,

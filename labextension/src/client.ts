@@ -16,7 +16,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import { requestAPI } from './request';
+import { requestAPI, xcshUrl, XcshResponseError } from './request';
 import type { components, paths } from './restapi.generated';
 import type { IXcshClient } from './tokens';
 
@@ -674,6 +674,68 @@ export async function kernel(
 }
 
 /* ---------------------------------------------------------------------------
+ * Activity history: GET api/xcsh/activity
+ * ------------------------------------------------------------------------ */
+
+/**
+ * A page of the activity history: kept calls, oldest first.
+ */
+export type IActivityPage = JsonResponse<'/api/xcsh/activity', 'get', 200>;
+
+/**
+ * One call the activity history kept.
+ */
+export type IActivityEntry = Schemas['ActivityEntry'];
+
+/**
+ * Which calls of the activity history to read.
+ */
+export interface IActivityQuery {
+  /** Only the calls on this notebook. */
+  path?: string;
+  /** The `cursor` of a page read before: only the calls kept after it. */
+  since?: number;
+  /** Most calls in the page (1 to 1000; the server's default 200). */
+  limit?: number;
+}
+
+/**
+ * Read the calls the server's activity history kept (docs/contract.md §13).
+ *
+ * @param query - The filters.
+ * @param settings - The server settings.
+ * @returns The page; without `since`, the newest calls.
+ *
+ * @throws {XcshResponseError} 404 when the history is turned off.
+ */
+export async function activityHistory(
+  query: IActivityQuery,
+  settings: ServerConnection.ISettings
+): Promise<IActivityPage> {
+  const params = new URLSearchParams();
+  if (query.path !== undefined) {
+    params.set('path', query.path);
+  }
+  if (query.since !== undefined) {
+    params.set('since', String(query.since));
+  }
+  if (query.limit !== undefined) {
+    params.set('limit', String(query.limit));
+  }
+  const search = params.toString();
+  const url = xcshUrl(settings, 'activity') + (search ? `?${search}` : '');
+  const response = await ServerConnection.makeRequest(
+    url,
+    { method: 'GET' },
+    settings
+  );
+  if (!response.ok) {
+    throw await XcshResponseError.create(response);
+  }
+  return (await response.json()) as IActivityPage;
+}
+
+/* ---------------------------------------------------------------------------
  * The client object
  * ------------------------------------------------------------------------ */
 
@@ -746,6 +808,10 @@ export class XcshClient implements IXcshClient {
 
   kernel(request: IKernelRequest): Promise<IKernelResult> {
     return kernel(request, this.serverSettings);
+  }
+
+  activityHistory(query: IActivityQuery = {}): Promise<IActivityPage> {
+    return activityHistory(query, this.serverSettings);
   }
 }
 

@@ -8,6 +8,8 @@ import { Token } from '@lumino/coreutils';
 import type { ISignal } from '@lumino/signaling';
 
 import type {
+  IActivityPage,
+  IActivityQuery,
   IArtifactRange,
   IFilesRequest,
   IFilesResult,
@@ -97,6 +99,11 @@ export interface IXcshClient {
    * Inspect or control a python session's or a notebook's kernel.
    */
   kernel(request: IKernelRequest): Promise<IKernelResult>;
+
+  /**
+   * Read the calls the server's activity history kept (404 when it is off).
+   */
+  activityHistory(query?: IActivityQuery): Promise<IActivityPage>;
 }
 
 /**
@@ -155,6 +162,12 @@ export interface ICellMarks {
    * which is a person's change, not an agent's).
    */
   ignoreCall(callId: string): void;
+
+  /**
+   * Take one event of the server's activity history: its marks come back for
+   * cells that still hold what the agent left.
+   */
+  restore(emission: unknown): void;
 }
 
 /**

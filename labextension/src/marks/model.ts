@@ -44,6 +44,8 @@ interface IEntry {
   source: string | null;
   /** Whether the cell was seen holding that source. */
   confirmed: boolean;
+  /** Restored from the server's history: a cell not holding its source ends it. */
+  restored?: boolean;
 }
 
 /**
@@ -111,6 +113,31 @@ export class CellMarks implements ICellMarks {
   }
 
   /**
+   * Take one event of the server's activity history (a call made before this
+   * page was loaded): its marks come back for cells that still exist, by id,
+   * where no mark of this page is, and only while the cell holds what the
+   * agent left (a person's edit since ends the mark at once).
+   */
+  restore(emission: unknown): void {
+    const event = parseEmission(emission);
+    if (event?.kind !== 'notebook' || this._ignored.has(event.callId)) {
+      return;
+    }
+    for (const mark of marksForNotebookCall(event)) {
+      const key = keyOf(mark);
+      const existing = this._byPath.get(mark.path)?.get(key);
+      if (mark.cellId === null || (existing && !existing.restored)) {
+        continue; // by index another cell may hold it now; or a newer mark
+      }
+      this.add(mark);
+      const entry = this._byPath.get(mark.path)?.get(key);
+      if (entry !== undefined) {
+        entry.restored = true;
+      }
+    }
+  }
+
+  /**
    * Tell the marks what the cell of `mark` holds now.
    *
    * @param mark - A mark of {@link marksOf}.
@@ -131,7 +158,7 @@ export class CellMarks implements ICellMarks {
       entry.confirmed = true;
       return 'shown';
     }
-    if (!entry.confirmed || mark.cellId === null) {
+    if ((!entry.confirmed && !entry.restored) || mark.cellId === null) {
       // Not arrived yet; or, by index, another cell may hold that index now.
       return 'pending';
     }

@@ -77,7 +77,7 @@ export class UnreadBadge implements IDisposable {
   }
 
   private _onChanged(_: ActivityModel, change: ActivityChange): void {
-    if (change.type === 'added' && !this.panel.isVisible) {
+    if (change.type === 'added' && !change.restored && !this.panel.isVisible) {
       this._set(this._count + 1);
     }
   }

@@ -114,7 +114,12 @@ export type ActivityCall = INotebookCall | IPythonCall;
  * What changed in an activity model.
  */
 export type ActivityChange =
-  | { type: 'added'; id: string }
+  | {
+      type: 'added';
+      id: string;
+      /** Loaded from the server's history, not new activity. */
+      restored?: boolean;
+    }
   | { type: 'updated'; id: string }
   | { type: 'removed'; id: string };
 
@@ -198,6 +203,59 @@ export class ActivityModel {
       return this._applyNotebook(event);
     }
     return this._applyPython(event);
+  }
+
+  /**
+   * Add the calls of the server's activity history (`GET /api/xcsh/activity`
+   * entries, each with the events of one call) that the model does not
+   * have yet, each in its place by time; a call already here (it arrived
+   * live) is kept as it is, never doubled.
+   *
+   * Never throws: a malformed entry or event is dropped.
+   *
+   * @returns How many calls were added.
+   */
+  loadHistory(entries: readonly unknown[]): number {
+    const scratch = new ActivityModel({ maxCalls: Number.MAX_SAFE_INTEGER });
+    for (const entry of entries) {
+      if (typeof entry !== 'object' || entry === null) {
+        continue;
+      }
+      const { callId, events } = entry as Record<string, unknown>;
+      if (
+        typeof callId !== 'string' ||
+        this.get(callId) !== undefined ||
+        !Array.isArray(events)
+      ) {
+        continue;
+      }
+      for (const emission of events) {
+        // Only the entry's own call: an entry cannot change another one.
+        if (
+          typeof emission === 'object' &&
+          emission !== null &&
+          (emission as Record<string, unknown>).callId === callId
+        ) {
+          scratch.handleEmission(emission);
+        }
+      }
+    }
+    let added = 0;
+    // Oldest first, so that calls of the same time keep the server's order.
+    for (const call of [...scratch.calls].reverse()) {
+      if (this.get(call.id) !== undefined) {
+        continue;
+      }
+      let at = this._calls.findIndex(other => other.time <= call.time);
+      if (at < 0) {
+        at = this._calls.length;
+      }
+      this._calls.splice(at, 0, call);
+      this._changed.emit({ type: 'added', id: call.id, restored: true });
+      added++;
+    }
+    this._prune();
+    return added;
   }
 
   /**

@@ -27,6 +27,7 @@ import {
   CommandIDs,
   PALETTE_ITEMS
 } from './commands';
+import { loadHistory } from './history';
 import { ActivityModel, IPythonCall } from './model';
 import type { IOpenCell } from './revert';
 import { Reverter } from './reverter';
@@ -115,6 +116,8 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
     panel.disposed.connect(() =>
       app.serviceManager.events.stream.disconnect(onEmission)
     );
+    // What agents did before this page: the server's history, merged by callId.
+    void loadHistory(model, client, marks);
 
     loadSettings(
       settingRegistry,

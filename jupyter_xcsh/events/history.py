@@ -1,0 +1,313 @@
+"""The activity history: the lab's events of finished calls, kept in SQLite across restarts.
+
+What is kept is exactly what the lab was shown (docs/contract.md §13): the payloads of the
+activity events (``activity.py``, ``run.py``), one row per call — a notebook call's one event,
+or a python call's / run in place's events from ``started`` to ``finished``, with only the last
+output tail of each cell and without the ``outputs`` events a run sends to open notebooks. A
+call that read stdin (answers given, or asked) keeps no output text at all: the tools echo
+answers into the output as a terminal would. Passwords are never in any event.
+
+Several server processes may share one file (one home directory): the database is in WAL mode
+with a busy timeout, each write is one short transaction, and rows carry the server's contents
+root so that each server serves only its own. Every database operation runs on one worker
+thread of the store, never on the event loop; a failure is logged and never reaches a call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sqlite3
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["NO_STDIN_OUTPUT", "ActivityHistory", "HistoryPage"]
+
+log = logging.getLogger(__name__)
+
+#: The ``result.text`` kept for a call that read stdin (its output held the answers).
+NO_STDIN_OUTPUT = "(output not kept in the activity history: the call read stdin)"
+
+#: Most events kept for one python call (its later events, but ``finished``, are left out).
+MAX_CALL_EVENTS = 500
+#: Largest base64 image kept in a stored display event; a larger one keeps its size only.
+MAX_STORED_IMAGE = 64 * 1024
+#: Seconds a statement waits for another process's lock (SQLite's busy timeout).
+BUSY_TIMEOUT = 10.0
+#: Tries of one write when SQLite answers "locked" without waiting (e.g. while set up).
+WRITE_ATTEMPTS = 5
+#: Python calls followed at once (a call whose ``finished`` never comes is forgotten past it).
+MAX_OPEN_CALLS = 1000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    root TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    path TEXT,
+    created REAL NOT NULL,
+    events TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS calls_root_id ON calls (root, id);
+CREATE INDEX IF NOT EXISTS calls_created ON calls (created);
+"""
+
+_COLUMNS = "SELECT id, call_id, kind, path, created, events FROM calls"
+
+#: Event kind of each schema id's rows.
+_KINDS = {
+    "https://events.jupyter.org/jupyter_xcsh/notebook/v1": "notebook",
+    "https://events.jupyter.org/jupyter_xcsh/python/v1": "python",
+    "https://events.jupyter.org/jupyter_xcsh/run/v1": "run",
+}
+
+
+#: One answer of ``GET /api/xcsh/activity``: ``{entries, cursor, more}``.
+HistoryPage = dict[str, Any]
+
+
+class ActivityHistory:
+    """The history of one server's calls in a SQLite file, bounded by count and age.
+
+    ``root`` is the server's contents root (rows of other servers sharing the file are not
+    served); ``max_calls`` (0: no bound) and ``max_age`` seconds (0: no bound) are applied on
+    every write.
+    """
+
+    def __init__(
+        self, db_path: str, *, root: str, max_calls: int = 1000, max_age: float = 0
+    ) -> None:
+        self.db_path = db_path
+        self.root = os.path.realpath(root)
+        self.max_calls = max_calls
+        self.max_age = max_age
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xcsh-history")
+        self._db: sqlite3.Connection | None = None  # used on the worker thread only
+        self._open: dict[str, list[dict[str, Any]]] = {}  # python calls until finished
+        self._redact: set[str] = set()
+
+    # -- recording (the event loop's thread: cheap) ------------------------------------------
+    def record(self, schema_id: str, payload: dict[str, Any]) -> Future[None] | None:
+        """Take one event as emitted; a finished call is written (on the worker thread).
+
+        ``payload`` is not changed (the lab's listeners receive the same dict).
+        """
+        kind = _KINDS.get(schema_id)
+        call_id = payload.get("callId")
+        if kind is None or not isinstance(call_id, str):
+            return None
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+        emission = {"schema_id": schema_id, "version": 1, "__timestamp__": stamp, **payload}
+        if kind == "notebook":
+            return self._submit(call_id, kind, payload.get("path"), [emission])
+        event = payload.get("event")
+        if event == "outputs":  # a run's outputs for open notebooks: not the panel's
+            return None
+        events = self._open.get(call_id)
+        if events is None:
+            if len(self._open) >= MAX_OPEN_CALLS:  # forget the oldest call never finished
+                oldest = next(iter(self._open))
+                del self._open[oldest]
+                self._redact.discard(oldest)
+            events = self._open[call_id] = []
+        if event == "chunk":  # only the latest tail of a cell is worth keeping
+            cell = payload.get("cellIndex")
+            events[:] = [e for e in events if e.get("event") != "chunk" or e["cellIndex"] != cell]
+        if event == "display":
+            emission = _small_display(emission)
+        if event == "finished" or len(events) < MAX_CALL_EVENTS:
+            events.append(emission)
+        if event != "finished":
+            return None
+        del self._open[call_id]
+        if call_id in self._redact:
+            self._redact.discard(call_id)
+            events = _without_output(events)
+        return self._submit(call_id, kind, payload.get("path"), events)
+
+    def redact(self, call_id: str) -> None:
+        """Keep no output text of the call ``call_id`` (it reads stdin)."""
+        self._redact.add(call_id)
+        if len(self._redact) > MAX_OPEN_CALLS:
+            self._redact.pop()
+
+    def _submit(
+        self, call_id: str, kind: str, path: Any, events: list[dict[str, Any]]
+    ) -> Future[None] | None:
+        row = (self.root, call_id, kind, path if isinstance(path, str) else None, time.time())
+        try:
+            return self._executor.submit(self._write, row, events)
+        except RuntimeError:  # closed: the server is stopping
+            return None
+
+    # -- the worker thread --------------------------------------------------------------------
+    def _connection(self) -> sqlite3.Connection:
+        if self._db is None:
+            folder = os.path.dirname(self.db_path)
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+            db = sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.executescript(_SCHEMA)
+            except BaseException:
+                db.close()  # set up again on the next attempt
+                raise
+            self._db = db
+        return self._db
+
+    def _write(self, row: tuple[str, str, str, str | None, float], events: list[Any]) -> None:
+        try:
+            text = json.dumps(events, ensure_ascii=False, default=str)
+        except (TypeError, ValueError) as e:
+            log.warning("xcsh: could not keep a call in the activity history: %s", e)
+            return
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                self._insert(row, text)
+                return
+            except sqlite3.OperationalError as e:
+                # Another process holds a lock SQLite does not wait for (setting up the file,
+                # a read turning into a write): try again shortly.
+                if attempt + 1 < WRITE_ATTEMPTS and _busy(e):
+                    time.sleep(0.05 * (attempt + 1))
+                    continue
+                error: Exception = e
+            except (sqlite3.Error, OSError) as e:
+                error = e
+            log.warning(
+                "xcsh: could not keep a call in the activity history %s: %s", self.db_path, error
+            )
+            return
+
+    def _insert(self, row: tuple[str, str, str, str | None, float], text: str) -> None:
+        db = self._connection()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute(
+                "INSERT INTO calls (root, call_id, kind, path, created, events)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (*row, text),
+            )
+            self._prune(db, row[4])
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _prune(self, db: sqlite3.Connection, now: float) -> None:
+        if self.max_age > 0:
+            db.execute("DELETE FROM calls WHERE created < ?", (now - self.max_age,))
+        if self.max_calls > 0:
+            db.execute(
+                "DELETE FROM calls WHERE root = ? AND id <= (SELECT id FROM calls WHERE root = ?"
+                " ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                (self.root, self.root, self.max_calls),
+            )
+
+    def _query(self, path: str | None, since: int | None, limit: int) -> HistoryPage:
+        db = self._connection()
+        where = "root = ?"
+        args: list[Any] = [self.root]
+        if path is not None:
+            where += " AND path = ?"
+            args.append(path)
+        if self.max_age > 0:
+            where += " AND created >= ?"
+            args.append(time.time() - self.max_age)
+        if since is None:  # the newest `limit`, oldest first
+            sql = f"SELECT * FROM ({_COLUMNS} WHERE {where} ORDER BY id DESC LIMIT ?) ORDER BY id"
+            rows = db.execute(sql, (*args, limit + 1)).fetchall()
+            more = len(rows) > limit
+            rows = rows[1:] if more else rows
+        else:
+            sql = f"{_COLUMNS} WHERE {where} AND id > ? ORDER BY id LIMIT ?"
+            rows = db.execute(sql, (*args, since, limit + 1)).fetchall()
+            more = len(rows) > limit
+            rows = rows[:limit]
+        entries = [
+            {
+                "id": row[0],
+                "callId": row[1],
+                "kind": row[2],
+                "path": row[3],
+                "time": datetime.fromtimestamp(row[4], UTC).isoformat(timespec="milliseconds"),
+                "events": json.loads(row[5]),
+            }
+            for row in rows
+        ]
+        cursor = entries[-1]["id"] if entries else since or 0
+        return {"entries": entries, "cursor": cursor, "more": more}
+
+    # -- the API ---------------------------------------------------------------------------
+    async def query(
+        self, path: str | None = None, since: int | None = None, limit: int = 200
+    ) -> HistoryPage:
+        """The calls kept, oldest first: after the cursor ``since``, or else the newest ones.
+
+        ``more`` says that calls beyond the page exist (after it with ``since``; before it
+        without); ``cursor`` is the id of the page's last entry (``since`` for an empty page).
+        """
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._query, path, since, limit)
+
+    def query_sync(
+        self, path: str | None = None, since: int | None = None, limit: int = 200
+    ) -> HistoryPage:
+        """``query`` from a thread other than the event loop's (tests, scripts)."""
+        return self._executor.submit(self._query, path, since, limit).result()
+
+    def flush(self) -> None:
+        """Wait until every write submitted so far is done."""
+        self._executor.submit(lambda: None).result()
+
+    def close(self) -> None:
+        """Finish the writes submitted, then close the file (calls still running are lost)."""
+        self._open.clear()
+
+        def _close() -> None:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+        try:
+            self._executor.submit(_close)
+        except RuntimeError:
+            return
+        self._executor.shutdown(wait=True)
+
+
+def _small_display(emission: dict[str, Any]) -> dict[str, Any]:
+    """A display event with a large image's data left out (its size and artifact stay)."""
+    display = emission.get("display")
+    if not isinstance(display, dict) or display.get("kind") != "image":
+        return emission
+    data = display.get("data")
+    if not isinstance(data, str) or len(data) <= MAX_STORED_IMAGE:
+        return emission
+    return {**emission, "display": {k: v for k, v in display.items() if k != "data"}}
+
+
+def _without_output(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A stdin-reading call's events without any output text (it held the answers)."""
+    kept: list[dict[str, Any]] = []
+    for event in events:
+        name = event.get("event")
+        if name in ("chunk", "display"):
+            continue
+        if name == "finished" and isinstance(event.get("result"), dict):
+            event = {**event, "result": {**event["result"], "text": NO_STDIN_OUTPUT}}
+        kept.append(event)
+    return kept
+
+
+def _busy(error: sqlite3.OperationalError) -> bool:
+    """Whether ``error`` is SQLite's "database is locked" / "busy" (worth another try)."""
+    text = str(error).lower()
+    return "locked" in text or "busy" in text
