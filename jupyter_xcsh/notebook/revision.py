@@ -61,8 +61,18 @@ def notebook_revision(keys: Iterable[CellKey]) -> str:
     The list is serialised as compact JSON (``separators=(",", ":")``, non-ASCII kept), so a
     client can compute the same value.
     """
-    entries = [
-        [key.cell_id if key.cell_id is not None else index, key.cell_type, _digest(key.source)]
-        for index, key in enumerate(keys)
-    ]
-    return _digest(json.dumps(entries, ensure_ascii=False, separators=(",", ":")))
+    return revision_of_entries([revision_entry(index, key) for index, key in enumerate(keys)])
+
+
+def revision_entry(index: int, key: CellKey) -> str:
+    """One cell's ``[id or index, cell_type, sourceHash]`` as ``notebook_revision`` writes it.
+
+    A cell with an id has the same entry wherever it is: a document may keep it (``document.py``).
+    """
+    entry = [key.cell_id if key.cell_id is not None else index, key.cell_type, _digest(key.source)]
+    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+
+
+def revision_of_entries(entries: list[str]) -> str:
+    """``notebook_revision`` of the cells whose ``revision_entry`` are ``entries``, in order."""
+    return _digest("[" + ",".join(entries) + "]")
