@@ -17,7 +17,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 from .outputs import splice_members, stored_outputs
-from .revision import CellKey, cell_key, revision_entry, revision_of_entries
+from .revision import CellKey, CellKeys, cell_key, revision_entry, revision_of_entries
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -197,9 +197,9 @@ class NotebookDocument:
         metadata = self.data.get("metadata")
         return metadata if isinstance(metadata, dict) else {}
 
-    def cell_keys(self) -> list[CellKey]:
-        """Each cell's id, type and joined source."""
-        return list(self._cell_keys())
+    def cell_keys(self) -> CellKeys:
+        """Each cell's id, type and joined source (with the notebook's revision)."""
+        return CellKeys(self._cell_keys(), self.revision())
 
     def _cell_keys(self) -> list[CellKey]:
         if self._keys is None:
