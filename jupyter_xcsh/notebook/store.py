@@ -183,9 +183,13 @@ class NotebookStore:
         self.cache.put(key, entry)
 
     def _release(self, document: NotebookDocument) -> None:
-        """After a large parsed notebook was dropped: give its memory back to the system."""
+        """After a large notebook was parsed, saved or dropped: give freed memory back.
+
+        Its text, the saved text and the parse's garbage are tens of megabytes that glibc
+        would otherwise keep (``memory.py``); the trim runs on another thread, after the call.
+        """
         if self.trim_memory and document.size >= TRIM_AFTER_CHARS:
-            release_freed_memory()
+            asyncio.get_running_loop().run_in_executor(None, release_freed_memory)
 
     async def _load_once(self, api_path: str, path: str) -> _Loaded:
         """Read and parse the notebook; raise ``_Unreadable`` when it is not notebook JSON."""
@@ -250,7 +254,9 @@ class NotebookStore:
     ) -> _Outcome:
         loaded = await self._load(api_path, key, path)
         self._keep_loaded(key, loaded)
-        return _Outcome(look(loaded.document), "file", _timestamp(loaded.last_modified))
+        outcome = _Outcome(look(loaded.document), "file", _timestamp(loaded.last_modified))
+        self._release(loaded.document)  # the parse's garbage
+        return outcome
 
     def _keep_loaded(self, key: str, loaded: _Loaded) -> None:
         if loaded.stamp is not None:
@@ -423,11 +429,13 @@ class NotebookStore:
         the load (never on the ``final`` attempt, which holds the file's save lock throughout).
         """
         with self._collection_paused():  # the parsed file is freed before the collector resumes
-            return await self._change_loaded_file(api_path, key, path, mutate, final)
+            outcome, document = await self._change_loaded_file(api_path, key, path, mutate, final)
+        self._release(document)
+        return outcome
 
     async def _change_loaded_file(
         self, api_path: str, key: str, path: str, mutate: Callable[[CellDocument], T], final: bool
-    ) -> _Outcome | None:
+    ) -> tuple[_Outcome | None, NotebookDocument]:
         # The kept document leaves the cache while it is changed: it comes back once saved.
         kept = self._kept(api_path, key, take=True)
         if kept is None:
@@ -450,13 +458,13 @@ class NotebookStore:
         if not document.changed:
             if kept.stamp is not None:
                 self._keep(key, kept)
-            return _Outcome(value, "file", _timestamp(kept.last_modified))
+            return _Outcome(value, "file", _timestamp(kept.last_modified)), document
         if not final and await self._live_document(api_path) is not None:
-            return None  # a room opened meanwhile: change its document instead
+            return None, document  # a room opened meanwhile: change its document instead
         text = await asyncio.to_thread(document.dumps)
         async with self.guard.holding(key):
             if not final and not await self._unchanged(api_path, kept.last_modified):
-                return None  # saved by someone else since the load: start from their version
+                return None, document  # saved by someone else since: start from their version
             trusted = self.trust.is_trusted(before)
             after = None
             if trusted:
@@ -482,7 +490,7 @@ class NotebookStore:
                         untrusted_in,
                     )
                     self._keep(key, entry)
-        return _Outcome(value, "file", _timestamp(saved.get("last_modified")))
+        return _Outcome(value, "file", _timestamp(saved.get("last_modified"))), document
 
     async def _unchanged(self, api_path: str, last_modified: Any) -> bool:
         try:
