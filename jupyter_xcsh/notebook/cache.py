@@ -115,7 +115,8 @@ class CachedNotebook:
     """A parsed notebook as its file was when ``stamp`` was noted."""
 
     document: NotebookDocument
-    stamp: FileStamp
+    #: None: the file's status is not known (not a file): the entry is never kept.
+    stamp: FileStamp | None
     #: The contents manager's ``last_modified`` of that file.
     last_modified: Any
     #: The notary's signature of this content, when known.
@@ -160,7 +161,7 @@ class NotebookCache:
         entry = self._entries.get(key)
         if entry is None:
             return None
-        if stamp is None or not entry.stamp.same_file(stamp):
+        if stamp is None or entry.stamp is None or not entry.stamp.same_file(stamp):
             self.drop(key)
             return None
         self._entries.move_to_end(key)
@@ -178,7 +179,7 @@ class NotebookCache:
         """Keep ``entry`` for ``key`` (replacing any), unless its stamp is racy or it is too big."""
         self.drop(key)
         size = entry.size
-        if entry.stamp.racy or size > self.max_bytes:
+        if entry.stamp is None or entry.stamp.racy or size > self.max_bytes:
             return
         self._entries[key] = entry
         self._sizes[key] = size

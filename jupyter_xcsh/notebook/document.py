@@ -202,10 +202,13 @@ class NotebookDocument:
         return CellKeys(self._cell_keys(), self.revision())
 
     def _cell_keys(self) -> list[CellKey]:
-        if self._keys is None:
-            self._keys = [cell_key(cell) for cell in self.cells]
-            self._entries = [None] * len(self._keys)
-        return self._keys
+        keys = self._keys
+        if keys is None:
+            keys = [cell_key(cell) for cell in self.cells]
+            # Entries first: a reader on another thread that sees the keys sees their entries.
+            self._entries = [None] * len(keys)
+            self._keys = keys
+        return keys
 
     def revision(self) -> str:
         """The notebook's revision (``revision.notebook_revision`` of its cells' keys)."""

@@ -259,8 +259,7 @@ class NotebookStore:
         return outcome
 
     def _keep_loaded(self, key: str, loaded: _Loaded) -> None:
-        if loaded.stamp is not None:
-            self._keep(key, CachedNotebook(loaded.document, loaded.stamp, loaded.last_modified))
+        self._keep(key, CachedNotebook(loaded.document, loaded.stamp, loaded.last_modified))
 
     async def read(
         self, request: NotebookRequest, code_of: Callable[[int], str | None] | None = None
@@ -440,7 +439,7 @@ class NotebookStore:
         kept = self._kept(api_path, key, take=True)
         if kept is None:
             loaded = await self._load(api_path, key, path)
-            kept = CachedNotebook(loaded.document, loaded.stamp, loaded.last_modified)  # type: ignore[arg-type]
+            kept = CachedNotebook(loaded.document, loaded.stamp, loaded.last_modified)
         document = kept.document
         # Whether the notebook was trusted before the change: the signature is known when the
         # tool signed this content; it need not be computed when this content was found not
@@ -456,8 +455,7 @@ class NotebookStore:
             self._release(document)  # half changed, or unchanged: dropped either way
             raise
         if not document.changed:
-            if kept.stamp is not None:
-                self._keep(key, kept)
+            self._keep(key, kept)
             return _Outcome(value, "file", _timestamp(kept.last_modified)), document
         if not final and await self._live_document(api_path) is not None:
             return None, document  # a room opened meanwhile: change its document instead
