@@ -2,7 +2,10 @@
 
 Compares, in the same run, the p50 of an edit through the endpoint of a real Jupyter Server
 against the floor `json.loads` + `json.dumps` of the same file (one floor run before each edit,
-so both see the same machine load), and prints the ratio (target: <= 1.5x the floor). Where
+so both see the same machine load), and prints the ratio (target: <= 1.5x the floor). It also
+times batches of 100 edits (one call each) and reports the server's resident size (RSS) before
+the edits, at its peak and after them (edits reuse the notebook the tool last wrote while the
+file is unchanged: ``jupyter_xcsh/notebook/cache.py``). Where
 jupyter-collaboration is installed it also measures the live-document path: the same edit while
 a collaboration room has the notebook open (a Yjs client joined over the websocket), which
 changes the shared document instead of the file.
@@ -112,6 +115,32 @@ def post(port: int, token: str, body: dict[str, object]) -> dict[str, object]:
         return json.loads(response.read())  # type: ignore[no-any-return]
 
 
+def rss_mb(pid: int) -> float:
+    """The resident size of process ``pid`` in MB (Linux; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def time_batches(port: int, token: str, cell: int, runs: int, size: int = 100) -> list[float]:
+    """Send ``runs`` batches of ``size`` edits of cells from ``cell`` on; each call's seconds."""
+    samples = []
+    for i in range(runs):
+        changes = [
+            {"action": "edit", "cell_index": cell + k, "content": f"batch = {i, k}"}
+            for k in range(size)
+        ]
+        start = time.perf_counter()
+        post(port, token, {"notebook_path": "big.ipynb", "changes": changes})
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
 def p50(samples: list[float]) -> float:
     """Median, in milliseconds."""
     return statistics.median(samples) * 1000
@@ -201,12 +230,17 @@ def time_floor(path: str, runs: int, *, serialise: bool) -> list[float]:
     return samples
 
 
+#: The process id of the server ``serving`` started, by port.
+SERVERS: dict[int, int] = {}
+
+
 @contextlib.contextmanager
 def serving(root: str, options: tuple[str, ...] = ()) -> Iterator[tuple[int, str]]:
     """A Jupyter Server with the extension on ``root`` (``start_server``): its port and token."""
     port, token = free_port(), secrets.token_hex(16)
     state = tempfile.TemporaryDirectory()  # the collaboration databases, outside the root
     server = start_server(root, port, token, state.name, options)
+    SERVERS[port] = server.pid
     try:
         yield port, token
     finally:
@@ -230,16 +264,19 @@ def main() -> None:
         live: list[float] = []
         with serving(root, options) as (port, token):
             middle = args.cells // 2 + 1
+            pid = SERVERS[port]
+            rss_start = rss_mb(pid)
             post(port, token, {"action": "read", "notebook_path": "big.ipynb", "max_chars": 1000})
+            rss_peak = [rss_mb(pid)]
+
+            def floor_then_rss() -> None:
+                floor.extend(time_floor(path, 1, serialise=True))
+                rss_peak.append(rss_mb(pid))
+
             # The floor's runs alternate with the edits: both see the same machine load.
-            ours = time_edits(
-                port,
-                token,
-                middle,
-                args.runs,
-                "file",
-                between=lambda: floor.extend(time_floor(path, 1, serialise=True)),
-            )
+            ours = time_edits(port, token, middle, args.runs, "file", between=floor_then_rss)
+            rss_after = rss_mb(pid)
+            batches = time_batches(port, token, 1, max(5, args.runs // 3))
             if has_collaboration():
                 start = time.perf_counter()
                 with room(port, token):
@@ -254,6 +291,11 @@ def main() -> None:
     print(f"edit, file (no room open)         p50 {p50(ours):8.1f} ms")
     print(
         f"ratio file edit/floor                 {p50(ours) / p50(floor):8.2f}x  (target <= 1.50x)"
+    )
+    print(f"batch of 100 edits, file          p50 {p50(batches):8.1f} ms")
+    print(
+        f"server RSS: {rss_start:.0f} MB at start, {max(rss_peak):.0f} MB at most, "
+        f"{rss_after:.0f} MB after {args.runs} edits (+{rss_after - rss_start:.0f} MB)"
     )
     if live:
         print(f"edit, live document (room open)   p50 {p50(live):8.1f} ms")

@@ -117,6 +117,8 @@ class XcshApp(ExtensionApp):
             live=LiveDocuments(server.web_app.settings),
             guard=SaveGuard(server.contents_manager, temporaries, install=fast.uses("save_guard")),
             pause_collector=settings.pause_collector,
+            cache_bytes=settings.notebook_cache_bytes,
+            trim_memory=settings.trim_memory,
         )
         history = None
         if settings.activity_history:

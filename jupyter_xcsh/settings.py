@@ -280,6 +280,20 @@ class XcshSettings(Configurable):
         ),
     )
 
+    notebook_cache_bytes = Int(
+        128 * 1024 * 1024,
+        config=True,
+        help=(
+            "The notebooks the tool last read or wrote are kept parsed, and reused while their "
+            "file is unchanged since (the file's device, inode, size, times and permissions; "
+            "any save through the contents manager forgets it), so repeated edits of a large "
+            "notebook skip its parse and signature. At most one per file, the least recently "
+            "used dropped past this many characters of notebook text (default 128 MiB; a kept "
+            "notebook costs about twice its size in memory). 0 keeps none. Only for contents "
+            "managers that keep files, with guard_saves on."
+        ),
+    )
+
     trim_memory = Bool(
         True,
         config=True,

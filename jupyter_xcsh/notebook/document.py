@@ -17,7 +17,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 from .outputs import splice_members, stored_outputs
-from .revision import CellKey, cell_key
+from .revision import CellKey, CellKeys, cell_key, revision_entry, revision_of_entries
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -101,12 +101,20 @@ class NotebookDocument:
     """A notebook held as its exact JSON text plus the parsed cells, edited cell by cell."""
 
     def __init__(self, text: str, data: dict[str, Any], layout: _CellsArray, key_sep: str):
-        self._text = text
+        # Only the text around the cells array is kept (each cell's text is in the layout):
+        # a document kept between edits (``cache.py``) holds one copy of the notebook's text.
+        self._head = text[: layout.open_end]
+        self._tail = text[layout.close_start :]
         self.data = data
         self._layout = layout
         self._key_sep = key_sep
         #: Whether an edit was made since the text was parsed.
         self.changed = False
+        # Each cell's key, and its entry in the revision when the cell has an id (an entry
+        # does not depend on where such a cell is): kept so that each change of a batch
+        # hashes only the cells it changed. None until first asked for.
+        self._keys: list[CellKey] | None = None
+        self._entries: list[str | None] = []
 
     # -- parsing -----------------------------------------------------------------------------
 
@@ -189,21 +197,74 @@ class NotebookDocument:
         metadata = self.data.get("metadata")
         return metadata if isinstance(metadata, dict) else {}
 
-    def cell_keys(self) -> list[CellKey]:
-        """Each cell's id, type and joined source."""
-        return [cell_key(cell) for cell in self.cells]
+    def cell_keys(self) -> CellKeys:
+        """Each cell's id, type and joined source (with the notebook's revision)."""
+        return CellKeys(self._cell_keys(), self.revision())
+
+    def _cell_keys(self) -> list[CellKey]:
+        keys = self._keys
+        if keys is None:
+            keys = [cell_key(cell) for cell in self.cells]
+            # Entries first: a reader on another thread that sees the keys sees their entries.
+            self._entries = [None] * len(keys)
+            self._keys = keys
+        return keys
+
+    def revision(self) -> str:
+        """The notebook's revision (``revision.notebook_revision`` of its cells' keys)."""
+        keys = self._cell_keys()
+        entries = self._entries
+        if None not in entries:  # every cell has an id and was hashed before
+            return revision_of_entries(entries)  # type: ignore[arg-type]
+        parts = []
+        for index, key in enumerate(keys):
+            entry = entries[index]
+            if entry is None:
+                entry = revision_entry(index, key)
+                if key.cell_id is not None:
+                    entries[index] = entry
+            parts.append(entry)
+        return revision_of_entries(parts)
+
+    def _keyed(self, index: int, cell: Any, *, insert: bool = False) -> None:
+        """Note a cell replaced (or inserted) at ``index`` in the kept keys."""
+        if self._keys is None:
+            return
+        if insert:
+            self._keys.insert(index, cell_key(cell))
+            self._entries.insert(index, None)
+        else:
+            self._keys[index] = cell_key(cell)
+            self._entries[index] = None
 
     def dumps(self) -> str:
         """Return the notebook's text with every edit applied."""
         layout = self._layout
-        parts = [self._text[: layout.open_end], layout.lead]
+        parts = [self._head, layout.lead]
         for i, item in enumerate(layout.items):
             if i:
                 parts.append(layout.seps[i - 1])
             parts.append(item)
         parts.append(layout.trail)
-        parts.append(self._text[layout.close_start :])
+        parts.append(self._tail)
         return "".join(parts)
+
+    def saved(self) -> None:
+        """Note that the text with every edit applied (``dumps``) is now the file's."""
+        self.changed = False
+
+    @property
+    def size(self) -> int:
+        """The length of the notebook's text, in characters (what keeping it costs, roughly)."""
+        layout = self._layout
+        return (
+            len(self._head)
+            + len(self._tail)
+            + len(layout.lead)
+            + len(layout.trail)
+            + sum(map(len, layout.items))
+            + sum(map(len, layout.seps))
+        )
 
     # -- editing -----------------------------------------------------------------------------
 
@@ -211,6 +272,7 @@ class NotebookDocument:
         """Replace the cell at ``index``."""
         self.changed = True
         self.cells[index] = cell
+        self._keyed(index, cell)
         self._layout.items[index] = self._serialise(cell)
 
     def insert(self, index: int, cell: dict[str, Any]) -> None:
@@ -225,6 +287,7 @@ class NotebookDocument:
         else:
             layout.seps.insert(min(index, len(layout.seps)), self._typical_sep())
         self.cells.insert(index, cell)
+        self._keyed(index, cell, insert=True)
         layout.items.insert(index, self._serialise(cell))
 
     def delete(self, index: int) -> dict[str, Any]:
@@ -232,6 +295,9 @@ class NotebookDocument:
         self.changed = True
         layout = self._layout
         removed: dict[str, Any] = self.cells.pop(index)
+        if self._keys is not None:
+            del self._keys[index]
+            del self._entries[index]
         del layout.items[index]
         if layout.seps:
             del layout.seps[min(index, len(layout.seps) - 1)]
@@ -276,7 +342,7 @@ class NotebookDocument:
 
     def _indent_unit(self) -> str | None:
         """The file's indentation step, or None for single-line (compact) JSON."""
-        text = self._text
+        text = self._head  # the text up to the cells array's '[' holds the first key
         first = _skip(text, _skip(text, 0) + 1)
         gap = text[_skip(text, 0) + 1 : first]
         if "\n" not in gap:

@@ -14,6 +14,7 @@ agent to read again. Changes made while no agent looked are seen as one step.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import OrderedDict, deque
 from collections.abc import Sequence
@@ -43,9 +44,9 @@ class Step:
     agent: str = ""  # the identity of the agent, for ``by == "agent"``
     at: float = 0.0
 
-    @property
+    @functools.cached_property
     def chars(self) -> int:
-        """The characters of its sources (what it costs to keep)."""
+        """The characters of its sources (what it costs to keep; counted once)."""
         return sum(len(key.source) for key in self.keys)
 
 

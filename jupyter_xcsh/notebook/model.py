@@ -67,7 +67,14 @@ def index_of_id(document: CellDocument, cell_id: str) -> int | None:
 
 
 def revision_of(document: CellDocument) -> str:
-    """The notebook's current revision (docs/contract.md §3.1)."""
+    """The notebook's current revision (docs/contract.md §3.1).
+
+    A document that keeps its cells' revision entries between changes (``NotebookDocument``)
+    computes it from them.
+    """
+    revision = getattr(document, "revision", None)
+    if callable(revision):
+        return str(revision())
     return notebook_revision(document.cell_keys())
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..errors import ConflictError, InvalidRequestError
-from .model import CellDocument
+from .model import CellDocument, revision_of
 from .request import NotebookRequest
 from .revision import notebook_revision, source_hash
 
@@ -75,7 +75,7 @@ def check_notebook_revision(
     """
     if expected is None:
         return
-    found = notebook_revision(document.cell_keys())
+    found = revision_of(document)
     if found != expected:
         raise ConflictError(
             f"Notebook changed since it was read (expected revision {expected}, found {found}): "

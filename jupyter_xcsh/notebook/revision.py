@@ -25,6 +25,23 @@ class CellKey(NamedTuple):
     source: str
 
 
+class CellKeys(tuple[CellKey, ...]):
+    """Every cell's key, in order, with the notebook's revision already computed.
+
+    What ``NotebookDocument.cell_keys`` returns: its revision comes from the cells' entries the
+    document keeps, so ``notebook_revision`` of it (the tool's history, on every change) costs
+    nothing.
+    """
+
+    revision: str
+
+    def __new__(cls, keys: Iterable[CellKey], revision: str) -> CellKeys:
+        """``keys`` whose ``notebook_revision`` is ``revision``."""
+        self = super().__new__(cls, keys)
+        self.revision = revision
+        return self
+
+
 def source_text(source: Any) -> str:
     """A cell source as one string: nbformat's list of lines joined, a string as it is."""
     if isinstance(source, list):
@@ -61,8 +78,20 @@ def notebook_revision(keys: Iterable[CellKey]) -> str:
     The list is serialised as compact JSON (``separators=(",", ":")``, non-ASCII kept), so a
     client can compute the same value.
     """
-    entries = [
-        [key.cell_id if key.cell_id is not None else index, key.cell_type, _digest(key.source)]
-        for index, key in enumerate(keys)
-    ]
-    return _digest(json.dumps(entries, ensure_ascii=False, separators=(",", ":")))
+    if isinstance(keys, CellKeys):
+        return keys.revision
+    return revision_of_entries([revision_entry(index, key) for index, key in enumerate(keys)])
+
+
+def revision_entry(index: int, key: CellKey) -> str:
+    """One cell's ``[id or index, cell_type, sourceHash]`` as ``notebook_revision`` writes it.
+
+    A cell with an id has the same entry wherever it is: a document may keep it (``document.py``).
+    """
+    entry = [key.cell_id if key.cell_id is not None else index, key.cell_type, _digest(key.source)]
+    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+
+
+def revision_of_entries(entries: list[str]) -> str:
+    """``notebook_revision`` of the cells whose ``revision_entry`` are ``entries``, in order."""
+    return _digest("[" + ",".join(entries) + "]")

@@ -40,8 +40,9 @@ import re
 import stat
 import tempfile
 import threading
+import time
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextvars import ContextVar
 from typing import IO, Any
 
@@ -51,6 +52,10 @@ from jupyter_core.utils import ensure_async
 _HELD: ContextVar[frozenset[str]] = ContextVar("xcsh_held_save_locks", default=frozenset())
 #: The real path the current task is saving atomically, if any.
 _REPLACING: ContextVar[str | None] = ContextVar("xcsh_replacing_path", default=None)
+#: Where the current task's atomic save notes the status of the file it wrote (and when).
+_WRITTEN: ContextVar[list[tuple[os.stat_result, int]] | None] = ContextVar(
+    "xcsh_written_status", default=None
+)
 
 
 def _umask() -> int:
@@ -216,6 +221,10 @@ def replacing_file(
             yield stream
             stream.flush()
             os.fsync(stream.fileno())
+            written = _WRITTEN.get()
+            if written is not None:  # the status of the file as it will be once renamed
+                noted = time.time_ns()
+                written.append((os.fstat(stream.fileno()), noted))
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -239,6 +248,11 @@ class SaveGuard:
         """
         self.contents_manager = contents_manager
         self.temporaries = temporaries
+        #: Called with a file's key before any save, delete or rename of it through the
+        #: contents manager (only when ``installed``): the tool's kept copies forget it.
+        self.on_change: list[Callable[[str], None]] = []
+        #: Whether the contents manager's methods are wrapped (else ``on_change`` is never called).
+        self.installed = install
         # One lock per file, dropped once nobody holds or awaits it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         if install:
@@ -279,14 +293,34 @@ class SaveGuard:
 
     async def save_replacing(self, model: dict[str, Any], api_path: str) -> dict[str, Any]:
         """Save through the contents manager under the file's lock, atomically where on disk."""
+        return (await self.save_noting(model, api_path))[0]
+
+    async def save_noting(
+        self, model: dict[str, Any], api_path: str
+    ) -> tuple[dict[str, Any], tuple[os.stat_result, int] | None]:
+        """``save_replacing``, also returning the written file's status and when it was read.
+
+        The status is that of the temporary file renamed into place (``os.fstat`` after it was
+        flushed to disk, with ``time.time_ns`` from just before); None when the save did not
+        go through ``replacing_file`` (no file, or atomic writing off).
+        """
         target = self.os_path(api_path)
+        written: list[tuple[os.stat_result, int]] = []
         async with self.holding(target or api_path.strip("/")):
             token = _REPLACING.set(target)
+            noting = _WRITTEN.set(written)
             try:
                 saved = await ensure_async(self.contents_manager.save(model, api_path))
             finally:
+                _WRITTEN.reset(noting)
                 _REPLACING.reset(token)
-        return dict(saved)
+        return dict(saved), (written[-1] if len(written) == 1 else None)
+
+    def _changing(self, *paths: str) -> None:
+        for path in paths:
+            key = self.key(path)
+            for listener in self.on_change:
+                listener(key)
 
     # -- hooking the contents manager ----------------------------------------------------------
 
@@ -299,12 +333,40 @@ class SaveGuard:
 
             async def guarded_save(model: Any, path: str = "", *args: Any, **kwargs: Any) -> Any:
                 async with self.holding(self.key(path)):
+                    self._changing(path)
                     return await save(model, path, *args, **kwargs)
 
             cm.save = guarded_save
+        else:
+
+            def noted_save(model: Any, path: str = "", *args: Any, **kwargs: Any) -> Any:
+                self._changing(path)
+                return save(model, path, *args, **kwargs)
+
+            cm.save = noted_save
+        for name in ("delete_file", "rename_file"):
+            method = getattr(cm, name, None)
+            if callable(method):
+                setattr(cm, name, self._noting(method))
         writing = getattr(cm, "atomic_writing", None)
         if writing is not None:
             cm.atomic_writing = self._writing(writing)
+
+    def _noting(self, method: Any) -> Any:
+        """``method`` (delete_file or rename_file), telling ``on_change`` of its paths first."""
+        if inspect.iscoroutinefunction(method):
+
+            async def noted_async(*paths: Any, **kwargs: Any) -> Any:
+                self._changing(*(p for p in paths if isinstance(p, str)))
+                return await method(*paths, **kwargs)
+
+            return noted_async
+
+        def noted(*paths: Any, **kwargs: Any) -> Any:
+            self._changing(*(p for p in paths if isinstance(p, str)))
+            return method(*paths, **kwargs)
+
+        return noted
 
     def _writing(self, server_writing: Any) -> Any:
         cm = self.contents_manager

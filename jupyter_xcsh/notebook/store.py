@@ -12,6 +12,9 @@ change never reads a half-written file nor interleaves its write with a JupyterL
 save that happened between the tool's load and its save is not overwritten: the change starts
 again from the saved version. Just before saving, "no room" is checked again, so a room that
 opened meanwhile gets the change instead of being overwritten from the file.
+
+The document last read or saved is kept, parsed, with its signature (``cache.py``): while the
+file is unchanged since, the next read or change starts from it instead of loading the file.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from tornado.web import HTTPError
 
 from ..errors import InvalidDocumentError, NotFoundError, RefusedError
 from ..gc_pause import collection_paused
+from ..memory import release_freed_memory
 from ..paths import escapes_root, to_api_path
 from .batch import NotebookBatch, apply_batch, batch_result
+from .cache import CachedNotebook, FileStamp, NotebookCache, stamp_of
 from .cells import NotebookRequest, apply_changes
 from .document import NoCellsError, NotebookDocument, NotJSONError
 from .live import LiveDocuments, in_transaction
@@ -51,6 +56,10 @@ WRITING_WINDOW = 5.0
 #: How many times a change starts again because the file was saved under it; the last attempt
 #: holds the file's save lock from load to save.
 SAVE_ATTEMPTS = 3
+#: The notebooks' text kept parsed between calls (``cache.py``), in characters, by default.
+CACHE_BYTES = 128 * 1024 * 1024
+#: A parsed notebook this large (characters) or more gives freed memory back once dropped.
+TRIM_AFTER_CHARS = 4 * 1024 * 1024
 
 
 class _Unreadable(Exception):
@@ -66,6 +75,8 @@ class _Unreadable(Exception):
 class _Loaded:
     document: NotebookDocument
     last_modified: Any
+    #: The file's status read before its text (None without a file, or when nothing is kept).
+    stamp: FileStamp | None = None
 
 
 @dataclass
@@ -88,11 +99,16 @@ class NotebookStore:
         guard: SaveGuard | None = None,
         *,
         pause_collector: bool = True,
+        cache_bytes: int = CACHE_BYTES,
+        trim_memory: bool = True,
     ) -> None:
         """Read and save through ``contents_manager``.
 
         ``pause_collector``: keep the cyclic garbage collector off while a notebook file is
-        parsed, changed and saved (``gc_pause``).
+        parsed, changed and saved (``gc_pause``). ``cache_bytes``: the notebooks' text kept
+        parsed between calls (``cache.py``; 0 keeps none, as does a guard that is not
+        installed: the server's saves would not be seen). ``trim_memory``: give the memory of
+        a large parsed notebook back to the system once it is dropped (``memory.py``).
         """
         self.contents_manager = contents_manager
         self._collection_paused: Callable[[], contextlib.AbstractContextManager[None]] = (
@@ -102,6 +118,9 @@ class NotebookStore:
         self.live = live
         self.guard = guard or SaveGuard(contents_manager)
         self.trust = NotebookTrust(contents_manager)
+        self.cache = NotebookCache(cache_bytes if self.guard.installed else 0)
+        self.guard.on_change.append(self.cache.forget)
+        self.trim_memory = trim_memory
         # One lock per notebook, dropped once no request holds or awaits it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -148,9 +167,36 @@ class NotebookStore:
         assert self.live is not None
         return self.live.via, self.live.outputs_store(api_path)
 
+    def _os_path(self, api_path: str) -> str | None:
+        """The notebook's file when notebooks are kept (``cache.py``); else None."""
+        return self.guard.os_path(api_path) if self.cache.max_bytes else None
+
+    def _kept(self, api_path: str, key: str, *, take: bool) -> CachedNotebook | None:
+        """The kept document of the file if the file is unchanged since (``take``: to change it)."""
+        if not len(self.cache):
+            return None
+        os_path = self._os_path(api_path)
+        stamp = None if os_path is None else stamp_of(os_path)
+        return self.cache.take(key, stamp) if take else self.cache.get(key, stamp)
+
+    def _keep(self, key: str, entry: CachedNotebook) -> None:
+        self.cache.put(key, entry)
+
+    def _release(self, document: NotebookDocument) -> None:
+        """After a large notebook was parsed, saved or dropped: give freed memory back.
+
+        Its text, the saved text and the parse's garbage are tens of megabytes that glibc
+        would otherwise keep (``memory.py``); the trim runs on another thread, after the call.
+        """
+        if self.trim_memory and document.size >= TRIM_AFTER_CHARS:
+            asyncio.get_running_loop().run_in_executor(None, release_freed_memory)
+
     async def _load_once(self, api_path: str, path: str) -> _Loaded:
         """Read and parse the notebook; raise ``_Unreadable`` when it is not notebook JSON."""
         cm = self.contents_manager
+        os_path = self._os_path(api_path)
+        # Before the text: a write after it makes the kept document's stamp differ.
+        stamp = None if os_path is None else stamp_of(os_path)
         if not await ensure_async(cm.file_exists(api_path)):
             raise NotFoundError(f"Notebook not found: {path}")
         try:
@@ -167,7 +213,7 @@ class NotebookStore:
             document = await asyncio.to_thread(NotebookDocument.parse, model["content"])
         except (NotJSONError, NoCellsError) as e:
             raise _Unreadable(model.get("last_modified"), e) from None
-        return _Loaded(document, model.get("last_modified"))
+        return _Loaded(document, model.get("last_modified"), stamp)
 
     async def _load(self, api_path: str, key: str, path: str) -> _Loaded:
         """Load the notebook under the file's save lock, reading again while it is written."""
@@ -197,6 +243,9 @@ class NotebookStore:
             via, stored = self._live(api_path)
             value = await in_transaction(live, path, look, commit=False, outputs=stored)
             return _Outcome(value, via, None)
+        kept = self._kept(api_path, key, take=False)
+        if kept is not None:
+            return _Outcome(look(kept.document), "file", _timestamp(kept.last_modified))
         with self._collection_paused():  # the parsed file is freed before the collector resumes
             return await self._view_file(api_path, key, path, look)
 
@@ -204,7 +253,13 @@ class NotebookStore:
         self, api_path: str, key: str, path: str, look: Callable[[CellDocument], T]
     ) -> _Outcome:
         loaded = await self._load(api_path, key, path)
-        return _Outcome(look(loaded.document), "file", _timestamp(loaded.last_modified))
+        self._keep_loaded(key, loaded)
+        outcome = _Outcome(look(loaded.document), "file", _timestamp(loaded.last_modified))
+        self._release(loaded.document)  # the parse's garbage
+        return outcome
+
+    def _keep_loaded(self, key: str, loaded: _Loaded) -> None:
+        self._keep(key, CachedNotebook(loaded.document, loaded.stamp, loaded.last_modified))
 
     async def read(
         self, request: NotebookRequest, code_of: Callable[[int], str | None] | None = None
@@ -244,9 +299,19 @@ class NotebookStore:
             return await self._file_snapshot(api_path, key, path)
 
     async def _file_snapshot(self, api_path: str, key: str, path: str) -> Snapshot:
+        kept = self._kept(api_path, key, take=False)
+        if kept is not None:
+            kept.readers += 1  # no change takes it while its keys are read on another thread
+            try:
+                keys = await asyncio.to_thread(kept.document.cell_keys)
+            finally:
+                kept.readers -= 1
+            nbformat = kept.document.nbformat
+            return Snapshot(keys, nbformat, "file", _timestamp(kept.last_modified))
         loaded = await self._load(api_path, key, path)
         document = loaded.document
         keys = await asyncio.to_thread(document.cell_keys)
+        self._keep_loaded(key, loaded)
         return Snapshot(keys, document.nbformat, "file", _timestamp(loaded.last_modified))
 
     # -- changing ------------------------------------------------------------------------------
@@ -363,27 +428,67 @@ class NotebookStore:
         the load (never on the ``final`` attempt, which holds the file's save lock throughout).
         """
         with self._collection_paused():  # the parsed file is freed before the collector resumes
-            return await self._change_loaded_file(api_path, key, path, mutate, final)
+            outcome, document = await self._change_loaded_file(api_path, key, path, mutate, final)
+        self._release(document)
+        return outcome
 
     async def _change_loaded_file(
         self, api_path: str, key: str, path: str, mutate: Callable[[CellDocument], T], final: bool
-    ) -> _Outcome | None:
-        loaded = await self._load(api_path, key, path)
-        document = loaded.document
-        value, before = await asyncio.to_thread(_mutate_file, document, mutate, self.trust)
+    ) -> tuple[_Outcome | None, NotebookDocument]:
+        # The kept document leaves the cache while it is changed: it comes back once saved.
+        kept = self._kept(api_path, key, take=True)
+        if kept is None:
+            loaded = await self._load(api_path, key, path)
+            kept = CachedNotebook(loaded.document, loaded.stamp, loaded.last_modified)
+        document = kept.document
+        # Whether the notebook was trusted before the change: the signature is known when the
+        # tool signed this content; it need not be computed when this content was found not
+        # trusted and the notary's store has not changed since (``cache.py``).
+        store_state = self.trust.state()
+        untrusted = kept.untrusted_in is not None and kept.untrusted_in == store_state
+        known = kept.signature if kept.signature is not None or untrusted else _UNKNOWN
+        try:
+            value, before = await asyncio.to_thread(
+                _mutate_file, document, mutate, self.trust, known
+            )
+        except BaseException:
+            self._release(document)  # half changed, or unchanged: dropped either way
+            raise
         if not document.changed:
-            return _Outcome(value, "file", _timestamp(loaded.last_modified))
+            self._keep(key, kept)
+            return _Outcome(value, "file", _timestamp(kept.last_modified)), document
         if not final and await self._live_document(api_path) is not None:
-            return None  # a room opened meanwhile: change its document instead
+            return None, document  # a room opened meanwhile: change its document instead
         text = await asyncio.to_thread(document.dumps)
         async with self.guard.holding(key):
-            if not final and not await self._unchanged(api_path, loaded.last_modified):
-                return None  # saved by someone else since the load: start from their version
-            if self.trust.is_trusted(before):
-                self.trust.sign(await asyncio.to_thread(self.trust.signature, document.data))
+            if not final and not await self._unchanged(api_path, kept.last_modified):
+                return None, document  # saved by someone else since: start from their version
+            trusted = self.trust.is_trusted(before)
+            after = None
+            if trusted:
+                after = await asyncio.to_thread(self.trust.signature, document.data)
+                self.trust.sign(after)
             model = {"type": "file", "format": "text", "content": text}
-            saved = await self.guard.save_replacing(model, api_path)
-        return _Outcome(value, "file", _timestamp(saved.get("last_modified")))
+            del text
+            saved, written = await self.guard.save_noting(model, api_path)
+            document.saved()
+            os_path = self._os_path(api_path)
+            if written is not None and os_path is not None:
+                # The file in place is the one written (nobody wrote it since, nor replaced
+                # it); its stamp is as of the write, so a write in that clock tick is racy.
+                stamp = FileStamp.of(*written)
+                now = stamp_of(os_path)
+                if now is not None and stamp.same_written(now):
+                    untrusted_in = None if trusted else store_state
+                    entry = CachedNotebook(
+                        document,
+                        replace(now, noted_ns=stamp.noted_ns),
+                        saved.get("last_modified"),
+                        after,
+                        untrusted_in,
+                    )
+                    self._keep(key, entry)
+        return _Outcome(value, "file", _timestamp(saved.get("last_modified"))), document
 
     async def _unchanged(self, api_path: str, last_modified: Any) -> bool:
         try:
@@ -393,11 +498,21 @@ class NotebookStore:
         return bool(model.get("last_modified") == last_modified)
 
 
+#: ``_mutate_file``'s ``known`` when the signature from before the change must be computed.
+_UNKNOWN = object()
+
+
 def _mutate_file(
-    document: NotebookDocument, mutate: Callable[[CellDocument], T], trust: NotebookTrust
+    document: NotebookDocument,
+    mutate: Callable[[CellDocument], T],
+    trust: NotebookTrust,
+    known: Any = _UNKNOWN,
 ) -> tuple[T, str | None]:
-    """Apply ``mutate`` to the file's document; also return its signature from before."""
-    before = trust.signature(document.data)
+    """Apply ``mutate`` to the file's document; also return its signature from before.
+
+    ``known``: that signature when already known (None: known not to be trusted).
+    """
+    before = trust.signature(document.data) if known is _UNKNOWN else known
     return mutate(document), before
 
 

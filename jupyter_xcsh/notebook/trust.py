@@ -16,6 +16,7 @@ notebooks; the digest of one segment runs on another thread while the next one i
 
 from __future__ import annotations
 
+import sqlite3
 from concurrent.futures import Future, ThreadPoolExecutor
 from hmac import HMAC
 from typing import Any
@@ -135,6 +136,24 @@ class NotebookTrust:
             return str(self.notary.compute_signature(notebook))  # a notary of its own kind
         except Exception:  # not JSON-like data: such a notebook cannot have been signed
             return None
+
+    def state(self) -> Any:
+        """A token that differs whenever the notary's store may have changed; None if unknown.
+
+        For nbformat's SQLite store: the changes made through its connection and SQLite's
+        ``data_version`` (which changes when another connection — another process's ``jupyter
+        trust`` — commits). A notebook found not trusted stays so while the token is equal and
+        the notebook unchanged, so its signature need not be computed again (``store.py``).
+        """
+        store = getattr(self.notary, "store", None)
+        db = getattr(store, "db", None)
+        if not isinstance(db, sqlite3.Connection):
+            return None
+        try:
+            (version,) = db.execute("PRAGMA data_version").fetchone()
+        except sqlite3.Error:
+            return None
+        return (id(store), id(db), db.total_changes, version)
 
     def is_trusted(self, signature: str | None) -> bool:
         """Whether the notary has signed a notebook with this signature."""
