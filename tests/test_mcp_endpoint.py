@@ -53,6 +53,7 @@ async def test_initialize_answers_the_clients_version_when_served_else_the_newes
     result = response["result"]
     assert result["protocolVersion"] == answered
     assert result["capabilities"]["tools"] == {"listChanged": False}
+    assert result["capabilities"]["logging"] == {}
     assert result["serverInfo"]["name"] == "jupyter-xcsh"
     # Keys the client's resource subscriptions only: nothing else is kept for it.
     assert headers["Mcp-Session-Id"].startswith("xcsh-session-")
@@ -158,6 +159,16 @@ async def test_odd_bodies_never_get_a_5xx(jp_fetch, version):
     for raw in odd:
         status, _, _ = await post(jp_fetch, raw=raw, headers={"MCP-Protocol-Version": version})
         assert status in (200, 202, 400), (raw, status)
+
+
+async def test_a_log_level_of_mcp_is_accepted_any_other_refused(jp_fetch):
+    for level in ("debug", "warning", "emergency"):
+        answer = await request(jp_fetch, "logging/setLevel", {"level": level})
+        assert answer["result"] == {}, answer
+    for params in ({"level": "verbose"}, {"level": 3}, {}):
+        refused = await request(jp_fetch, "logging/setLevel", params)
+        assert refused["error"]["code"] == -32602, refused
+        assert refused["error"]["message"].startswith("level must be one of debug, info"), refused
 
 
 async def test_unknown_methods_and_bad_params_are_json_rpc_errors(jp_fetch):

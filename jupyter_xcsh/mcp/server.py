@@ -154,6 +154,12 @@ class RunningRequests:
         return sum(len(contexts) for contexts in self._running.values())
 
 
+#: MCP's log levels (RFC 5424's), least severe first.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+#: Clients whose log level is remembered, at most.
+MAX_LOG_CLIENTS = 1000
+
 Method = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
 
 
@@ -182,7 +188,10 @@ class McpServer:
             "resources/read": self._read_resource,
             "resources/subscribe": self._subscribe,
             "resources/unsubscribe": self._unsubscribe,
+            "logging/setLevel": self._set_log_level,
         }
+        #: The least severe log level each client asked for (``logging/setLevel``).
+        self.log_levels: dict[str, str] = {}
 
     def notification(self, message: Message, client: str) -> None:
         """Act on a notification: only a cancel needs anything of a stateless server."""
@@ -224,6 +233,7 @@ class McpServer:
             "capabilities": {
                 "tools": {"listChanged": False},
                 "resources": {"subscribe": True, "listChanged": False},
+                "logging": {},
             },
             "serverInfo": {
                 "name": "jupyter-xcsh",
@@ -234,6 +244,26 @@ class McpServer:
         }
 
     async def _ping(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return {}
+
+    async def _set_log_level(
+        self, params: dict[str, Any], context: RequestContext
+    ) -> dict[str, Any]:
+        """``logging/setLevel``: remembered for the client; a level MCP does not name is refused.
+
+        The server sends no ``notifications/message`` today (a call's notices are in its
+        result), so the level changes nothing yet; declaring ``logging`` lets clients that
+        set a level on connecting do so without an error.
+        """
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            raise ProtocolError(
+                INVALID_PARAMS, f"level must be one of {', '.join(LOG_LEVELS)}, got {level!r}"
+            )
+        self.log_levels.pop(context.client, None)
+        self.log_levels[context.client] = level
+        while len(self.log_levels) > MAX_LOG_CLIENTS:  # the longest unset first
+            del self.log_levels[next(iter(self.log_levels))]
         return {}
 
     async def _list_tools(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
