@@ -22,6 +22,7 @@ import posixpath
 import re
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from jupyter_core.utils import ensure_async
@@ -170,6 +171,8 @@ class NotebookKernels:
         self._opening: dict[str, asyncio.Lock] = {}
         # Kept across reconnections to one kernel; forgotten when the server is done with it.
         self._executed: dict[str, ExecutionLog] = {}
+        #: The kernels whose auto-restarts are watched (``_on_restarter``), once each.
+        self._watched: set[str] = set()
 
     def executed(self, kernel_id: str) -> ExecutionLog | None:
         """What kernel ``kernel_id`` executed while this server read it (None: never read)."""
@@ -248,6 +251,9 @@ class NotebookKernels:
                 on_iopub=executed.on_iopub,
             )
             kernel = NotebookKernel(kernel_id, connection, executed)
+            if kernel_id not in self._watched:
+                self._watched.add(kernel_id)
+                self.launcher.watch_restarts(kernel_id, partial(self._on_restarter, kernel_id))
             try:
                 await connection.open(deadline, lambda: self.launcher.is_alive(kernel_id))
             except BaseException:
@@ -281,6 +287,20 @@ class NotebookKernels:
             f"machine): it works in {cwd}, not in the notebook's folder"
         )
 
+    def _on_restarter(self, kernel_id: str, what: str) -> None:
+        """The server's auto-restarter restarted (or gave up on) a kernel runs in place use.
+
+        A kernel that died is often back before a liveness check sees it dead, on new ports
+        or before this connection's IOPub socket hears the new process's first status: the
+        connection is marked lost here, so a running cell ends as lost, not at its deadline.
+        """
+        kernel = self._kernels.get(kernel_id)
+        if kernel is not None:
+            kernel.connection.mark_lost("kernel restarting" if what == "restart" else "kernel dead")
+        executed = self._executed.get(kernel_id)
+        if executed is not None:
+            executed.reset()
+
     def drop(self, kernel_id: str) -> None:
         """Close and forget the connection to ``kernel_id`` (the kernel itself is untouched)."""
         kernel = self._kernels.pop(kernel_id, None)
@@ -291,6 +311,7 @@ class NotebookKernels:
         """Drop the connection to ``kernel_id`` and what it executed (shut down, replaced)."""
         self.drop(kernel_id)
         self._executed.pop(kernel_id, None)
+        self._watched.discard(kernel_id)
 
     def close(self) -> None:
         """Close every connection (kernels keep running: they belong to their sessions)."""
