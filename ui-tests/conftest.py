@@ -13,12 +13,14 @@ Every test leaves screenshots in one folder, printed at the start and the end of
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -91,11 +93,19 @@ def _installed_labextension() -> bool:
 class Lab:
     """A running ``jupyter lab``: its URL, token and contents root, and its REST API."""
 
-    def __init__(self, url: str, token: str, root: Path) -> None:
+    def __init__(self, url: str, token: str, root: Path, history: Path | None = None) -> None:
         self.url = url
         self.token = token
         self.root = root
+        #: The lab's activity history (SQLite): each test starts with it empty.
+        self.history = history
         self._pool = ThreadPoolExecutor(max_workers=4)
+
+    def forget_history(self) -> None:
+        """Empty the lab's activity history, so a page opened next restores nothing before."""
+        if self.history is not None and self.history.exists():
+            with contextlib.closing(sqlite3.connect(self.history, timeout=10)) as db, db:
+                db.execute("DELETE FROM calls")
 
     def api(self, method: str, path: str, body: Any = None, timeout: float = 60) -> Any:
         """Call ``path`` (below the base URL) and return the decoded JSON answer."""
@@ -189,10 +199,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         lab_config["extra_labextensions_path"] = [str(extensions)]
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         mode = f"working tree {REPO}"
+    history = base / "xcsh-activity.sqlite"
     server_config: dict[str, Any] = {
         "LabApp": lab_config,
         # The activity history of this lab only, not the home directory's.
-        "XcshSettings": {"activity_history_path": str(base / "xcsh-activity.sqlite")},
+        "XcshSettings": {"activity_history_path": str(history)},
     }
     # XCSH_UI_AUTOENABLE=1: the server extension must be enabled by what the package installed
     # (its jupyter-config file), as on a user's machine; else it is enabled here.
@@ -228,7 +239,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         stderr=subprocess.STDOUT,
     )
     _say(pytestconfig, f"ui-tests: jupyter lab pid {process.pid} at {url} ({mode})")
-    server = Lab(url, token, root)
+    server = Lab(url, token, root, history)
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while True:
@@ -318,6 +329,8 @@ class LabPage:
 @pytest.fixture
 def lab_page(browser: Browser, lab: Lab, request: pytest.FixtureRequest) -> Iterator[LabPage]:
     """A fresh browser context on the lab; a page error fails the test."""
+    # The panel shows this test's calls only: earlier tests' would come back from the history.
+    lab.forget_history()
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.set_default_timeout(20000)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
