@@ -41,17 +41,7 @@ def _describe(v, repr_chars):
         info["shape"] = list(v.shape)
         info["dtype"] = str(v.dtype)
         info["size"] = _safe(lambda: int(v.size))
-    elif mod == "pandas" and "pandas" in _sys.modules and hasattr(v, "shape"):
-        info["shape"] = list(v.shape)
-        if hasattr(v, "columns"):
-            cols = list(v.columns)
-            info["columns"] = [str(c) for c in cols[:50]]
-            info["dtypes"] = _safe(lambda: [str(d) for d in list(v.dtypes)[:50]])
-            if len(cols) > 50:
-                info["moreColumns"] = len(cols) - 50
-        elif hasattr(v, "dtype"):
-            info["dtype"] = str(v.dtype)
-    elif mod == "polars" and "polars" in _sys.modules and hasattr(v, "shape"):
+    elif mod in ("pandas", "polars") and mod in _sys.modules and hasattr(v, "shape"):
         info["shape"] = list(v.shape)
         if hasattr(v, "columns"):
             cols = list(v.columns)
