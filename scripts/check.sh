@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
-step() { printf '\n== %s\n' "$*"; }
+# Each stage's header carries the time since the start, so the log shows what each one costs.
+step() { printf '\n== [+%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 QUICK=0
 case "${1:-}" in
   --quick) QUICK=1 ;;
@@ -102,7 +103,7 @@ bounded 10 bash scripts/lab-matrix.sh newest
 
 step "tests"
 # pytest exits 5 when it collects no test: set -e makes that a failure, as it must be.
-bounded 30 python -m pytest tests -p no:cacheprovider -q -ra
+bounded 30 python -m pytest tests -p no:cacheprovider -q -ra --durations=15
 
 step "jupyter_server's own REST API tests with the extension loaded (scripts/server-tests.sh)"
 # Its contents, kernels and sessions API tests, of the installed release (its sdist, cached in
@@ -273,3 +274,5 @@ bounded 10 "$VENV-sdocs/bin/python" -m pytest tests -p no:cacheprovider -q -ra -
 XCSH_TEST_SERVER_DOCUMENTS=1 bounded 10 "$VENV-sdocs/bin/python" -m pytest -p no:cacheprovider -q -ra \
   -k "not racing and not test_run_runs_the_cell_with_that_execution_count" \
   $(ls tests/test_notebook_*.py | grep -v -e _run -e _live -e _server_documents)
+
+step "all checks passed"
