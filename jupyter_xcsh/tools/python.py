@@ -81,7 +81,7 @@ class PythonTool:
             self.activity,
             call_id,
             self.execution.stream_interval,
-            reads_stdin=stdin.spec.mode in ("answers", "ask"),
+            reads_stdin=stdin.spec.reads,
         )
         progress = events if observer is None else ObserverGroup(observer, events)
         return await self.execution.run(request, progress, control, call_id=call_id, stdin=stdin)

@@ -97,7 +97,7 @@ class RunTool:
             call_id,
             run.api_path,
             self.stream_interval,
-            reads_stdin=stdin.spec.mode in ("answers", "ask"),
+            reads_stdin=stdin.spec.reads,
         )
         target = NotebookOutputs(
             self.store,
