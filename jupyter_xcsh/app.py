@@ -48,7 +48,6 @@ from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.files import FilesTool
 from .tools.kernel import KernelTool
-from .tools.python import CallRegistry
 from .tools.run import RunTool
 from .tools.runs import RunInputTool, RunRegistry
 
@@ -156,7 +155,6 @@ class XcshApp(ExtensionApp):
             fast_paths=fast,
             trim_memory=settings.trim_memory,
         )
-        calls = CallRegistry()
         runs = RunRegistry()
         inplace = InPlaceService(
             NotebookKernels(execution.launcher, server.session_manager, log=self.log),
@@ -179,7 +177,6 @@ class XcshApp(ExtensionApp):
             artifact_store=artifact_store,
             execution=execution,
             activity=activity,
-            calls=calls,
             notebook=NotebookTool(
                 notebook_store,
                 activity,
@@ -192,7 +189,6 @@ class XcshApp(ExtensionApp):
                 execution,
                 activity,
                 settings,
-                calls,
                 runs,
                 contents_manager=server.contents_manager,
             ),
@@ -204,7 +200,6 @@ class XcshApp(ExtensionApp):
                 inplace,
                 notebook_store,
                 activity,
-                calls,
                 runs,
                 input_timeout=settings.input_timeout,
                 stream_interval=settings.stream_interval / 1000,

@@ -14,7 +14,6 @@ from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.files import FilesTool
 from .tools.kernel import KernelTool
-from .tools.python import CallRegistry
 from .tools.run import RunTool
 from .tools.runs import RunInputTool, RunRegistry
 
@@ -32,11 +31,10 @@ class XcshServices:
     artifact_store: ArtifactStore
     execution: ExecutionService
     activity: ActivityEvents
-    calls: CallRegistry
     notebook: NotebookTool
     python: PythonTool
     artifacts: ArtifactTool
-    #: Python calls going on in the background (stdin "ask"), and answering their prompts.
+    #: The calls running code (python and in place), by call id: followed, answered, cancelled.
     runs: RunRegistry
     run_inputs: RunInputTool
     # Runs in place (docs/contract.md §6): the engine and its tool.

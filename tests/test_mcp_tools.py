@@ -436,6 +436,26 @@ async def test_notifications_cancelled_interrupts_the_named_call_only(jp_fetch, 
     assert not (jp_root_dir / "finished").exists()
 
 
+async def test_notifications_cancelled_interrupts_a_run_in_place(jp_fetch, jp_root_dir):
+    # A run in place is detached by default over MCP, yet a cancel of its request stops it.
+    write_notebook(jp_root_dir / "m.ipynb", "import time\n" + SLEEPER, "print('after')")
+    arguments = {"action": "run", "notebook_path": "m.ipynb", "all": True, "timeout": 120}
+    call = asyncio.create_task(stream_call(jp_fetch, "notebook", arguments, request_id="r"))
+    await eventually(lambda: _exists(jp_root_dir / "started"), timeout=REQUEST_TIMEOUT)
+
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+    note["params"] = {"requestId": "r", "reason": "test"}
+    assert (await post(jp_fetch, note))[0] == 202
+    _, messages = await asyncio.wait_for(call, 20)
+
+    result = messages[-1]["result"]
+    body = result["structuredContent"]
+    assert body["cancelled"] is True and result["isError"] is True
+    assert "Command cancelled" in body["text"]
+    assert body["cells"][1]["status"] == "pending"  # never started
+    assert not (jp_root_dir / "finished").exists()
+
+
 async def test_a_client_that_disconnects_interrupts_its_call_unless_detached(
     jp_fetch, jp_http_port, jp_base_url, jp_auth_header, jp_root_dir
 ):

@@ -91,7 +91,7 @@ class CallInterruptHandler(_SessionsBase):
     async def post(self, call_id: str) -> None:
         """Cancel the call; its result says ``cancelled`` (other calls are untouched)."""
         with self.domain_errors():
-            self.services.calls.interrupt(call_id)
+            self.services.runs.interrupt(call_id)
         self.finish(json.dumps({"interrupted": True}))
 
 

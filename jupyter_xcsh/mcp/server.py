@@ -12,13 +12,12 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NotFoundError, RefusedError, XcshError
 from ..execution.kernel.control import CallControl
-from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
 from ..services import XcshServices
 from ..tools import Caller
 from ..version import __version__
@@ -69,8 +68,8 @@ ARTIFACT_TEMPLATE = {
 class RequestContext:
     """One request's surroundings: who sends it, from which client, under which version.
 
-    ``runs`` collects the ids of the runs the request started (a cancel interrupts them, even
-    detached ones).
+    ``control`` is the request's own: the runs it starts are registered as its (their
+    ``owner``), so a cancel of the request finds them in the run registry, detached or not.
     """
 
     caller: Caller
@@ -78,7 +77,6 @@ class RequestContext:
     version: str
     control: CallControl
     progress: ProgressNotifier | None = None
-    runs: list[str] = field(default_factory=list)
     #: Asks the person a prompt (elicitation), when the client offers it on this call's stream.
     elicit: Elicit | None = None
     #: The client's ``Mcp-Session-Id`` ("" without one): with ``client``, whose subscriptions.
@@ -88,17 +86,6 @@ class RequestContext:
     def subscriber(self) -> str:
         """The key of this client's resource subscriptions and notification stream."""
         return f"{self.client} {self.session}"
-
-
-class RunIds(ExecutionObserver):
-    """Note the id of each run a request starts."""
-
-    def __init__(self, runs: list[str]) -> None:
-        self.runs = runs
-
-    def call_started(self, call: dict[str, Any]) -> None:
-        if isinstance(call.get("callId"), str):
-            self.runs.append(call["callId"])
 
 
 def progress_token(params: Mapping[str, Any]) -> str | int | None:
@@ -133,20 +120,19 @@ class RunningRequests:
         self,
         client: str,
         request_id: object,
-        interrupt: Callable[[str], None] = lambda run_id: None,
+        interrupt_owned: Callable[[CallControl], bool] = lambda owner: False,
     ) -> list[RequestContext]:
         """Cancel the client's running request ``request_id``; return what was cancelled.
 
-        A request that started runs has them ``interrupt``-ed (a detached run too), and goes
-        on to answer with their result (``cancelled``); any other request is cancelled.
+        A request that started runs has them interrupted by ``interrupt_owned`` (the run
+        registry's, given the request's control; a detached run too), and goes on to answer
+        with their result (``cancelled``); any other request is cancelled.
         """
         if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
             return []
         contexts = list(self._running.get((client, request_id), []))
         for context in contexts:
-            for run_id in context.runs:
-                interrupt(run_id)
-            if not context.runs:
+            if not interrupt_owned(context.control):
                 context.control.cancel()
         return contexts
 
@@ -197,17 +183,13 @@ class McpServer:
         """Act on a notification: only a cancel needs anything of a stateless server."""
         if message.method == "notifications/cancelled":
             request_id = message.params.get("requestId")
-            found = self.running.cancel(client, request_id, self._interrupt)
+            found = self.running.cancel(client, request_id, self.services.runs.interrupt_owned)
             self.log.debug("MCP cancel of %r reached %d call(s)", message.params, len(found))
 
     def response(self, message: Message, client: str) -> None:
         """Hand a client's response (to an elicitation) to the call waiting for it."""
         if not self.elicitations.respond(client, message.id, message.params):
             self.log.debug("MCP response %r matched no request", message.id)
-
-    def _interrupt(self, run_id: str) -> None:
-        with suppress(NotFoundError):  # it ended meanwhile
-            self.services.calls.interrupt(run_id)
 
     async def request(self, message: Message, context: RequestContext) -> dict[str, Any]:
         """Answer one request: its JSON-RPC response, success or error."""
@@ -287,9 +269,9 @@ class McpServer:
         # The listed schemas have no null (mcp/schemas.py), yet agents send null for what they
         # leave unset: it means "not given", as REST's nullable fields do.
         arguments = {key: value for key, value in arguments.items() if value is not None}
-        runs = RunIds(context.runs)
-        observer = runs if context.progress is None else ObserverGroup(context.progress, runs)
-        call = ToolContext(self.services, context.caller, observer, context.control, context.elicit)
+        call = ToolContext(
+            self.services, context.caller, context.progress, context.control, context.elicit
+        )
         try:
             body = await tool.call(call, arguments)
         except XcshError as e:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from ..errors import NotFoundError
-from ..events.activity import ActivityEvents, PythonCallEvents, new_call_id
+from ..events.activity import ActivityEvents, PythonCallEvents
 from ..execution.kernel.control import CallControl
 from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
 from ..execution.kernel.stdin import StdinPolicy
@@ -17,34 +14,10 @@ from ..settings import XcshSettings
 from .caller import Caller
 from .runs import RunInputTool, RunRegistry, session_waiting, take_run_fields
 
-__all__ = ["CallRegistry", "PythonTool"]
+__all__ = ["PythonTool"]
 
 #: The authorizer resource and action of running code (as the server's kernels API).
 RESOURCE, ACTION = "kernels", "execute"
-
-
-class CallRegistry:
-    """The calls running now, by ``callId``, so one of them can be interrupted on its own."""
-
-    def __init__(self) -> None:
-        self._calls: dict[str, CallControl] = {}
-
-    @contextmanager
-    def running(self, control: CallControl, call_id: str | None = None) -> Iterator[str]:
-        """Register ``control`` under ``call_id`` (default a fresh one) during the block."""
-        call_id = call_id or new_call_id()
-        self._calls[call_id] = control
-        try:
-            yield call_id
-        finally:
-            del self._calls[call_id]
-
-    def interrupt(self, call_id: str) -> None:
-        """Cancel the call ``call_id``; ``NotFoundError`` when no such call is running."""
-        control = self._calls.get(call_id)
-        if control is None:
-            raise NotFoundError(f"No running call: {call_id}")
-        control.cancel()
 
 
 class PythonTool:
@@ -55,7 +28,6 @@ class PythonTool:
         execution: ExecutionService,
         activity: ActivityEvents,
         settings: XcshSettings,
-        calls: CallRegistry,
         runs: RunRegistry,
         *,
         contents_manager: Any,
@@ -63,7 +35,6 @@ class PythonTool:
         self.execution = execution
         self.activity = activity
         self.settings = settings
-        self.calls = calls
         self.runs = runs
         self.follow_ups = RunInputTool(runs)
         self.contents_manager = contents_manager  # its hidden-file policy, read per call
@@ -106,17 +77,14 @@ class PythonTool:
         stdin: StdinPolicy,
         call_id: str,
     ) -> dict[str, Any]:
-        with self.calls.running(control, call_id):
-            events = PythonCallEvents(
-                self.activity,
-                call_id,
-                self.execution.stream_interval,
-                reads_stdin=stdin.spec.mode in ("answers", "ask"),
-            )
-            progress = events if observer is None else ObserverGroup(observer, events)
-            return await self.execution.run(
-                request, progress, control, call_id=call_id, stdin=stdin
-            )
+        events = PythonCallEvents(
+            self.activity,
+            call_id,
+            self.execution.stream_interval,
+            reads_stdin=stdin.spec.reads,
+        )
+        progress = events if observer is None else ObserverGroup(observer, events)
+        return await self.execution.run(request, progress, control, call_id=call_id, stdin=stdin)
 
     async def _start_run(
         self,

@@ -16,7 +16,6 @@ from ..kernel_tool.logs import KernelLogs
 from ..notebook.outputs_target import NotebookOutputs
 from ..notebook.store import NotebookStore
 from .caller import Caller
-from .python import CallRegistry
 from .runs import RunInputTool, RunRegistry, session_waiting, take_run_fields
 
 __all__ = ["RunTool"]
@@ -36,7 +35,6 @@ class RunTool:
         inplace: InPlaceService,
         store: NotebookStore,
         activity: ActivityEvents,
-        calls: CallRegistry,
         runs: RunRegistry,
         *,
         input_timeout: float = 300.0,
@@ -45,7 +43,6 @@ class RunTool:
         self.inplace = inplace
         self.store = store
         self.activity = activity
-        self.calls = calls
         self.runs = runs
         self.follow_ups = RunInputTool(runs)
         self.input_timeout = input_timeout
@@ -95,35 +92,34 @@ class RunTool:
         call_id: str,
     ) -> dict[str, Any]:
         request, accepted = run.request, run.accepted
-        with self.calls.running(control, call_id):
-            events = RunCallEvents(
-                self.activity,
-                call_id,
-                run.api_path,
-                self.stream_interval,
-                reads_stdin=stdin.spec.mode in ("answers", "ask"),
-            )
-            target = NotebookOutputs(
-                self.store,
-                request.notebook_path,
-                run.api_path,
-                events.outputs,
-                via=run.via,
-                total_cells=accepted.total_cells,
-                revision=accepted.revision,
-            )
-            progress = events if observer is None else ObserverGroup(observer, events)
-            result = await self.inplace.run(
-                request,
-                accepted.cells,
-                target,
-                api_path=run.api_path,
-                kernel_name=request.kernel_name or accepted.kernel_name,
-                observer=progress,
-                control=control,
-                call_id=call_id,
-                stdin=stdin,
-            )
+        events = RunCallEvents(
+            self.activity,
+            call_id,
+            run.api_path,
+            self.stream_interval,
+            reads_stdin=stdin.spec.reads,
+        )
+        target = NotebookOutputs(
+            self.store,
+            request.notebook_path,
+            run.api_path,
+            events.outputs,
+            via=run.via,
+            total_cells=accepted.total_cells,
+            revision=accepted.revision,
+        )
+        progress = events if observer is None else ObserverGroup(observer, events)
+        result = await self.inplace.run(
+            request,
+            accepted.cells,
+            target,
+            api_path=run.api_path,
+            kernel_name=request.kernel_name or accepted.kernel_name,
+            observer=progress,
+            control=control,
+            call_id=call_id,
+            stdin=stdin,
+        )
         if request.stale and not accepted.cells:
             result["text"] = NOTHING_STALE
         return result

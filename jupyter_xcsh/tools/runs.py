@@ -248,10 +248,14 @@ class BackgroundRun:
         session: str | None = None,
         cwd: str = "",
         notebook: str | None = None,
+        owner: CallControl | None = None,
     ) -> None:
         self.id = run_id
         self.stdin = stdin
         self.control = control
+        #: The control of the request that started the run (whose call it is): an MCP
+        #: ``notifications/cancelled`` of that request interrupts the run, detached or not.
+        self.owner = owner
         self.session = session  # None for a call on a kernel of its own (per-call mode)
         self.cwd = cwd
         self.notebook = notebook  # the API path of a run in place, which holds its kernel
@@ -278,6 +282,11 @@ class BackgroundRun:
     def waiting(self) -> bool:
         """Whether the kernel waits for an answer now."""
         return self.stdin.waiting is not None
+
+    @property
+    def running(self) -> bool:
+        """Whether the call is still going (started and not ended)."""
+        return self._task is not None and not self._task.done()
 
     async def next_stop(
         self,
@@ -391,7 +400,15 @@ RunWork = Callable[[ExecutionObserver, CallControl, StdinPolicy, str], Awaitable
 
 
 class RunRegistry:
-    """The background runs, by id: waiting for input, running on, or recently finished."""
+    """The background runs, by id: waiting for input, running on, or recently finished.
+
+    The one registry of the calls running code: every cancel of one call by who or what it
+    is — ``POST /api/xcsh/calls/<callId>/interrupt`` (``interrupt``), an MCP
+    ``notifications/cancelled`` (``interrupt_owned``), a client gone away (``next_stop``),
+    the server stopping (``close``) — goes through the run's ``control`` found here. (A cancel
+    by place — a session's running call, the calls queued behind a prompt — is the engines':
+    only they know whose turn it is.)
+    """
 
     def __init__(self, retention: float = RETENTION, max_finished: int = MAX_FINISHED) -> None:
         self.retention = retention
@@ -426,7 +443,13 @@ class RunRegistry:
         run_id = new_call_id()
         policy = StdinPolicy(stdin, input_timeout, run_id)
         run = BackgroundRun(
-            run_id, policy, CallControl(), session=session, cwd=cwd, notebook=notebook
+            run_id,
+            policy,
+            CallControl(),
+            session=session,
+            cwd=cwd,
+            notebook=notebook,
+            owner=control,
         )
         if reject_queued is not None and stdin.asks:
             refuse = reject_queued
@@ -448,6 +471,25 @@ class RunRegistry:
         if run is None:
             raise NotFoundError(f"No such run: {run_id}")
         return run
+
+    def interrupt(self, call_id: str) -> None:
+        """Cancel the call ``call_id``; ``NotFoundError`` when no such call is running."""
+        run = self._runs.get(call_id)
+        if run is None or not run.running:
+            raise NotFoundError(f"No running call: {call_id}")
+        run.control.cancel()
+
+    def interrupt_owned(self, owner: CallControl) -> bool:
+        """Cancel the calls the request of ``owner`` started; whether it started any.
+
+        A request that started calls goes on to answer with their result (``cancelled``),
+        even a detached one's: ``owner`` itself is left alone.
+        """
+        owned = [run for run in self._runs.values() if run.owner is owner]
+        for run in owned:
+            if run.running:
+                run.control.cancel()
+        return bool(owned)
 
     def waiting_on(self, session: str, cwd: str) -> BackgroundRun | None:
         """The run waiting for input on the session ``session`` in ``cwd``, if any."""

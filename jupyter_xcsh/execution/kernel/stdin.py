@@ -69,6 +69,11 @@ class StdinSpec:
         """Whether a prompt makes the call stop and wait for an answer."""
         return self.mode == "ask"
 
+    @property
+    def reads(self) -> bool:
+        """Whether the code's prompts get answers (given or asked): its lab events say so."""
+        return self.mode in ("answers", "ask")
+
 
 def parse_stdin(value: Any) -> StdinSpec:
     """Validate a request's ``stdin``; ``InvalidRequestError`` saying what is wrong."""

@@ -1,0 +1,75 @@
+"""The one registry of running calls: a call is cancelled by its id, or by the request that
+started it, while it runs, and never after (``tools/runs.RunRegistry``).
+
+The end-to-end paths (``POST /api/xcsh/calls/<callId>/interrupt``, MCP
+``notifications/cancelled``, a client that disconnects) are tested against a real server in
+``test_python_interrupts.py``, ``test_notebook_run.py`` and ``test_mcp_tools.py``; this file
+pins the registry's own rules, on real asyncio tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from jupyter_xcsh.errors import NotFoundError
+from jupyter_xcsh.execution.kernel.control import CallCancelledError, CallControl
+from jupyter_xcsh.execution.kernel.stdin import StdinSpec
+from jupyter_xcsh.tools.runs import RunRegistry
+
+
+class Work:
+    """A call that waits until released or cancelled, noting its run id."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.run_id = ""
+
+    async def __call__(
+        self, observer: Any, control: CallControl, stdin: Any, run_id: str
+    ) -> dict[str, Any]:
+        self.run_id = run_id
+        try:
+            await control.guard(self.release.wait())
+        except CallCancelledError:
+            return {"text": "Command cancelled", "cancelled": True}
+        return {"text": "done", "cancelled": False}
+
+
+def start(runs: RunRegistry, work: Work, owner: CallControl) -> asyncio.Future[Any]:
+    # Detached, as MCP's calls are by default: the request's control alone would not stop it.
+    return asyncio.ensure_future(runs.start(work, StdinSpec(), 300.0, None, owner, detach=True))
+
+
+async def test_a_running_call_is_cancelled_by_its_id_and_an_ended_one_is_not_found():
+    runs, work = RunRegistry(), Work()
+    call = start(runs, work, CallControl())
+    await asyncio.sleep(0.01)
+
+    runs.interrupt(work.run_id)
+
+    assert (await call)["cancelled"] is True
+    with pytest.raises(NotFoundError, match=f"No running call: {work.run_id}"):
+        runs.interrupt(work.run_id)  # ended: kept for followers, no longer cancellable
+    with pytest.raises(NotFoundError, match="No running call: " + "0" * 32):
+        runs.interrupt("0" * 32)
+
+
+async def test_a_request_cancels_the_calls_it_started_and_no_others():
+    runs, mine, theirs = RunRegistry(), Work(), Work()
+    owner, other = CallControl(), CallControl()
+    # Cancelled before the call has even begun: it is registered from its start.
+    call = start(runs, mine, owner)
+    await asyncio.sleep(0)  # the request is in RunRegistry.start's first wait
+    assert mine.run_id == ""  # the call's own task has not run yet
+    assert runs.interrupt_owned(owner) is True
+    assert runs.interrupt_owned(CallControl()) is False
+    theirs_call = start(runs, theirs, other)
+
+    assert (await call)["cancelled"] is True
+    assert owner.cancelled is False  # the request goes on, to answer with the call's result
+    assert runs.interrupt_owned(owner) is True  # it did start one (ended now): nothing to do
+    theirs.release.set()
+    assert (await theirs_call)["cancelled"] is False
