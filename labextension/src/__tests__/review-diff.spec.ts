@@ -96,7 +96,10 @@ describe('diffSequence', () => {
 
 describe('diffLines', () => {
   it('numbers the lines of both sides', () => {
-    const lines = diffLines('a = 1\nb = 2\nc = 3', 'a = 1\nb = 20\nc = 3\nd = 4');
+    const lines = diffLines(
+      'a = 1\nb = 2\nc = 3',
+      'a = 1\nb = 20\nc = 3\nd = 4'
+    );
     expect(lines).toEqual([
       { op: 'same', text: 'a = 1', oldLine: 1, newLine: 1 },
       { op: 'remove', text: 'b = 2', oldLine: 2, newLine: null },

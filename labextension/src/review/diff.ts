@@ -145,8 +145,7 @@ function backtrack(
   for (let d = depth; d > 0; d--) {
     const v = trace[d]; // the furthest reaching paths after step d - 1
     const k = x - y;
-    const down =
-      k === -d || (k !== d && v[offset + k - 1] < v[offset + k + 1]);
+    const down = k === -d || (k !== d && v[offset + k - 1] < v[offset + k + 1]);
     const prevK = down ? k + 1 : k - 1;
     const prevX = v[offset + prevK];
     const prevY = prevX - prevK;
