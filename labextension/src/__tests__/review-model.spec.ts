@@ -148,7 +148,12 @@ describe('ReviewModel', () => {
     expect(model.turnOf('a.ipynb')).toEqual([ID2, ID1]);
     model.setState(ID1, null, 'kept');
     expect(model.turnOf('a.ipynb')).toEqual([ID2]);
+    model.startTurn('a.ipynb'); // kept all: only later calls form the turn
+    expect(model.turnOf('a.ipynb')).toEqual([]);
+    model.handleEmission(notebookEditEmission(ID3, { cellId: 'c3' }));
+    expect(model.turnOf('a.ipynb')).toEqual([ID3]);
     model.ignoreCall(ID2);
+    model.ignoreCall(ID3);
     expect(model.pendingOf('a.ipynb')).toEqual([]);
     model.handleEmission(notebookEditEmission(ID2));
     expect(model.pendingOf('a.ipynb')).toEqual([]); // ignored for good

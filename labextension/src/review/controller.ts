@@ -135,10 +135,12 @@ export class ReviewController {
   /**
    * Keep every change of the person's turn on a notebook.
    */
-  keepTurn(path: string): Promise<void> {
-    return this.keep(
-      this.model.turnOf(path).flatMap(id => this.model.pendingOfCall(id))
-    );
+  async keepTurn(path: string): Promise<void> {
+    const changes = this.model
+      .turnOf(path)
+      .flatMap(id => this.model.pendingOfCall(id));
+    this.model.startTurn(path);
+    await this.keep(changes);
   }
 
   /**

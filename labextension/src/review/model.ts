@@ -200,7 +200,7 @@ export class ReviewModel {
 
   /**
    * The calls of the person's current turn on a notebook: those with pending changes made
-   * since the person last kept changes there, newest first.
+   * since the person last kept all there, newest first.
    */
   turnOf(path: string): string[] {
     const since = this._lastKept.get(path) ?? -Infinity;
@@ -225,12 +225,16 @@ export class ReviewModel {
   ): IReviewChange[] {
     const set = this._apply(callId, cellId, state);
     if (set.length > 0) {
-      if (state === 'kept') {
-        this._lastKept.set(set[0].path, Date.now());
-      }
       this._changed.emit(set[0].path);
     }
     return set;
+  }
+
+  /**
+   * Start a new turn on a notebook (the person kept all): later calls form it.
+   */
+  startTurn(path: string): void {
+    this._lastKept.set(path, Date.now());
   }
 
   /**
