@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -249,3 +250,42 @@ def test_keyboard_shortcuts_go_to_and_keep_changes(lab, lab_page):
     expect(bar(lab_page)).to_be_hidden()
     assert open_source(lab_page, 3) == "w = z"
     assert open_source(lab_page, 1) == "a = 1"
+
+
+def test_a_revert_from_the_activity_panel_is_an_undo_that_lasts(lab, lab_page):
+    cells = open_review(lab, lab_page, "review-panel.ipynb")
+    result = lab.notebook(
+        action="edit", notebook_path="review-panel.ipynb", cell_id="cell-2", content="z = 0"
+    )
+    expect(review_of(cells.nth(2))).to_contain_text("Edited by an agent")
+    panel = lab_page.open_activity()
+    call = panel.locator(f'.jp-xcsh-Call[data-call-id="{result["callId"]}"]')
+    call.locator(".jp-xcsh-Revert").click()
+    expect(call.locator(".jp-xcsh-Reverted")).to_have_text("Reverted")
+    expect(cells.nth(2)).to_contain_text("z = y + 1")
+    # Neither the reverted change nor the revert (the person's) is left to review.
+    expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
+    expect(bar(lab_page)).to_be_hidden()
+
+    # The history keeps both: the agent's call undone, the revert kept.
+    deadline = time.monotonic() + 30
+    while True:
+        page = lab.api("GET", "api/xcsh/activity?path=review-panel.ipynb")
+        reviews = {e["callId"]: e["review"] for e in page["entries"]}
+        if len(reviews) == 2 and all(reviews.values()):
+            break
+        assert time.monotonic() < deadline, reviews
+        time.sleep(0.05)  # polling the server for a condition, not waiting a fixed time
+    assert reviews[result["callId"]] == [{"cellId": None, "state": "undone"}]
+    assert [r for k, r in reviews.items() if k != result["callId"]] == [
+        [{"cellId": None, "state": "kept"}]
+    ]
+
+    lab_page.page.reload()
+    lab_page.page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60000)
+    cells = lab_page.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(4)
+    expect(cells.nth(2)).to_contain_text("z = y + 1")
+    # Once the history is back in the panel, nothing of it is back in review.
+    expect(lab_page.open_activity().locator(".jp-xcsh-Call")).to_have_count(2)
+    expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)

@@ -264,6 +264,40 @@ describe('NotebookReview', () => {
     }
   });
 
+  it('summarises how the outputs changed', async () => {
+    const { notebook, dispose } = await openNotebook();
+    try {
+      const model = new ReviewModel();
+      const controller = new ReviewController({
+        model,
+        undoer: new ScriptedUndoer([])
+      });
+      const view = new NotebookReview(notebook, controller, UNTRANSLATED);
+      const stream = { output_type: 'stream', name: 'stdout', text: '1\n' };
+      model.handleEmission(
+        notebookEditEmission(ID1, {
+          path: notebook.context.path,
+          previousCell: {
+            cell_type: 'code',
+            source: 'x = 1',
+            metadata: {},
+            outputs: [stream, stream]
+          }
+        })
+      );
+      const cell = notebook.content.widgets[0].node;
+      const outputs = await waitFor(() =>
+        cell.querySelector('.jp-xcsh-Review-outputs')
+      );
+      expect(outputs.textContent).toBe(
+        'Outputs: 0 added, 2 removed, 0 changed'
+      );
+      view.dispose();
+    } finally {
+      dispose();
+    }
+  });
+
   it('shows a deleted cell as a ghost at its old position', async () => {
     const { notebook, dispose } = await openNotebook();
     try {

@@ -100,7 +100,7 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
         model.ignoreCall(call.id);
       }
       if (call.revert.state === 'done') {
-        controller.undoneElsewhere(call.id, call.revert.by);
+        void controller.undoneElsewhere(call.id, call.revert.by);
       }
     });
     // Keep from the panel keeps in the review too.
@@ -219,36 +219,10 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
     ]) {
       palette?.addItem({ command, category: trans.__('Agent Review') });
     }
-    // The shortcuts of the plugin's schema; bound here when the lab did not bind them.
-    void app.restored.then(() => {
-      for (const shortcut of REVIEW_SHORTCUTS) {
-        if (!commands.keyBindings.some(b => b.command === shortcut.command)) {
-          commands.addKeyBinding({ ...shortcut, selector: COMMAND_MODE });
-        }
-      }
-    });
-    void settingRegistry;
+    // The keyboard shortcuts are in the plugin's schema (`schema/review.json`).
+    void settingRegistry?.load(reviewPlugin.id).catch(() => undefined);
   }
 };
-
-/**
- * Where the review's shortcuts apply: a notebook in command mode (not while typing in a cell).
- */
-const COMMAND_MODE =
-  '.jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite) :focus';
-
-/**
- * The review's keyboard shortcuts (as in `schema/review.json`); none collides with the lab's
- * defaults.
- */
-export const REVIEW_SHORTCUTS: { command: string; keys: string[] }[] = [
-  { command: ReviewCommandIDs.keepCell, keys: ['Accel Alt Y'] },
-  { command: ReviewCommandIDs.undoCell, keys: ['Accel Alt N'] },
-  { command: ReviewCommandIDs.keepAll, keys: ['Accel Alt Shift Y'] },
-  { command: ReviewCommandIDs.undoAll, keys: ['Accel Alt Shift N'] },
-  { command: ReviewCommandIDs.next, keys: ['Accel Alt .'] },
-  { command: ReviewCommandIDs.previous, keys: ['Accel Alt ,'] }
-];
 
 /**
  * The cells of the notebook at `path` as open in the lab, or `null` when it is not open.
