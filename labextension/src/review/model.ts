@@ -112,6 +112,7 @@ export class ReviewModel {
     this._events.set(event.callId, event);
     for (const change of changes) {
       this._changes.set(change.key, change);
+      this._order.set(change.key, ++this._count);
     }
     while (this._changes.size > ReviewModel.MAX_CHANGES) {
       const oldest = this._changes.keys().next().value;
@@ -120,6 +121,7 @@ export class ReviewModel {
       }
       const dropped = this._changes.get(oldest);
       this._changes.delete(oldest);
+      this._order.delete(oldest);
       if (dropped && this.allOfCall(dropped.callId).length === 0) {
         this._events.delete(dropped.callId);
       }
@@ -203,10 +205,11 @@ export class ReviewModel {
    * since the person last kept all there, newest first.
    */
   turnOf(path: string): string[] {
-    const since = this._lastKept.get(path) ?? -Infinity;
+    const since = this._turnStart.get(path) ?? 0;
     const calls: string[] = [];
     for (const change of this.pendingOf(path)) {
-      if (change.time >= since && !calls.includes(change.callId)) {
+      const order = this._order.get(change.key) ?? 0;
+      if (order > since && !calls.includes(change.callId)) {
         calls.push(change.callId);
       }
     }
@@ -234,7 +237,7 @@ export class ReviewModel {
    * Start a new turn on a notebook (the person kept all): later calls form it.
    */
   startTurn(path: string): void {
-    this._lastKept.set(path, Date.now());
+    this._turnStart.set(path, this._count);
   }
 
   /**
@@ -252,6 +255,7 @@ export class ReviewModel {
     for (const [key, change] of this._changes) {
       if (change.callId === callId) {
         this._changes.delete(key);
+        this._order.delete(key);
         paths.add(change.path);
       }
     }
@@ -282,7 +286,10 @@ export class ReviewModel {
   private _calls = new Set<string>();
   private _events = new Map<string, INotebookCallEvent>();
   private _ignored = new Set<string>();
-  private _lastKept = new Map<string, number>();
+  /** When each change was added (a count), and where each notebook's turn starts. */
+  private _order = new Map<string, number>();
+  private _count = 0;
+  private _turnStart = new Map<string, number>();
   private _changed = new Signal<this, string>(this);
 }
 
