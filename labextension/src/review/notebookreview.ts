@@ -73,7 +73,7 @@ export class ReviewBar extends Widget {
   /**
    * Show the bar for `count` pending changes (hidden when none), with a message.
    */
-  update_(count: number, message: string | null): void {
+  setCount(count: number, message: string | null): void {
     const signature = `${count}|${message}`;
     if (signature === this._signature) {
       return;
@@ -278,7 +278,7 @@ export class NotebookReview implements IDisposable {
     for (const [key, change] of wanted) {
       this._show(key, change);
     }
-    this.bar.update_(pending.length, this._barMessage);
+    this.bar.setCount(pending.length, this._barMessage);
   }
 
   private _show(key: string, change: IReviewChange): void {
@@ -318,7 +318,6 @@ export class NotebookReview implements IDisposable {
     }
     widget.change = change;
     widget.signature = signature;
-    const callChanges = this._model.pendingOfCall(change.callId).length;
     renderChange(
       widget.node,
       change,
@@ -339,7 +338,6 @@ export class NotebookReview implements IDisposable {
       },
       this.trans
     );
-    void callChanges;
   }
 
   private _view(change: IReviewChange, cell: Cell | null): IReviewView {
