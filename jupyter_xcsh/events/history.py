@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["NO_STDIN_OUTPUT", "ActivityHistory", "HistoryPage"]
+__all__ = ["NO_STDIN_OUTPUT", "REVIEW_STATES", "ActivityHistory", "HistoryPage"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,9 @@ MAX_STORED_IMAGE = 64 * 1024
 BUSY_TIMEOUT = 10.0
 #: Tries of one write when SQLite answers "locked" without waiting (e.g. while set up).
 WRITE_ATTEMPTS = 5
+#: The states a person's review leaves a call (or its change to one cell) in.
+REVIEW_STATES = ("kept", "undone")
+
 #: Python calls followed at once (a call whose ``finished`` never comes is forgotten past it).
 MAX_OPEN_CALLS = 1000
 
@@ -55,6 +58,14 @@ CREATE TABLE IF NOT EXISTS calls (
 );
 CREATE INDEX IF NOT EXISTS calls_root_id ON calls (root, id);
 CREATE INDEX IF NOT EXISTS calls_created ON calls (created);
+CREATE TABLE IF NOT EXISTS reviews (
+    root TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    cell_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (root, call_id, cell_id)
+);
 """
 
 _COLUMNS = "SELECT id, call_id, kind, path, created, events FROM calls"
@@ -210,6 +221,12 @@ class ActivityHistory:
                 " ORDER BY id DESC LIMIT 1 OFFSET ?)",
                 (self.root, self.root, self.max_calls),
             )
+        # Review states of calls no longer kept go with them.
+        db.execute(
+            "DELETE FROM reviews WHERE root = ? AND call_id NOT IN"
+            " (SELECT call_id FROM calls WHERE root = ?)",
+            (self.root, self.root),
+        )
 
     def _query(self, path: str | None, since: int | None, limit: int) -> HistoryPage:
         db = self._connection()
@@ -231,6 +248,7 @@ class ActivityHistory:
             rows = db.execute(sql, (*args, since, limit + 1)).fetchall()
             more = len(rows) > limit
             rows = rows[:limit]
+        reviews = self._reviews(db, [row[1] for row in rows])
         entries = [
             {
                 "id": row[0],
@@ -239,11 +257,53 @@ class ActivityHistory:
                 "path": row[3],
                 "time": datetime.fromtimestamp(row[4], UTC).isoformat(timespec="milliseconds"),
                 "events": json.loads(row[5]),
+                "review": reviews.get(row[1], []),
             }
             for row in rows
         ]
         cursor = entries[-1]["id"] if entries else since or 0
         return {"entries": entries, "cursor": cursor, "more": more}
+
+    def _reviews(
+        self, db: sqlite3.Connection, call_ids: list[str]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The review states of calls: ``{callId: [{cellId, state}]}`` (cellId null: whole)."""
+        found: dict[str, list[dict[str, Any]]] = {}
+        for start in range(0, len(call_ids), 500):  # SQLite's bound on parameters
+            chunk = call_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for call_id, cell_id, state in db.execute(
+                f"SELECT call_id, cell_id, state FROM reviews WHERE root = ?"
+                f" AND call_id IN ({marks}) ORDER BY created",
+                (self.root, *chunk),
+            ):
+                found.setdefault(call_id, []).append({"cellId": cell_id or None, "state": state})
+        return found
+
+    def _review(self, path: str, call_ids: list[str], cell_id: str | None, state: str) -> int:
+        """Keep a review state; return how many of ``call_ids`` on ``path`` the history holds."""
+        db = self._connection()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            known = 0
+            for call_id in call_ids:
+                row = db.execute(
+                    "SELECT 1 FROM calls WHERE root = ? AND call_id = ? AND path = ? LIMIT 1",
+                    (self.root, call_id, path),
+                ).fetchone()
+                if row is None:
+                    continue
+                known += 1
+                db.execute(
+                    "INSERT OR REPLACE INTO reviews (root, call_id, cell_id, state, created)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (self.root, call_id, cell_id or "", state, time.time()),
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return known
 
     # -- the API ---------------------------------------------------------------------------
     async def query(
@@ -262,6 +322,18 @@ class ActivityHistory:
     ) -> HistoryPage:
         """``query`` from a thread other than the event loop's (tests, scripts)."""
         return self._executor.submit(self._query, path, since, limit).result()
+
+    async def review(self, path: str, call_ids: list[str], cell_id: str | None, state: str) -> int:
+        """Keep the person's review of calls on the notebook ``path`` (of one cell: ``cell_id``).
+
+        ``state`` is one of :data:`REVIEW_STATES`; a later state replaces an earlier one of the
+        same call and cell. Returns how many of the calls the history holds on that notebook
+        (others are not kept: their calls are not in the history).
+        """
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, self._review, path, call_ids, cell_id, state
+        )
 
     def flush(self) -> None:
         """Wait until every write submitted so far is done."""

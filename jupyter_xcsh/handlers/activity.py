@@ -10,6 +10,8 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..errors import InvalidRequestError, NotFoundError
+from ..events.history import REVIEW_STATES
+from ..fields import check_type
 from ..services import XcshServices
 from .base import XcshAPIHandler
 
@@ -18,6 +20,14 @@ MAX_LIMIT = 1000
 DEFAULT_LIMIT = 200
 
 _DIGITS = re.compile(r"\A[0-9]{1,18}\Z")
+_CALL_ID = re.compile(r"\A[0-9a-f]{32}\Z")
+
+#: Most calls one review names, and the longest cell id it takes.
+MAX_REVIEW_CALLS = 1000
+MAX_CELL_ID = 1024
+
+#: The fields of a review's body and their JSON types.
+REVIEW_FIELDS: dict[str, type] = {"path": str, "call_ids": list, "cell_id": str, "state": str}
 
 HISTORY_OFF = (
     "The activity history is turned off on this server (c.XcshSettings.activity_history = False)"
@@ -69,14 +79,75 @@ class ActivityHandler(XcshAPIHandler):
 
     def _visible(self, path: Any) -> bool:
         """Whether the server shows ``path`` (a hidden file's calls are left out)."""
-        if not isinstance(path, str):
-            return True
-        manager = self.contents_manager
-        if getattr(manager, "allow_hidden", True):
-            return True
-        return not any(part.startswith(".") for part in path.split("/"))
+        return shown(self.contents_manager, path)
+
+
+def shown(manager: Any, path: Any) -> bool:
+    """Whether the contents manager shows ``path`` (hidden files are not, unless allowed)."""
+    if not isinstance(path, str):
+        return True
+    if getattr(manager, "allow_hidden", True):
+        return True
+    return not any(part.startswith(".") for part in path.split("/"))
+
+
+class ActivityReviewHandler(XcshAPIHandler):
+    """``POST``: keep the person's review of agent calls (kept or undone) in the history.
+
+    Body ``{"path", "call_ids", "cell_id", "state"}``: the calls on the notebook ``path`` (or
+    only their change to the cell ``cell_id``) are ``kept`` or ``undone``. ``GET
+    /api/xcsh/activity`` then gives each entry's ``review``, so that a reloaded lab shows only
+    the changes still to review. 200 ``{"reviewed": n}`` (the calls the history holds on that
+    notebook); 404 when the history is off.
+    """
+
+    auth_resource = "contents"
+
+    @web.authenticated
+    @authorized("write")
+    async def post(self) -> None:
+        """Keep one review state."""
+        with self.domain_errors():
+            path, call_ids, cell_id, state = review_request(self.json_body())
+            history = self.services.activity.history
+            if history is None:
+                raise NotFoundError(HISTORY_OFF)
+            if not shown(self.contents_manager, path):
+                raise NotFoundError(f"No such notebook: {path}")
+            reviewed = await history.review(path, call_ids, cell_id, state)
+        self.finish(json.dumps({"reviewed": reviewed}))
+
+
+def review_request(body: dict[str, Any]) -> tuple[str, list[str], str | None, str]:
+    """The fields of a review's body, checked: ``(path, call_ids, cell_id, state)``; else a 400."""
+    unknown = next((name for name in body if name not in REVIEW_FIELDS), None)
+    if unknown is not None:
+        raise InvalidRequestError(f"Unknown field: {unknown}")
+    given = {k: check_type(k, v, REVIEW_FIELDS[k]) for k, v in body.items() if v is not None}
+    for name in ("path", "call_ids", "state"):
+        if name not in given:
+            raise InvalidRequestError(f"{name} is required")
+    path = given["path"].strip("/")
+    if not path or any(part in ("", ".", "..") for part in path.split("/")):
+        raise InvalidRequestError(f"path must be a notebook path of the contents root: {path!r}")
+    call_ids = given["call_ids"]
+    if not 1 <= len(call_ids) <= MAX_REVIEW_CALLS:
+        raise InvalidRequestError(f"call_ids must hold 1 to {MAX_REVIEW_CALLS} call ids")
+    for k, call_id in enumerate(call_ids):
+        if not isinstance(call_id, str) or not _CALL_ID.match(call_id):
+            raise InvalidRequestError(f"call_ids[{k}] must be a call id (32 hex digits)")
+    cell_id = given.get("cell_id")
+    if cell_id is not None and not 1 <= len(cell_id) <= MAX_CELL_ID:
+        raise InvalidRequestError(f"cell_id must be 1 to {MAX_CELL_ID} characters")
+    state = given["state"]
+    if state not in REVIEW_STATES:
+        raise InvalidRequestError(f"state must be kept or undone, got {state!r}")
+    return path, list(dict.fromkeys(call_ids)), cell_id, state
 
 
 def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:
-    """Return the activity history's route."""
-    return [(r"/api/xcsh/activity", ActivityHandler, {"services": services})]
+    """Return the activity history's routes."""
+    return [
+        (r"/api/xcsh/activity", ActivityHandler, {"services": services}),
+        (r"/api/xcsh/activity/review", ActivityReviewHandler, {"services": services}),
+    ]

@@ -16,6 +16,7 @@ import { marksPlugin } from './marks/plugin';
 import { openNotebooks } from './notebooksync';
 import { RunSync } from './runsync';
 import { activityPlugin } from './panel/plugin';
+import { reviewPlugin } from './review/plugin';
 import { statusPlugin } from './status/plugin';
 import { IXcshClient } from './tokens';
 
@@ -73,5 +74,6 @@ export default [
   runSyncPlugin,
   marksPlugin,
   activityPlugin,
+  reviewPlugin,
   statusPlugin
 ];

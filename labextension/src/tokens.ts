@@ -158,6 +158,11 @@ export interface ICellMarks {
   removeCall(callId: string): void;
 
   /**
+   * Remove the mark a call left on one cell (a change kept or undone in review).
+   */
+  removeCell?(path: string, cellId: string, callId: string): void;
+
+  /**
    * Remove the marks of a call and never mark for it again (e.g. a revert,
    * which is a person's change, not an agent's).
    */

@@ -1,4 +1,5 @@
 import './base.css';
 import './activity.css';
 import './marks.css';
+import './review.css';
 import './status.css';

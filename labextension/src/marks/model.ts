@@ -194,6 +194,15 @@ export class CellMarks implements ICellMarks {
     }
   }
 
+  removeCell(path: string, cellId: string, callId: string): void {
+    const marks = this._byPath.get(path);
+    const key = `id:${cellId}`;
+    if (marks?.get(key)?.mark.callId === callId) {
+      marks.delete(key);
+      this._changed.emit(path);
+    }
+  }
+
   ignoreCall(callId: string): void {
     this._ignored.add(callId);
     if (this._ignored.size > CellMarks.MAX_IGNORED) {

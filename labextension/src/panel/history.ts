@@ -26,7 +26,7 @@ const MAX_PAGE = 1000;
 export async function loadHistory(
   model: ActivityModel,
   client: Pick<IXcshClient, 'activityHistory'>,
-  marks: Pick<ICellMarks, 'restore'> | null = null
+  marks: Pick<ICellMarks, 'restore' | 'removeCell'> | null = null
 ): Promise<number> {
   try {
     const page = await client.activityHistory({
@@ -34,8 +34,18 @@ export async function loadHistory(
     });
     if (marks !== null) {
       for (const entry of page.entries) {
+        // A change the person kept or undid in review has no mark any more.
+        const review = entry.review ?? [];
+        if (review.some(r => r.cellId === null)) {
+          continue;
+        }
         for (const emission of entry.events) {
           marks.restore(emission);
+        }
+        for (const { cellId } of review) {
+          if (cellId !== null && entry.path !== null) {
+            marks.removeCell?.(entry.path, cellId, entry.callId);
+          }
         }
       }
     }

@@ -1,0 +1,247 @@
+/*
+ * Copyright (c) jupyter-xcsh contributors.
+ * Distributed under the terms of the Modified BSD License.
+ */
+
+import {
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette } from '@jupyterlab/apputils';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import type { Event } from '@jupyterlab/services';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator } from '@jupyterlab/translation';
+
+import type { IOpenCell } from '../panel/revert';
+import { IAgentActivity, ICellMarks, IXcshClient } from '../tokens';
+import { translationBundle } from '../translation';
+import { loadReviewHistory, serverStore } from './api';
+import { ReviewController } from './controller';
+import { ReviewModel } from './model';
+import { NotebookReview } from './notebookreview';
+import { ChainedUndoer, GuardedUndoer, RoomUndoer } from './undo';
+
+/**
+ * The review's command ids.
+ */
+export namespace ReviewCommandIDs {
+  /** Keep the agent's change to the active cell. */
+  export const keepCell = 'jupyter-xcsh:review-keep-cell';
+  /** Undo the agent's change to the active cell. */
+  export const undoCell = 'jupyter-xcsh:review-undo-cell';
+  /** Keep every change of the active cell's agent call. */
+  export const keepCall = 'jupyter-xcsh:review-keep-call';
+  /** Undo every change of the active cell's agent call. */
+  export const undoCall = 'jupyter-xcsh:review-undo-call';
+  /** Keep every change of the turn (the agent calls since the person last kept). */
+  export const keepAll = 'jupyter-xcsh:review-keep-all';
+  /** Undo every change of the turn. */
+  export const undoAll = 'jupyter-xcsh:review-undo-all';
+  /** Go to the next cell with a change. */
+  export const next = 'jupyter-xcsh:review-next';
+  /** Go to the previous cell with a change. */
+  export const previous = 'jupyter-xcsh:review-previous';
+}
+
+/**
+ * Review agents' changes in the notebooks open in the lab: diffs, ghosts of deleted cells,
+ * keep and undo per cell, per call and per turn, kept in the server's activity history.
+ */
+export const reviewPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-xcsh:review',
+  description:
+    'Shows what agents changed in open notebooks, with keep and undo per cell, call and turn.',
+  autoStart: true,
+  requires: [IXcshClient, INotebookTracker],
+  optional: [
+    ICellMarks,
+    IAgentActivity,
+    ICommandPalette,
+    ITranslator,
+    ISettingRegistry
+  ],
+  activate: (
+    app: JupyterFrontEnd,
+    client: IXcshClient,
+    tracker: INotebookTracker,
+    marks: ICellMarks | null,
+    activity: IAgentActivity | null,
+    palette: ICommandPalette | null,
+    translator: ITranslator | null,
+    settingRegistry: ISettingRegistry | null
+  ): void => {
+    const trans = translationBundle(translator);
+    const model = new ReviewModel();
+    const settings = app.serviceManager.serverSettings;
+    const controller = new ReviewController({
+      model,
+      marks,
+      trans,
+      store: serverStore(settings),
+      // A room's undo first (it keeps the person's later typing); else the guarded revert.
+      undoer: new ChainedUndoer([
+        new RoomUndoer(settings, trans),
+        new GuardedUndoer(client, path => openCells(tracker, path), trans)
+      ])
+    });
+    app.serviceManager.events.stream.connect(
+      (_: Event.IManager, emission: Event.Emission) =>
+        model.handleEmission(emission)
+    );
+    void loadReviewHistory(model, client);
+    // A revert from the activity panel is an undo too; and the revert is not an agent's change.
+    activity?.model.changed.connect((_, change) => {
+      const call = activity.model.get(change.id);
+      if (call?.kind !== 'notebook') {
+        return;
+      }
+      if (call.revertOf !== null) {
+        model.ignoreCall(call.id);
+      }
+      if (call.revert.state === 'done') {
+        void controller.undoneElsewhere(call.id, call.revert.by);
+      }
+    });
+    // Keep from the panel keeps in the review too.
+    app.commands.commandExecuted.connect((_, executed) => {
+      const callId = (executed.args as { callId?: unknown }).callId;
+      if (executed.id === 'jupyter-xcsh:keep' && typeof callId === 'string') {
+        void controller.keepCall(callId);
+      }
+    });
+
+    const views = new Map<NotebookPanel, NotebookReview>();
+    const follow = (panel: NotebookPanel) => {
+      const view = new NotebookReview(panel, controller, trans);
+      views.set(panel, view);
+      panel.disposed.connect(() => views.delete(panel));
+    };
+    tracker.forEach(follow);
+    tracker.widgetAdded.connect((_, panel) => follow(panel));
+
+    const current = (): NotebookReview | null => {
+      const panel = tracker.currentWidget;
+      return panel ? (views.get(panel) ?? null) : null;
+    };
+    const active = () => current()?.activeChange() ?? null;
+    const pending = () => {
+      const view = current();
+      return view !== null && model.pendingOf(view.path).length > 0;
+    };
+    const { commands } = app;
+    commands.addCommand(ReviewCommandIDs.keepCell, {
+      label: trans.__('Keep Agent Change to Cell'),
+      caption: trans.__("Keep the agent's change to the active cell"),
+      isEnabled: () => active() !== null,
+      execute: async () => {
+        const change = active();
+        if (change !== null) {
+          await controller.keep([change]);
+        }
+      }
+    });
+    commands.addCommand(ReviewCommandIDs.undoCell, {
+      label: trans.__('Undo Agent Change to Cell'),
+      caption: trans.__("Undo the agent's change to the active cell"),
+      isEnabled: () => active() !== null,
+      execute: async () => {
+        const change = active();
+        if (change !== null) {
+          await controller.undo(change);
+        }
+      }
+    });
+    commands.addCommand(ReviewCommandIDs.keepCall, {
+      label: trans.__('Keep All Changes of Agent Call'),
+      caption: trans.__("Keep every change of the active cell's agent call"),
+      isEnabled: () => active() !== null,
+      execute: async () => {
+        const change = active();
+        if (change !== null) {
+          await controller.keepCall(change.callId);
+        }
+      }
+    });
+    commands.addCommand(ReviewCommandIDs.undoCall, {
+      label: trans.__('Undo All Changes of Agent Call'),
+      caption: trans.__("Undo every change of the active cell's agent call"),
+      isEnabled: () => active() !== null,
+      execute: async () => {
+        const change = active();
+        if (change !== null) {
+          await controller.undoCall(change.callId);
+        }
+      }
+    });
+    commands.addCommand(ReviewCommandIDs.keepAll, {
+      label: trans.__('Keep All Agent Changes'),
+      caption: trans.__(
+        'Keep every agent change to this notebook since you last kept'
+      ),
+      isEnabled: pending,
+      execute: async () => {
+        const view = current();
+        if (view !== null) {
+          await controller.keepTurn(view.path);
+        }
+      }
+    });
+    commands.addCommand(ReviewCommandIDs.undoAll, {
+      label: trans.__('Undo All Agent Changes'),
+      caption: trans.__(
+        'Undo every agent change to this notebook since you last kept'
+      ),
+      isEnabled: pending,
+      execute: async () => {
+        await current()?.undoAll();
+      }
+    });
+    commands.addCommand(ReviewCommandIDs.next, {
+      label: trans.__('Next Agent Change'),
+      isEnabled: pending,
+      execute: () => current()?.step(1)
+    });
+    commands.addCommand(ReviewCommandIDs.previous, {
+      label: trans.__('Previous Agent Change'),
+      isEnabled: pending,
+      execute: () => current()?.step(-1)
+    });
+    for (const command of [
+      ReviewCommandIDs.keepCell,
+      ReviewCommandIDs.undoCell,
+      ReviewCommandIDs.keepCall,
+      ReviewCommandIDs.undoCall,
+      ReviewCommandIDs.keepAll,
+      ReviewCommandIDs.undoAll,
+      ReviewCommandIDs.next,
+      ReviewCommandIDs.previous
+    ]) {
+      palette?.addItem({ command, category: trans.__('Agent Review') });
+    }
+    // The keyboard shortcuts are in the plugin's schema (`schema/review.json`).
+    void settingRegistry?.load(reviewPlugin.id).catch(() => undefined);
+  }
+};
+
+/**
+ * The cells of the notebook at `path` as open in the lab, or `null` when it is not open.
+ */
+function openCells(
+  tracker: INotebookTracker,
+  path: string
+): IOpenCell[] | null {
+  const panel = tracker.find(
+    widget => widget.context.path === path && widget.context.isReady
+  );
+  const model = panel?.content.model;
+  if (!model) {
+    return null;
+  }
+  const cells: IOpenCell[] = [];
+  for (let i = 0; i < model.cells.length; i++) {
+    const cell = model.cells.get(i);
+    cells.push({ id: cell.id, source: cell.sharedModel.getSource() });
+  }
+  return cells;
+}

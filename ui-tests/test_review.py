@@ -1,0 +1,291 @@
+"""Reviewing agent changes in the notebook: diffs, ghosts, keep and undo, across a reload.
+
+Each test opens a notebook in the lab (no collaboration room), lets an agent change it through
+the notebook tool, and reviews the change as a person does: the diff above the cell, the ghost
+of a deleted cell, the Keep / Undo buttons and the review bar. Undo without a room is the
+guarded revert: refused with a clear message when the person typed into the cell since. With
+``XCSH_UI_SCREENSHOTS`` set, the screenshots of the review flow are also saved as
+``docs/images/review-*.png``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import expect
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS_IMAGES = REPO / "docs" / "images"
+
+SOURCES = ["# setup\nx = 21", "y = x * 2\nprint(y)", "z = y + 1", "w = z"]
+
+
+def open_review(lab, lab_page, name: str) -> Any:
+    """Open a notebook of four code cells; return its cells."""
+    return lab_page.open_notebook(name, SOURCES)
+
+
+def doc_screenshot(lab_page, label: str) -> None:
+    """A screenshot of the review flow, kept for the docs when screenshots are asked for."""
+    path = lab_page.screenshot(label)
+    if os.environ.get("XCSH_UI_SCREENSHOTS"):
+        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOCS_IMAGES / f"review-{label}.png")
+
+
+def review_of(cell) -> Any:
+    return cell.locator(".jp-xcsh-Review:not(.jp-xcsh-ReviewGhost)")
+
+
+def bar(lab_page) -> Any:
+    return lab_page.page.locator(".jp-NotebookPanel .jp-xcsh-ReviewBar")
+
+
+def open_source(lab_page, index: int) -> str:
+    return lab_page.page.evaluate(
+        "i => window.jupyterapp.shell.currentWidget.content.model.cells.get(i)"
+        ".sharedModel.getSource()",
+        index,
+    )
+
+
+def test_an_edit_shows_a_line_diff_and_can_be_kept(lab, lab_page):
+    cells = open_review(lab, lab_page, "review-edit.ipynb")
+    lab.notebook(
+        action="edit",
+        notebook_path="review-edit.ipynb",
+        cell_id="cell-1",
+        content="y = x * 3\nprint(y)\nprint('done')",
+    )
+    review = review_of(cells.nth(1))
+    expect(review).to_contain_text("Edited by an agent")
+    diff = review.locator(".jp-xcsh-Diff.jp-mod-unified")
+    expect(diff.locator(".jp-xcsh-Diff-line.jp-mod-removed")).to_have_text(["1\u2212y = x * 2"])
+    expect(diff.locator(".jp-xcsh-Diff-line.jp-mod-added")).to_have_count(2)
+    expect(diff.locator(".jp-xcsh-Diff-line.jp-mod-same")).to_contain_text(["print(y)"])
+    expect(bar(lab_page)).to_contain_text("1 agent change to review")
+    doc_screenshot(lab_page, "edit-unified")
+
+    review.locator(".jp-xcsh-Review-layout").click()
+    side = review.locator(".jp-xcsh-Diff.jp-mod-sideBySide")
+    expect(side.locator(".jp-xcsh-Diff-row").first).to_contain_text("y = x * 2")
+    expect(side.locator(".jp-xcsh-Diff-row").first).to_contain_text("y = x * 3")
+    doc_screenshot(lab_page, "edit-side-by-side")
+
+    review.locator(".jp-xcsh-Review-keep").click()
+    expect(review).to_have_count(0)
+    expect(bar(lab_page)).to_be_hidden()
+    assert open_source(lab_page, 1) == "y = x * 3\nprint(y)\nprint('done')"
+
+
+def test_insert_delete_and_move_are_shown(lab, lab_page):
+    cells = open_review(lab, lab_page, "review-kinds.ipynb")
+    page = lab_page.page
+    lab.notebook(
+        action="insert", notebook_path="review-kinds.ipynb", cell_index=1, content="new = 1"
+    )
+    expect(cells).to_have_count(5)
+    expect(review_of(cells.nth(1))).to_contain_text("New cell (inserted by an agent)")
+
+    lab.notebook(action="delete", notebook_path="review-kinds.ipynb", cell_id="cell-2")
+    expect(cells).to_have_count(4)
+    ghost = page.locator(".jp-xcsh-ReviewGhost")
+    expect(ghost).to_contain_text("Deleted by an agent (was at position 4)")
+    expect(ghost.locator(".jp-xcsh-Diff-line.jp-mod-removed")).to_have_text(["1\u2212z = y + 1"])
+    # At the deleted cell's old position: above the cell now there.
+    expect(cells.nth(3).locator(".jp-xcsh-ReviewGhost")).to_have_count(1)
+
+    lab.notebook(action="move", notebook_path="review-kinds.ipynb", cell_id="cell-3", to_index=0)
+    expect(review_of(cells.nth(0))).to_contain_text("Agent moved from position 4")
+    expect(bar(lab_page)).to_contain_text("3 agent changes to review")
+    doc_screenshot(lab_page, "kinds")
+
+    # Undo of the delete: the cell comes back, and its ghost goes.
+    ghost.locator(".jp-xcsh-Review-undo").click()
+    expect(page.locator(".jp-xcsh-ReviewGhost")).to_have_count(0)
+    expect(cells).to_have_count(5)
+    expect(bar(lab_page)).to_contain_text("2 agent changes to review")
+
+
+def test_undo_after_the_person_typed_is_refused(lab, lab_page):
+    cells = open_review(lab, lab_page, "review-typed.ipynb")
+    page = lab_page.page
+    lab.notebook(
+        action="edit", notebook_path="review-typed.ipynb", cell_id="cell-2", content="z = 'agent'"
+    )
+    review = review_of(cells.nth(2))
+    expect(review).to_contain_text("Edited by an agent")
+    cells.nth(2).locator(".cm-content").click()
+    page.keyboard.press("End")
+    page.keyboard.type("  # mine")
+    expect(review.locator(".jp-xcsh-Review-since")).to_have_text("changed since by you")
+
+    review.locator(".jp-xcsh-Review-undo").click()
+    expect(review.locator(".jp-xcsh-Review-message")).to_have_text(
+        "Not undone: the cell was changed in the open notebook after this call."
+        " Keep the change, or undo your own edit first."
+    )
+    doc_screenshot(lab_page, "undo-refused")
+    assert open_source(lab_page, 2) == "z = 'agent'  # mine"
+
+
+def test_keep_all_and_undo_all_of_a_batch(lab, lab_page):
+    cells = open_review(lab, lab_page, "review-batch.ipynb")
+    changes = [
+        {"action": "edit", "cell_id": "cell-0", "content": "# setup\nx = 1"},
+        {"action": "edit", "cell_id": "cell-3", "content": "w = z * 10"},
+        {"action": "insert", "cell_index": 4, "content": "print(w)"},
+    ]
+    lab.notebook(notebook_path="review-batch.ipynb", changes=changes)
+    expect(cells).to_have_count(5)
+    expect(bar(lab_page)).to_contain_text("3 agent changes to review")
+    expect(review_of(cells.nth(0)).locator(".jp-xcsh-Review-undoCall")).to_have_text(
+        "Undo call (3)"
+    )
+    doc_screenshot(lab_page, "batch")
+
+    bar(lab_page).locator(".jp-xcsh-ReviewBar-undoAll").click()
+    expect(cells).to_have_count(4)
+    expect(bar(lab_page)).to_be_hidden()
+    assert [open_source(lab_page, i) for i in range(4)] == SOURCES
+
+    lab.notebook(notebook_path="review-batch.ipynb", changes=changes)
+    expect(bar(lab_page)).to_contain_text("3 agent changes to review")
+    bar(lab_page).locator(".jp-xcsh-ReviewBar-keepAll").click()
+    expect(bar(lab_page)).to_be_hidden()
+    expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
+    assert open_source(lab_page, 3) == "w = z * 10"
+
+
+def test_a_reload_brings_back_pending_changes_only(lab, lab_page):
+    cells = open_review(lab, lab_page, "review-reload.ipynb")
+    lab.notebook(
+        action="edit", notebook_path="review-reload.ipynb", cell_id="cell-1", content="kept = 1"
+    )
+    lab.notebook(
+        action="edit", notebook_path="review-reload.ipynb", cell_id="cell-2", content="pending = 2"
+    )
+    expect(bar(lab_page)).to_contain_text("2 agent changes to review")
+    review_of(cells.nth(1)).locator(".jp-xcsh-Review-keep").click()
+    expect(bar(lab_page)).to_contain_text("1 agent change to review")
+
+    lab_page.page.reload()
+    lab_page.page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60000)
+    cells = lab_page.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(4)
+    expect(review_of(cells.nth(2))).to_contain_text("Edited by an agent")
+    expect(review_of(cells.nth(2)).locator(".jp-xcsh-Diff-line.jp-mod-added")).to_have_text(
+        ["1+pending = 2"]
+    )
+    expect(cells.nth(2)).to_have_class(re_class("jp-xcsh-mod-agentChanged"))
+    # The kept change stays kept: no diff, no mark.
+    expect(review_of(cells.nth(1))).to_have_count(0)
+    expect(cells.nth(1)).not_to_have_class(re_class("jp-xcsh-mod-agentChanged"))
+    expect(bar(lab_page)).to_contain_text("1 agent change to review")
+    doc_screenshot(lab_page, "after-reload")
+
+
+def re_class(name: str) -> Any:
+    import re
+
+    return re.compile(rf"\b{re.escape(name)}\b")
+
+
+def test_review_commands_are_in_the_palette(lab, lab_page):
+    open_review(lab, lab_page, "review-palette.ipynb")
+    labels = lab_page.page.evaluate(
+        """() => ['keep-cell', 'undo-cell', 'keep-all', 'undo-all', 'next', 'previous']
+            .map(id => window.jupyterapp.commands.label('jupyter-xcsh:review-' + id))"""
+    )
+    assert labels == [
+        "Keep Agent Change to Cell",
+        "Undo Agent Change to Cell",
+        "Keep All Agent Changes",
+        "Undo All Agent Changes",
+        "Next Agent Change",
+        "Previous Agent Change",
+    ]
+    lab_page.page.wait_for_function(
+        "() => window.jupyterapp.commands.keyBindings"
+        ".some(b => b.command === 'jupyter-xcsh:review-keep-cell')"
+    )
+    keys = lab_page.page.evaluate(
+        """() => window.jupyterapp.commands.keyBindings
+            .filter(b => b.command.startsWith('jupyter-xcsh:review-'))
+            .map(b => b.command + ' ' + b.keys.join(','))"""
+    )
+    # The lab binds "Accel" to Ctrl on Linux.
+    assert "jupyter-xcsh:review-keep-cell Ctrl Alt Y" in keys
+    assert "jupyter-xcsh:review-undo-all Ctrl Alt Shift N" in keys
+
+
+def test_keyboard_shortcuts_go_to_and_keep_changes(lab, lab_page):
+    cells = open_review(lab, lab_page, "review-keys.ipynb")
+    page = lab_page.page
+    for cell_id, content in (("cell-1", "a = 1"), ("cell-3", "b = 2")):
+        lab.notebook(
+            action="edit", notebook_path="review-keys.ipynb", cell_id=cell_id, content=content
+        )
+    expect(bar(lab_page)).to_contain_text("2 agent changes to review")
+    cells.nth(0).locator(".jp-InputPrompt").click()  # command mode, first cell active
+    active = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
+
+    page.keyboard.press("Control+Alt+Period")  # next change
+    page.wait_for_function(f"() => ({active})() === 1")
+    page.keyboard.press("Control+Alt+Period")
+    page.wait_for_function(f"() => ({active})() === 3")
+    page.keyboard.press("Control+Alt+Comma")  # previous change
+    page.wait_for_function(f"() => ({active})() === 1")
+
+    page.keyboard.press("Control+Alt+y")  # keep the active cell's change
+    expect(review_of(cells.nth(1))).to_have_count(0)
+    expect(review_of(cells.nth(3))).to_have_count(1)
+    expect(bar(lab_page)).to_contain_text("1 agent change to review")
+
+    page.keyboard.press("Control+Alt+Shift+KeyN")  # undo all
+    expect(bar(lab_page)).to_be_hidden()
+    assert open_source(lab_page, 3) == "w = z"
+    assert open_source(lab_page, 1) == "a = 1"
+
+
+def test_a_revert_from_the_activity_panel_is_an_undo_that_lasts(lab, lab_page):
+    cells = open_review(lab, lab_page, "review-panel.ipynb")
+    result = lab.notebook(
+        action="edit", notebook_path="review-panel.ipynb", cell_id="cell-2", content="z = 0"
+    )
+    expect(review_of(cells.nth(2))).to_contain_text("Edited by an agent")
+    panel = lab_page.open_activity()
+    call = panel.locator(f'.jp-xcsh-Call[data-call-id="{result["callId"]}"]')
+    call.locator(".jp-xcsh-Revert").click()
+    expect(call.locator(".jp-xcsh-Reverted")).to_have_text("Reverted")
+    expect(cells.nth(2)).to_contain_text("z = y + 1")
+    # Neither the reverted change nor the revert (the person's) is left to review.
+    expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
+    expect(bar(lab_page)).to_be_hidden()
+
+    # The history keeps both: the agent's call undone, the revert kept.
+    deadline = time.monotonic() + 30
+    while True:
+        page = lab.api("GET", "api/xcsh/activity?path=review-panel.ipynb")
+        reviews = {e["callId"]: e["review"] for e in page["entries"]}
+        if len(reviews) == 2 and all(reviews.values()):
+            break
+        assert time.monotonic() < deadline, reviews
+        time.sleep(0.05)  # polling the server for a condition, not waiting a fixed time
+    assert reviews[result["callId"]] == [{"cellId": None, "state": "undone"}]
+    assert [r for k, r in reviews.items() if k != result["callId"]] == [
+        [{"cellId": None, "state": "kept"}]
+    ]
+
+    lab_page.page.reload()
+    lab_page.page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60000)
+    cells = lab_page.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(4)
+    expect(cells.nth(2)).to_contain_text("z = y + 1")
+    # Once the history is back in the panel, nothing of it is back in review.
+    expect(lab_page.open_activity().locator(".jp-xcsh-Call")).to_have_count(2)
+    expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
