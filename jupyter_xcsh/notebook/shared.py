@@ -114,6 +114,9 @@ class SharedNotebook:
             for i, ycell in enumerate(ynotebook.ycells)
         ]
         self._changes = _Changes()
+        #: The ids of the shared cells the last ``commit`` changed: True for a change in place
+        #: (source, outputs, count), False for a cell inserted, deleted, moved or replaced.
+        self.touched: dict[str, bool] = {}
 
     # -- the CellDocument protocol --------------------------------------------------------------
 
@@ -197,9 +200,15 @@ class SharedNotebook:
         if not ops:
             return
         doc = self._doc
+        self.touched = {}
         with doc.ydoc.transaction():
             for op in ops:
                 getattr(self, f"_commit_{op[0]}")(*op[1:])
+
+    def _touch(self, cell_id: Any, in_place: bool) -> None:
+        """Note that the commit changed the cell ``cell_id`` (a change that moves it wins)."""
+        if isinstance(cell_id, str):
+            self.touched[cell_id] = in_place and self.touched.get(cell_id, True)
 
     def _commit_replace(self, index: int, cell: dict[str, Any]) -> None:
         doc = self._doc
@@ -212,6 +221,7 @@ class SharedNotebook:
             self._commit_delete(index)
             self._commit_insert(index, _with_id(cell, ycell))
             return
+        self._touch(ycell.get("id"), True)
         new_source = source_text(cell.get("source"))
         ytext = ycell.get("source")
         if isinstance(ytext, str) or ytext is None:
@@ -231,6 +241,7 @@ class SharedNotebook:
         running: bool,
     ) -> None:
         ycell = self._doc.ycells[index]
+        self._touch(ycell.get("id"), True)
         self._set_outputs(ycell, outputs)
         if ycell.get("execution_count") != execution_count:
             ycell["execution_count"] = execution_count
@@ -241,11 +252,13 @@ class SharedNotebook:
 
     def _commit_insert(self, index: int, cell: dict[str, Any]) -> None:
         cell_id = cell.get("id")
+        self._touch(cell_id, False)
         if self._outputs is not None and cell.get("outputs") and isinstance(cell_id, str):
             cell = {**cell, "outputs": self._outputs.placeholders(cell_id, cell["outputs"])}
         self._doc.ycells.insert(index, self._doc.create_ycell(cell))
 
     def _commit_delete(self, index: int) -> None:
+        self._touch(self._doc.ycells[index].get("id"), False)
         del self._doc.ycells[index]
 
     def _commit_move(self, index: int, to_index: int) -> None:
