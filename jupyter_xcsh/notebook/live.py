@@ -231,7 +231,7 @@ async def in_transaction(
         undo.begin(ynotebook)
         with ynotebook.ydoc.transaction(origin=undo.origin):
             shared.commit()
-        undo.end(ynotebook, shared.touched)
+        undo.end(ynotebook, shared.touched, shared.focus)
     return value
 
 

@@ -54,11 +54,14 @@ def text_change(old: str, new: str) -> tuple[int, int, str] | None:
     return prefix, len(old) - suffix, new[prefix : len(new) - suffix]
 
 
-def apply_text_change(ytext: Any, old: str, new: str) -> None:
-    """Turn the shared text ``ytext`` (holding ``old``) into ``new`` with one minimal change."""
+def apply_text_change(ytext: Any, old: str, new: str) -> int | None:
+    """Turn the shared text ``ytext`` (holding ``old``) into ``new`` with one minimal change.
+
+    Returns the UTF-8 byte offset just after the text put in (None when nothing changed).
+    """
     change = text_change(old, new)
     if change is None:
-        return
+        return None
     start, end, text = change
     # pycrdt addresses text by UTF-8 byte offsets.
     start_byte = len(old[:start].encode("utf-8"))
@@ -67,6 +70,7 @@ def apply_text_change(ytext: Any, old: str, new: str) -> None:
         del ytext[start_byte:end_byte]
     if text:
         ytext.insert(start_byte, text)
+    return start_byte + len(text.encode("utf-8"))
 
 
 @dataclass
@@ -117,6 +121,9 @@ class SharedNotebook:
         #: The ids of the shared cells the last ``commit`` changed: True for a change in place
         #: (source, outputs, count), False for a cell inserted, deleted, moved or replaced.
         self.touched: dict[str, bool] = {}
+        #: The cell the last ``commit`` changed last, and the UTF-8 byte offset in its source
+        #: just after the text it put in (None: its end) — where the agent's cursor goes.
+        self.focus: tuple[str, int | None] | None = None
 
     # -- the CellDocument protocol --------------------------------------------------------------
 
@@ -200,7 +207,7 @@ class SharedNotebook:
         if not ops:
             return
         doc = self._doc
-        self.touched = {}
+        self.touched, self.focus = {}, None
         with doc.ydoc.transaction():
             for op in ops:
                 getattr(self, f"_commit_{op[0]}")(*op[1:])
@@ -209,6 +216,7 @@ class SharedNotebook:
         """Note that the commit changed the cell ``cell_id`` (a change that moves it wins)."""
         if isinstance(cell_id, str):
             self.touched[cell_id] = in_place and self.touched.get(cell_id, True)
+            self.focus = (cell_id, None)
 
     def _commit_replace(self, index: int, cell: dict[str, Any]) -> None:
         doc = self._doc
@@ -227,7 +235,10 @@ class SharedNotebook:
         if isinstance(ytext, str) or ytext is None:
             ycell["source"] = _text(new_source)
         else:
-            apply_text_change(ytext, str(ytext), new_source)
+            end = apply_text_change(ytext, str(ytext), new_source)
+            cell_id = ycell.get("id")
+            if end is not None and isinstance(cell_id, str):
+                self.focus = (cell_id, end)
         if "outputs" in changed:
             self._set_outputs(ycell, cell.get("outputs") or [])
         if "execution_count" in changed:

@@ -42,6 +42,7 @@ from .document import NoCellsError, NotebookDocument, NotJSONError
 from .live import LiveDocuments, in_transaction, wait_until_free
 from .model import CellDocument, Snapshot
 from .outputs import CellPlace, SelectedCell, set_cell_outputs
+from .presence import AgentPresence
 from .reader import ReadLimits, read_view
 from .saves import SaveGuard
 from .trust import NotebookTrust
@@ -124,6 +125,8 @@ class NotebookStore:
         self.trim_memory = trim_memory
         #: The undo of agent calls' changes to open rooms (``undo.py``).
         self.room_undo = RoomUndo()
+        #: The agents shown in the awareness of the rooms they change (``presence.py``).
+        self.presence = AgentPresence(live.settings if live is not None else None)
         # One lock per notebook, dropped once no request holds or awaits it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -319,7 +322,12 @@ class NotebookStore:
 
     # -- changing ------------------------------------------------------------------------------
 
-    async def change(self, request: NotebookRequest, call_id: str | None = None) -> dict[str, Any]:
+    async def change(
+        self,
+        request: NotebookRequest,
+        call_id: str | None = None,
+        agent: tuple[str, str] | None = None,
+    ) -> dict[str, Any]:
         """Apply an edit/insert/delete/move request (all or nothing) and describe it.
 
         ``call_id``: the agent call making the change, whose change to a room can then be
@@ -332,6 +340,7 @@ class NotebookStore:
             request.notebook_path,
             lambda d: (apply_changes(d, [request]), d.cell_keys()),
             call_id=call_id,
+            agent=agent,
         )
         results, keys = outcome.value
         result = results[0]
@@ -342,17 +351,23 @@ class NotebookStore:
         return changed
 
     async def change_batch(
-        self, batch: NotebookBatch, call_id: str | None = None
+        self,
+        batch: NotebookBatch,
+        call_id: str | None = None,
+        agent: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
         """Apply a batch's changes in order, atomically, and describe them (docs/contract.md §2.11).
 
         One save of the file, or one transaction on the live document; nothing when a change
-        fails. ``call_id`` as ``change``'s. Returns ``{text, details}`` and ``previousCells``
-        (per change, the cell as it was before an edit or a delete, else None) for the tool's
-        event and ``cellKeys`` (as ``change``'s), not for the caller.
+        fails. ``call_id`` and ``agent`` as ``change``'s. Returns ``{text, details}`` and
+        ``previousCells`` (per change, the cell as it was before an edit or a delete, else
+        None) for the tool's event and ``cellKeys`` (as ``change``'s), not for the caller.
         """
         outcome = await self.update(
-            batch.notebook_path, lambda d: (apply_batch(d, batch), d.cell_keys()), call_id=call_id
+            batch.notebook_path,
+            lambda d: (apply_batch(d, batch), d.cell_keys()),
+            call_id=call_id,
+            agent=agent,
         )
         changes, keys = outcome.value
         result = batch_result(changes)
@@ -404,7 +419,11 @@ class NotebookStore:
             return _Outcome(await in_transaction(live, path, show, outputs=stored), via, None)
 
     async def update(
-        self, path: str, mutate: Callable[[CellDocument], T], call_id: str | None = None
+        self,
+        path: str,
+        mutate: Callable[[CellDocument], T],
+        call_id: str | None = None,
+        agent: tuple[str, str] | None = None,
     ) -> _Outcome:
         """Run ``mutate`` on the notebook and keep its changes, atomically.
 
@@ -412,6 +431,8 @@ class NotebookStore:
         the live shared document when a room is open — its changes then become one transaction
         — else on the file's text, saved once. When it raises, nothing is kept. ``call_id``:
         the agent call whose change it is; in a room, the change can then be undone by that id.
+        ``agent``: the caller's name and key; in a room, the agent is shown there, its cursor
+        in the cell it changed last (``presence.py``).
         """
         api_path, key = await self.resolve(path)
         async with self._lock(key):
@@ -423,6 +444,8 @@ class NotebookStore:
                     if call_id is not None:
                         capture = self.room_undo.capture(api_path, call_id)
                     value = await in_transaction(live, path, mutate, outputs=stored, undo=capture)
+                    if agent is not None and capture is not None and capture.focus is not None:
+                        self.presence.show(live, api_path, *agent, *capture.focus)
                     return _Outcome(value, via, None)
                 if attempt == SAVE_ATTEMPTS:
                     async with self.guard.holding(key):

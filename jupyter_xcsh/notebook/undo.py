@@ -74,6 +74,9 @@ class UndoCapture:
         self.call_id = call_id
         self.origin = call_origin(call_id)
         self._manager: Any = None
+        #: After the transaction: the cell the call changed last, and where in its source
+        #: (``SharedNotebook.focus``) — where the agent's cursor goes.
+        self.focus: tuple[str, int | None] | None = None
 
     def begin(self, ynotebook: Any) -> None:
         """Before the call's transaction (never inside one): make its undo manager."""
@@ -82,8 +85,14 @@ class UndoCapture:
         self._manager = UndoManager(scopes=[ynotebook.ycells], capture_timeout_millis=0)
         self._manager.include_origin(self.origin)
 
-    def end(self, ynotebook: Any, touched: dict[str, bool]) -> None:
+    def end(
+        self,
+        ynotebook: Any,
+        touched: dict[str, bool],
+        focus: tuple[str, int | None] | None = None,
+    ) -> None:
         """After the call's transaction: hold its undo (if the transaction changed anything)."""
+        self.focus = focus
         manager, self._manager = self._manager, None
         if manager is None or not manager.can_undo():
             return

@@ -94,7 +94,7 @@ class NotebookTool:
         try:
             if request.changes:
                 await self._before_change(request.notebook_path)
-                result = await self.store.change(request, call_id)
+                result = await self.store.change(request, call_id, _agent(caller))
                 self._changed(request.notebook_path, result, caller)
             elif request.action == "find":
                 result = await self.finder.find(request)
@@ -133,7 +133,7 @@ class NotebookTool:
         call_id = new_call_id()
         try:
             await self._before_change(batch.notebook_path)
-            result = await self.store.change_batch(batch, call_id)
+            result = await self.store.change_batch(batch, call_id, _agent(caller))
             self._changed(batch.notebook_path, result, caller)
         except XcshError as e:
             self.activity.notebook_call(
@@ -290,6 +290,11 @@ class NotebookTool:
             raise
         writer.close()
         return writer.id
+
+
+def _agent(caller: Caller) -> tuple[str, str] | None:
+    """The caller's name and key, to show it in a room; None for a caller not an agent."""
+    return (caller.name, caller.agent) if caller.name else None
 
 
 def _changes_text(details: dict[str, Any]) -> str:

@@ -1,9 +1,10 @@
-"""Undo of an agent call in a collaboration room (docs/contract.md §4.3): a real room, a person.
+"""Reviewing an agent in a collaboration room: undo (docs/contract.md §4.3) and presence (§4.4).
 
 Run in an environment with jupyter-collaboration (``-m collaboration``). The agent changes cells
 through the notebook tool; a person — a real Yjs client over the room's websocket, as a lab tab —
 types into the same cells afterwards; ``POST /api/xcsh/notebook/undo`` takes the agent's change
-back and the person's typing stays, in the room and in the file the room saves.
+back and the person's typing stays, in the room and in the file the room saves. The person also
+sees the agent among the room's collaborators (its awareness state), its cursor in the cell.
 """
 
 from __future__ import annotations
@@ -80,8 +81,9 @@ def undo(jp_fetch):
     return call
 
 
-async def _ok(notebook_tool, **body):
-    status, result = await notebook_tool({"notebook_path": P, **body})
+async def _ok(notebook_tool, headers=None, **body):
+    extra = {} if headers is None else {"headers": headers}
+    status, result = await notebook_tool({"notebook_path": P, **body}, **extra)
     assert status == 200, result
     return result
 
@@ -286,3 +288,116 @@ def test_the_registry_is_bounded_and_forgets_closed_rooms():
         other.ycells[0]["source"].insert(0, "x")
     capture.end(other, {"d": True})
     assert len(registry) == 1  # the closed room's calls went with it
+
+
+# -- presence ---------------------------------------------------------------------------------
+
+
+def _agents(person):
+    return [s for s in person.others() if s.get("user", {}).get("username", "").startswith("xcsh-")]
+
+
+def _cursor_offset(person, state, index):
+    """Where the agent's cursor is in the source of cell ``index`` (a UTF-8 byte offset)."""
+    from pycrdt import StickyIndex
+
+    ytext = person.doc.ycells[index]["source"]
+    head = StickyIndex.from_json(state["cursors"][0]["head"], ytext)
+    return head.get_index()
+
+
+async def test_the_agent_appears_with_its_name_and_cursor_in_the_cell_it_edited(
+    notebook_tool, notebook, room, jp_serverapp
+):
+    async with room() as person:
+        headers = {"X-Agent-Name": "Claude Code"}
+        await _ok(notebook_tool, action="edit", cell_id="c1", content="a = 100", headers=headers)
+        await person.wait_for(lambda: len(_agents(person)) == 1, "the agent's awareness")
+        [state] = _agents(person)
+        user = state["user"]
+        assert user["name"] == user["display_name"] == "Claude Code"
+        assert user["initials"] == "CC"
+        assert user["color"].startswith("#")
+        cursor = state["cursors"][0]
+        assert cursor["primary"] is True and cursor["empty"] is True
+        # Just after the text the agent put in ("00"), in cell c1's source.
+        await person.wait_for(lambda: person.sources()[1] == "a = 100", "the edit")
+        assert _cursor_offset(person, state, 1) == len("a = 100")
+
+        # The room's own awareness holds it too, under a client id of its own.
+        store = jp_serverapp.web_app.settings["xcsh"].notebook_store
+        document = await store.live.find(P)
+        agents = {
+            client: s
+            for client, s in document.awareness.states.items()
+            if s.get("user", {}).get("name") == "Claude Code"
+        }
+        assert len(agents) == 1 and document.awareness.client_id not in agents
+
+        # The next change moves the cursor to the cell it changes.
+        await _ok(notebook_tool, action="edit", cell_id="c3", content="c = 3  # x", headers=headers)
+
+        def moved():
+            [state] = _agents(person)
+            return person.sources()[3] == "c = 3  # x" and (
+                _cursor_offset(person, state, 3) == len("c = 3  # x")
+            )
+
+        await person.wait_for(moved, "the cursor on cell c3")
+
+
+async def test_an_agent_without_a_name_is_agent_and_leaves_once_idle(
+    notebook_tool, notebook, room, jp_serverapp
+):
+    presence = jp_serverapp.web_app.settings["xcsh"].notebook_store.presence
+    presence.idle_seconds, presence.renew_seconds = 1.5, 0.3
+    async with room() as person:
+        await _ok(notebook_tool, action="insert", cell_index=0, content="first = 1")
+        await person.wait_for(lambda: len(_agents(person)) == 1, "the agent's awareness")
+        [state] = _agents(person)
+        assert state["user"]["name"] == "Agent" and state["user"]["initials"] == "A"
+        assert _cursor_offset(person, state, 0) == len("first = 1")
+        await person.wait_for(lambda: not _agents(person), "the idle agent to leave", 30)
+    assert presence.shown() == []
+
+
+async def test_an_mcp_client_is_shown_by_its_client_info_name(notebook, room, jp_fetch):
+    from .mcp_client import call_tool, post
+
+    async with room() as person:
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "codex-cli", "version": "1.0"},
+            },
+        }
+        status, _, _ = await post(jp_fetch, initialize)
+        assert status == 200
+        result = await call_tool(
+            jp_fetch,
+            "notebook",
+            {"notebook_path": P, "action": "edit", "cell_id": "c0", "content": "x = 1"},
+        )
+        assert not result.get("isError"), result
+        await person.wait_for(lambda: len(_agents(person)) == 1, "the agent's awareness")
+        assert _agents(person)[0]["user"]["name"] == "codex-cli"
+
+
+async def test_a_browser_session_is_no_agent(notebook, room, jp_serverapp):
+    """The lab's own changes (a person reverting from the panel) show no agent."""
+    from jupyter_xcsh.tools.caller import Caller
+
+    tool = jp_serverapp.web_app.settings["xcsh"].notebook
+    async with room() as person:
+        result = await tool.call(
+            {"notebook_path": P, "action": "edit", "cell_id": "c0", "content": "x = 5"},
+            Caller.trusted(),
+        )
+        assert result["details"]["via"] == "document"
+        await person.wait_for(lambda: person.sources()[0] == "x = 5", "the edit")
+        await asyncio.sleep(0.3)
+        assert _agents(person) == []
