@@ -86,7 +86,10 @@ def cursor_at(ytext: Any, offset: int) -> dict[str, Any] | None:
     Yjs does only for ASCII text, so a cursor in a text with other characters is put at its
     start (a position that is exact in any text). None for an empty text.
     """
-    from pycrdt import Assoc, StickyIndex
+    try:
+        from pycrdt import Assoc, StickyIndex
+    except ImportError:  # a pycrdt without relative positions: the agent shows, no cursor
+        return None
 
     text = str(ytext)
     size = len(text.encode("utf-8"))

@@ -186,7 +186,14 @@ class RoomUndo:
         if ycell is not None and stack:
             from pycrdt import UndoManager
 
-            one = UndoManager(scopes=[ycell], capture_timeout_millis=0, undo_stack=[stack[-1]])
+            try:
+                one = UndoManager(scopes=[ycell], capture_timeout_millis=0, undo_stack=[stack[-1]])
+            except TypeError:  # a pycrdt whose undo managers cannot start from a stack item
+                raise NotFoundError(
+                    f"This server's pycrdt cannot undo one cell of a call alone: undo call "
+                    f"{call.call_id} as a whole",
+                    reason=NOT_HELD,
+                ) from None
             one.undo()
         # A cell someone deleted since has nothing left to undo.
         call.undone_cells.add(cell_id)
