@@ -405,3 +405,21 @@ async def test_a_browser_session_is_no_agent(notebook, room, jp_serverapp):
         await person.wait_for(lambda: person.sources()[0] == "x = 5", "the edit")
         await asyncio.sleep(0.3)
         assert _agents(person) == []
+
+
+async def test_the_agents_cursor_goes_to_the_cell_it_runs(notebook, room, jp_fetch):
+    """A run in place in a room shows the agent at the cell it runs (a real kernel)."""
+    from .notebook_run import call_run
+
+    async with room() as person:
+        status, result = await call_run(
+            jp_fetch,
+            {"notebook_path": P, "cell_id": "c3"},
+            headers={"X-Agent-Name": "Runner"},
+        )
+        assert status == 200 and result["isError"] is False, result
+        await person.wait_for(lambda: len(_agents(person)) == 1, "the agent's awareness")
+        [state] = _agents(person)
+        assert state["user"]["name"] == "Runner"
+        # At the end of cell c3's source, the cell it ran.
+        assert _cursor_offset(person, state, 3) == len("c = 3")
