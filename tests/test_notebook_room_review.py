@@ -423,3 +423,19 @@ async def test_the_agents_cursor_goes_to_the_cell_it_runs(notebook, room, jp_fet
         assert state["user"]["name"] == "Runner"
         # At the end of cell c3's source, the cell it ran.
         assert _cursor_offset(person, state, 3) == len("c = 3")
+
+
+async def test_undo_of_a_delete_and_a_move_puts_the_cells_back(
+    notebook_tool, notebook, room, undo
+):
+    async with room() as person:
+        deleted = await _ok(notebook_tool, action="delete", cell_id="c2")
+        moved = await _ok(notebook_tool, action="move", cell_id="c3", to_index=0)
+        await person.wait_for(lambda: person.ids() == ["c3", "c0", "c1"], "the agent's changes")
+        for call in (moved, deleted):  # latest first, as a person would
+            status, result = await undo({"path": P, "call_id": call["callId"]})
+            assert status == 200, result
+        await person.wait_for(lambda: person.ids() == ["c0", "c1", "c2", "c3"], "the undos")
+        assert person.sources() == ["x = 0", "a = 1", "## b", "c = 3"]
+        assert person.doc.get_cell(2)["cell_type"] == "markdown"
+        await _file_has(notebook, ["x = 0", "a = 1", "## b", "c = 3"])
