@@ -294,6 +294,8 @@ class XcshApp(ExtensionApp):
                 await self._prune_task
             self._prune_task = None
         if self.services is not None:
+            # Agents shown in collaboration rooms leave them (and their renewal timers stop).
+            self.services.notebook_store.presence.close()
             # The find action's regex search processes.
             await self.services.notebook.finder.close()
             # Runs in place leave their kernels to their sessions: only connections close.

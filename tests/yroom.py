@@ -29,11 +29,17 @@ T = TypeVar("T")
 
 
 class _Channel:
-    """A tornado websocket as the ``pycrdt.Channel`` a provider synchronises through."""
+    """A tornado websocket as the ``pycrdt.Channel`` a provider synchronises through.
 
-    def __init__(self, connection: WebSocketClientConnection, path: str) -> None:
+    Awareness messages (which the provider ignores) go to ``awareness`` when given.
+    """
+
+    def __init__(
+        self, connection: WebSocketClientConnection, path: str, awareness: Any = None
+    ) -> None:
         self._connection = connection
         self._path = path
+        self._awareness = awareness
 
     @property
     def path(self) -> str:
@@ -43,10 +49,16 @@ class _Channel:
         return self
 
     async def __anext__(self) -> bytes:
-        message = await self._connection.read_message()
-        if message is None:
-            raise StopAsyncIteration
-        return message if isinstance(message, bytes) else message.encode()
+        from pycrdt import YMessageType, read_message
+
+        while True:
+            message = await self._connection.read_message()
+            if message is None:
+                raise StopAsyncIteration
+            data = message if isinstance(message, bytes) else message.encode()
+            if self._awareness is None or not data or data[0] != YMessageType.AWARENESS:
+                return data
+            self._awareness.apply_awareness_update(read_message(data[1:]), "remote")
 
     async def recv(self) -> bytes:
         return await self.__anext__()
@@ -111,9 +123,12 @@ class RoomClient:
         )
         # A large notebook comes as one message (tornado's default cap is 10 MiB).
         self._connection = await websocket_connect(request, max_message_size=1 << 30)
-        from pycrdt import Provider
+        from pycrdt import Awareness, Provider
 
-        self._provider = Provider(self.doc.ydoc, _Channel(self._connection, room))
+        #: The room's awareness as this collaborator receives it (other clients' states).
+        self.awareness = Awareness(self.doc.ydoc)
+        channel = _Channel(self._connection, room, self.awareness)
+        self._provider = Provider(self.doc.ydoc, channel)
         started = asyncio.Event()
 
         async def serve() -> None:
@@ -143,6 +158,11 @@ class RoomClient:
     def ids(self) -> list[str]:
         """The cells' ids as this collaborator sees them."""
         return [str(ycell["id"]) for ycell in self.doc.ycells]
+
+    def others(self) -> list[dict[str, Any]]:
+        """The awareness states of the room's other clients, as this collaborator sees them."""
+        own = self.awareness.client_id
+        return [state for client, state in self.awareness.states.items() if client != own]
 
     def type(self, cell_index: int, text: str, at: int | None = None) -> None:
         """Type ``text`` into a cell (at a UTF-8 byte offset; default the end), unsaved."""

@@ -17,6 +17,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from ..errors import XcshError, status_for
+from ..notebook.presence import DEFAULT_NAME as DEFAULT_AGENT_NAME
 from ..paths import hide_root
 from ..services import XcshServices
 from ..tools.caller import Caller
@@ -101,7 +102,14 @@ class XcshAPIHandler(APIHandler):
             allowed = self.authorizer.is_authorized(self, self.current_user, action, resource)
             return bool(await ensure_async(allowed))
 
-        return Caller(user=self.current_user, authorize=authorize, agent=self.agent_key())
+        # A token's caller is an agent ("Agent" unless it says); a browser session (the lab's
+        # own requests) is one only when it names itself.
+        name = self.request.headers.get("X-Agent-Name", "").strip()
+        if not name and self.token_authenticated:
+            name = DEFAULT_AGENT_NAME
+        return Caller(
+            user=self.current_user, authorize=authorize, agent=self.agent_key(), name=name
+        )
 
     def agent_key(self) -> str:
         """Who calls, the same across their requests: the credential, else the user.

@@ -35,6 +35,7 @@ from ..mcp.protocol import (
 )
 from ..mcp.resources import POLL_INTERVAL, new_session_id, updated
 from ..mcp.server import McpServer, RequestContext, progress_token
+from ..notebook.presence import DEFAULT_NAME as DEFAULT_AGENT_NAME
 from ..services import XcshServices
 from .base import XcshAPIHandler, check_body
 
@@ -217,7 +218,11 @@ class McpHandler(XcshAPIHandler):
             )
         session = session_id or ""
         # One agent per MCP session (clients sharing the server's token told apart).
-        caller = dataclasses.replace(self.caller, agent=f"{client} {session}".strip())
+        caller = dataclasses.replace(
+            self.caller,
+            agent=f"{client} {session}".strip(),
+            name=self.caller.name or DEFAULT_AGENT_NAME,
+        )
         return RequestContext(
             caller, client, version, control, progress, elicit=elicit, session=session
         )

@@ -32,6 +32,28 @@ class NotebookHandler(XcshAPIHandler):
         self.finish(json.dumps(result))
 
 
+class NotebookUndoHandler(XcshAPIHandler):
+    """Undo one agent call's change to a notebook's collaboration room (docs/contract.md §4.3).
+
+    Body ``{"path", "call_id", "cell_id"}``. Answers 200 with the cells undone; 400 for a bad
+    body; 404 (reason ``not-held``) when no open room holds the call; 409 when already undone.
+    """
+
+    auth_resource = "contents"
+
+    @web.authenticated
+    @authorized("write")
+    async def post(self) -> None:
+        """Undo the call (or its change to one cell), keeping what others typed since."""
+        with self.domain_errors():
+            result = await self.services.notebook.undo(self.json_body(), self.caller)
+        self.finish(json.dumps(result))
+
+
 def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:
     """Return the notebook tool's URL routes."""
-    return [(r"/api/xcsh/notebook", NotebookHandler, {"services": services})]
+    given = {"services": services}
+    return [
+        (r"/api/xcsh/notebook", NotebookHandler, given),
+        (r"/api/xcsh/notebook/undo", NotebookUndoHandler, given),
+    ]

@@ -13,7 +13,7 @@ import base64
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import NotFoundError, RefusedError, XcshError
@@ -178,6 +178,9 @@ class McpServer:
         }
         #: The least severe log level each client asked for (``logging/setLevel``).
         self.log_levels: dict[str, str] = {}
+        #: Each client's ``clientInfo.name`` from its ``initialize`` (by ``subscriber``), the
+        #: agent's name shown in collaboration rooms; at most ``MAX_LOG_CLIENTS``.
+        self.client_names: dict[str, str] = {}
 
     def notification(self, message: Message, client: str) -> None:
         """Act on a notification: only a cancel needs anything of a stateless server."""
@@ -194,6 +197,7 @@ class McpServer:
     async def request(self, message: Message, context: RequestContext) -> dict[str, Any]:
         """Answer one request: its JSON-RPC response, success or error."""
         assert message.id is not None
+        context = self._named(message, context)
         method = self.methods.get(message.method)
         if method is None:
             return error_response(
@@ -208,6 +212,21 @@ class McpServer:
                 # A bug, not the client's fault: logged whole, answered without internals.
                 self.log.exception("MCP %s failed", message.method)
                 return error_response(message.id, INTERNAL_ERROR, "Internal error")
+
+    def _named(self, message: Message, context: RequestContext) -> RequestContext:
+        """The context with the caller named as the client's ``initialize`` said."""
+        if message.method == "initialize":
+            info = message.params.get("clientInfo")
+            name = info.get("name") if isinstance(info, dict) else None
+            if isinstance(name, str) and name:
+                self.client_names.pop(context.subscriber, None)
+                self.client_names[context.subscriber] = name
+                while len(self.client_names) > MAX_LOG_CLIENTS:
+                    del self.client_names[next(iter(self.client_names))]
+        name = self.client_names.get(context.subscriber)
+        if name is None:
+            return context
+        return replace(context, caller=replace(context.caller, name=name))
 
     async def _initialize(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         return {

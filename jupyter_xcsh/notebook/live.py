@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from ..errors import ConflictError
 from .shared import SharedNotebook, is_loaded
+from .undo import UndoCapture
 
 T = TypeVar("T")
 
@@ -204,6 +205,7 @@ async def in_transaction(
     use: Callable[[SharedNotebook], T],
     commit: bool = True,
     outputs: OutputsStore | None = None,
+    undo: UndoCapture | None = None,
 ) -> T:
     """Run ``use`` (a read, or the edit core's changes) on a live notebook in one transaction.
 
@@ -213,12 +215,33 @@ async def in_transaction(
     is waited for rather than joined: joining would read or change a half-replaced document.
     ``path`` is the notebook as the caller named it (for the 409 after ``BUSY_TIMEOUT``);
     ``outputs``: the outputs store of jupyter-server-documents, when it holds the outputs.
+
+    ``undo``: an agent call's capture (``undo.py``). The changes are then committed in a
+    transaction of their own whose origin is the call's, right after the one ``use`` ran in,
+    with no await between: the call's undo manager, which cannot be made inside a transaction,
+    is made between the two.
     """
+    transaction = await _free_transaction(ynotebook, path)
+    with transaction:
+        shared = SharedNotebook(ynotebook, outputs)
+        value = use(shared)
+        if commit and undo is None:
+            shared.commit()
+    if commit and undo is not None and shared.changed:
+        undo.begin(ynotebook)
+        with ynotebook.ydoc.transaction(origin=undo.origin):
+            shared.commit()
+        undo.end(ynotebook, shared.touched, shared.focus)
+    return value
+
+
+async def _free_transaction(ynotebook: Any, path: str) -> Any:
+    """A transaction of the tool on ``ynotebook`` once no other task holds one (or a 409)."""
     deadline = time.monotonic() + BUSY_TIMEOUT
     while True:
         try:
             # With an origin, pycrdt refuses to join a transaction another task started.
-            transaction = ynotebook.ydoc.transaction(origin=ORIGIN)
+            return ynotebook.ydoc.transaction(origin=ORIGIN)
         except RuntimeError:
             if time.monotonic() > deadline:
                 raise ConflictError(
@@ -226,10 +249,9 @@ async def in_transaction(
                     reason="document_busy",
                 ) from None
             await asyncio.sleep(0.02)
-            continue
-        with transaction:
-            shared = SharedNotebook(ynotebook, outputs)
-            value = use(shared)
-            if commit:
-                shared.commit()
-        return value
+
+
+async def wait_until_free(ynotebook: Any, path: str) -> None:
+    """Return once no transaction is open on ``ynotebook`` (an undo opens its own)."""
+    with await _free_transaction(ynotebook, path):
+        pass

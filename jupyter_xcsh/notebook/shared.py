@@ -54,11 +54,14 @@ def text_change(old: str, new: str) -> tuple[int, int, str] | None:
     return prefix, len(old) - suffix, new[prefix : len(new) - suffix]
 
 
-def apply_text_change(ytext: Any, old: str, new: str) -> None:
-    """Turn the shared text ``ytext`` (holding ``old``) into ``new`` with one minimal change."""
+def apply_text_change(ytext: Any, old: str, new: str) -> int | None:
+    """Turn the shared text ``ytext`` (holding ``old``) into ``new`` with one minimal change.
+
+    Returns the UTF-8 byte offset just after the text put in (None when nothing changed).
+    """
     change = text_change(old, new)
     if change is None:
-        return
+        return None
     start, end, text = change
     # pycrdt addresses text by UTF-8 byte offsets.
     start_byte = len(old[:start].encode("utf-8"))
@@ -67,6 +70,7 @@ def apply_text_change(ytext: Any, old: str, new: str) -> None:
         del ytext[start_byte:end_byte]
     if text:
         ytext.insert(start_byte, text)
+    return start_byte + len(text.encode("utf-8"))
 
 
 @dataclass
@@ -114,6 +118,12 @@ class SharedNotebook:
             for i, ycell in enumerate(ynotebook.ycells)
         ]
         self._changes = _Changes()
+        #: The ids of the shared cells the last ``commit`` changed: True for a change in place
+        #: (source, outputs, count), False for a cell inserted, deleted, moved or replaced.
+        self.touched: dict[str, bool] = {}
+        #: The cell the last ``commit`` changed last, and the UTF-8 byte offset in its source
+        #: just after the text it put in (None: its end) — where the agent's cursor goes.
+        self.focus: tuple[str, int | None] | None = None
 
     # -- the CellDocument protocol --------------------------------------------------------------
 
@@ -197,9 +207,16 @@ class SharedNotebook:
         if not ops:
             return
         doc = self._doc
+        self.touched, self.focus = {}, None
         with doc.ydoc.transaction():
             for op in ops:
                 getattr(self, f"_commit_{op[0]}")(*op[1:])
+
+    def _touch(self, cell_id: Any, in_place: bool) -> None:
+        """Note that the commit changed the cell ``cell_id`` (a change that moves it wins)."""
+        if isinstance(cell_id, str):
+            self.touched[cell_id] = in_place and self.touched.get(cell_id, True)
+            self.focus = (cell_id, None)
 
     def _commit_replace(self, index: int, cell: dict[str, Any]) -> None:
         doc = self._doc
@@ -212,12 +229,16 @@ class SharedNotebook:
             self._commit_delete(index)
             self._commit_insert(index, _with_id(cell, ycell))
             return
+        self._touch(ycell.get("id"), True)
         new_source = source_text(cell.get("source"))
         ytext = ycell.get("source")
         if isinstance(ytext, str) or ytext is None:
             ycell["source"] = _text(new_source)
         else:
-            apply_text_change(ytext, str(ytext), new_source)
+            end = apply_text_change(ytext, str(ytext), new_source)
+            cell_id = ycell.get("id")
+            if end is not None and isinstance(cell_id, str):
+                self.focus = (cell_id, end)
         if "outputs" in changed:
             self._set_outputs(ycell, cell.get("outputs") or [])
         if "execution_count" in changed:
@@ -231,6 +252,7 @@ class SharedNotebook:
         running: bool,
     ) -> None:
         ycell = self._doc.ycells[index]
+        self._touch(ycell.get("id"), True)
         self._set_outputs(ycell, outputs)
         if ycell.get("execution_count") != execution_count:
             ycell["execution_count"] = execution_count
@@ -241,11 +263,13 @@ class SharedNotebook:
 
     def _commit_insert(self, index: int, cell: dict[str, Any]) -> None:
         cell_id = cell.get("id")
+        self._touch(cell_id, False)
         if self._outputs is not None and cell.get("outputs") and isinstance(cell_id, str):
             cell = {**cell, "outputs": self._outputs.placeholders(cell_id, cell["outputs"])}
         self._doc.ycells.insert(index, self._doc.create_ycell(cell))
 
     def _commit_delete(self, index: int) -> None:
+        self._touch(self._doc.ycells[index].get("id"), False)
         del self._doc.ycells[index]
 
     def _commit_move(self, index: int, to_index: int) -> None:

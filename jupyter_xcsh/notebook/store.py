@@ -39,12 +39,14 @@ from .batch import NotebookBatch, apply_batch, batch_result
 from .cache import CachedNotebook, FileStamp, NotebookCache, stamp_of
 from .cells import NotebookRequest, apply_changes
 from .document import NoCellsError, NotebookDocument, NotJSONError
-from .live import LiveDocuments, in_transaction
+from .live import LiveDocuments, in_transaction, wait_until_free
 from .model import CellDocument, Snapshot
 from .outputs import CellPlace, SelectedCell, set_cell_outputs
+from .presence import AgentPresence
 from .reader import ReadLimits, read_view
 from .saves import SaveGuard
 from .trust import NotebookTrust
+from .undo import RoomUndo
 
 T = TypeVar("T")
 
@@ -121,6 +123,10 @@ class NotebookStore:
         self.cache = NotebookCache(cache_bytes if self.guard.installed else 0)
         self.guard.on_change.append(self.cache.forget)
         self.trim_memory = trim_memory
+        #: The undo of agent calls' changes to open rooms (``undo.py``).
+        self.room_undo = RoomUndo()
+        #: The agents shown in the awareness of the rooms they change (``presence.py``).
+        self.presence = AgentPresence(live.settings if live is not None else None)
         # One lock per notebook, dropped once no request holds or awaits it.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -316,15 +322,25 @@ class NotebookStore:
 
     # -- changing ------------------------------------------------------------------------------
 
-    async def change(self, request: NotebookRequest) -> dict[str, Any]:
+    async def change(
+        self,
+        request: NotebookRequest,
+        call_id: str | None = None,
+        agent: tuple[str, str] | None = None,
+    ) -> dict[str, Any]:
         """Apply an edit/insert/delete/move request (all or nothing) and describe it.
 
-        Returns ``{text, details}``, ``cellKeys`` (every cell's key after the change, for the
-        tool's history) and, for edit and delete, ``previousCell``: the cell as it was, which
-        the tool reports on the event bus (for the lab's revert); neither is for the caller.
+        ``call_id``: the agent call making the change, whose change to a room can then be
+        undone (``undo``). Returns ``{text, details}``, ``cellKeys`` (every cell's key after the
+        change, for the tool's history) and, for edit and delete, ``previousCell``: the cell as
+        it was, which the tool reports on the event bus (for the lab's revert); neither is for
+        the caller.
         """
         outcome = await self.update(
-            request.notebook_path, lambda d: (apply_changes(d, [request]), d.cell_keys())
+            request.notebook_path,
+            lambda d: (apply_changes(d, [request]), d.cell_keys()),
+            call_id=call_id,
+            agent=agent,
         )
         results, keys = outcome.value
         result = results[0]
@@ -334,16 +350,24 @@ class NotebookStore:
             changed["previousCell"] = result.previous
         return changed
 
-    async def change_batch(self, batch: NotebookBatch) -> dict[str, Any]:
+    async def change_batch(
+        self,
+        batch: NotebookBatch,
+        call_id: str | None = None,
+        agent: tuple[str, str] | None = None,
+    ) -> dict[str, Any]:
         """Apply a batch's changes in order, atomically, and describe them (docs/contract.md §2.11).
 
         One save of the file, or one transaction on the live document; nothing when a change
-        fails. Returns ``{text, details}`` and ``previousCells`` (per change, the cell as it was
-        before an edit or a delete, else None) for the tool's event and ``cellKeys`` (as
-        ``change``'s), not for the caller.
+        fails. ``call_id`` and ``agent`` as ``change``'s. Returns ``{text, details}`` and
+        ``previousCells`` (per change, the cell as it was before an edit or a delete, else
+        None) for the tool's event and ``cellKeys`` (as ``change``'s), not for the caller.
         """
         outcome = await self.update(
-            batch.notebook_path, lambda d: (apply_batch(d, batch), d.cell_keys())
+            batch.notebook_path,
+            lambda d: (apply_batch(d, batch), d.cell_keys()),
+            call_id=call_id,
+            agent=agent,
         )
         changes, keys = outcome.value
         result = batch_result(changes)
@@ -394,12 +418,21 @@ class NotebookStore:
             via, stored = self._live(api_path)
             return _Outcome(await in_transaction(live, path, show, outputs=stored), via, None)
 
-    async def update(self, path: str, mutate: Callable[[CellDocument], T]) -> _Outcome:
+    async def update(
+        self,
+        path: str,
+        mutate: Callable[[CellDocument], T],
+        call_id: str | None = None,
+        agent: tuple[str, str] | None = None,
+    ) -> _Outcome:
         """Run ``mutate`` on the notebook and keep its changes, atomically.
 
         ``mutate`` (a pure function of the edit core, e.g. several changes of a batch) runs on
         the live shared document when a room is open — its changes then become one transaction
-        — else on the file's text, saved once. When it raises, nothing is kept.
+        — else on the file's text, saved once. When it raises, nothing is kept. ``call_id``:
+        the agent call whose change it is; in a room, the change can then be undone by that id.
+        ``agent``: the caller's name and key; in a room, the agent is shown there, its cursor
+        in the cell it changed last (``presence.py``).
         """
         api_path, key = await self.resolve(path)
         async with self._lock(key):
@@ -407,7 +440,12 @@ class NotebookStore:
                 live = await self._live_document(api_path)
                 if live is not None:
                     via, stored = self._live(api_path)
-                    value = await in_transaction(live, path, mutate, outputs=stored)
+                    capture = None
+                    if call_id is not None:
+                        capture = self.room_undo.capture(api_path, call_id)
+                    value = await in_transaction(live, path, mutate, outputs=stored, undo=capture)
+                    if agent is not None and capture is not None and capture.focus is not None:
+                        self.presence.show(live, api_path, *agent, *capture.focus)
                     return _Outcome(value, via, None)
                 if attempt == SAVE_ATTEMPTS:
                     async with self.guard.holding(key):
@@ -418,6 +456,21 @@ class NotebookStore:
                 if outcome is not None:
                     return outcome
         raise AssertionError("unreachable: the last attempt always returns")
+
+    async def undo(self, path: str, call_id: str, cell_id: str | None = None) -> dict[str, Any]:
+        """Undo an agent call's change to the notebook's open room (or its change to one cell).
+
+        What anyone else changed since — typing in the same cells included — is kept (``undo.py``).
+        Returns ``{path, callId, cellId, undone}`` (the ids of the cells undone). 404 with
+        reason ``not-held`` when no open room holds the call, 409 when it is undone already.
+        """
+        api_path, key = await self.resolve(path)
+        async with self._lock(key):
+            live = await self._live_document(api_path)
+            call = self.room_undo.held(api_path, call_id, live)
+            await wait_until_free(live, path)
+            undone = self.room_undo.undo(call, cell_id, live)
+        return {"path": api_path, "callId": call_id, "cellId": cell_id, "undone": undone}
 
     async def _change_file(
         self, api_path: str, key: str, path: str, mutate: Callable[[CellDocument], T], final: bool

@@ -19,11 +19,14 @@ class Caller:
     ``Authorizer.is_authorized``) on the caller's behalf, as the transport's handler would.
     ``agent`` tells one agent from another across its requests (its credential, and over MCP
     its session): the notebook tool's ``changes`` says ``you`` for the caller's own changes.
+    ``name``: what the agent calls itself (MCP's ``clientInfo.name``, REST's ``X-Agent-Name``
+    header), shown to the people of a collaboration room; "" when it said nothing.
     """
 
     user: Any
     authorize: Callable[[str, str], Awaitable[bool]]
     agent: str = ""
+    name: str = ""
 
     async def require(self, action: str, resource: str) -> None:
         """Raise ``ForbiddenError`` unless the caller may do ``action`` on ``resource``."""

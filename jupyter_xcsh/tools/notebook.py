@@ -18,6 +18,7 @@ from ..events.activity import (
     event_source,
     new_call_id,
 )
+from ..fields import check_type
 from ..kernel_tool.logs import KernelLogs
 from ..notebook.batch import is_batch, parse_batch, require_batch_preconditions
 from ..notebook.cells import parse_request
@@ -34,6 +35,11 @@ __all__ = ["NotebookTool"]
 
 #: A ``revision`` as answers carry it.
 HASH = re.compile(r"[0-9a-f]{16}")
+
+#: A ``callId``.
+HASH32 = re.compile(r"[0-9a-f]{32}")
+#: The fields of an undo request.
+UNDO_FIELDS = ("path", "call_id", "cell_id")
 
 #: The authorizer resource of the notebook tool (as the server's contents API).
 RESOURCE = "contents"
@@ -88,7 +94,7 @@ class NotebookTool:
         try:
             if request.changes:
                 await self._before_change(request.notebook_path)
-                result = await self.store.change(request)
+                result = await self.store.change(request, call_id, _agent(caller))
                 self._changed(request.notebook_path, result, caller)
             elif request.action == "find":
                 result = await self.finder.find(request)
@@ -127,7 +133,7 @@ class NotebookTool:
         call_id = new_call_id()
         try:
             await self._before_change(batch.notebook_path)
-            result = await self.store.change_batch(batch)
+            result = await self.store.change_batch(batch, call_id, _agent(caller))
             self._changed(batch.notebook_path, result, caller)
         except XcshError as e:
             self.activity.notebook_call(
@@ -154,6 +160,33 @@ class NotebookTool:
             "batch", self.store.api_path(batch), result, call_id=call_id, changes=changes
         )
         return {"callId": call_id, **result}
+
+    async def undo(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """Undo one call's change to a notebook's open room, or its change to one cell.
+
+        ``body``: ``{path, call_id, cell_id}`` (``cell_id`` null or absent: the whole call).
+        Needs ``write`` on ``contents``. What others typed since stays (``notebook/undo.py``).
+        """
+        unknown = next((name for name in body if name not in UNDO_FIELDS), None)
+        if unknown is not None:
+            raise InvalidRequestError(f"Unknown field: {unknown}")
+        for name in ("path", "call_id"):
+            if body.get(name) is None:
+                raise InvalidRequestError(f"{name} is required")
+        path = check_type("path", body["path"], str)
+        call_id = check_type("call_id", body["call_id"], str)
+        if not HASH32.fullmatch(call_id):
+            raise InvalidRequestError(
+                "call_id must be 32 lowercase hex digits (a notebook event's callId), "
+                f"got {call_id!r}"
+            )
+        cell_id = body.get("cell_id")
+        if cell_id is not None:
+            cell_id = check_type("cell_id", cell_id, str)
+        if not path:
+            raise InvalidRequestError("path is required")
+        await caller.require("write", RESOURCE)
+        return await self.store.undo(path, call_id, cell_id)
 
     async def _look(self, path: str, agent: str | None = None) -> tuple[str, Any]:
         """Note the notebook as it is now in its history; its API path and snapshot.
@@ -257,6 +290,11 @@ class NotebookTool:
             raise
         writer.close()
         return writer.id
+
+
+def _agent(caller: Caller) -> tuple[str, str] | None:
+    """The caller's name and key, to show it in a room; None for a caller not an agent."""
+    return (caller.name, caller.agent) if caller.name else None
 
 
 def _changes_text(details: dict[str, Any]) -> str:

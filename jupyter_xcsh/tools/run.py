@@ -14,6 +14,7 @@ from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
 from ..execution.kernel.stdin import StdinPolicy
 from ..kernel_tool.logs import KernelLogs
 from ..notebook.outputs_target import NotebookOutputs
+from ..notebook.presence import AgentPresence
 from ..notebook.store import NotebookStore
 from .caller import Caller
 from .runs import RunInputTool, RunRegistry, session_waiting, take_run_fields
@@ -80,8 +81,20 @@ class RunTool:
         outcome = await self.store.view(
             request.notebook_path, lambda document: accept_run(request, document, code_of)
         )
-        run = _Run(request, api_path, outcome.via, outcome.value)
+        presence = await self._presence(api_path, outcome.via, outcome.value, caller)
+        run = _Run(request, api_path, outcome.via, outcome.value, presence)
         return await self._start_run(run, observer, control, detach)
+
+    async def _presence(
+        self, api_path: str, via: str, accepted: AcceptedRun, caller: Caller
+    ) -> ExecutionObserver | None:
+        """In a room, show the agent at each cell as it starts running (``presence.py``)."""
+        if via == "file" or not caller.name or self.store.live is None:
+            return None
+        live = await self.store.live.find(api_path)
+        if live is None:
+            return None
+        return _RunPresence(self.store.presence, live, api_path, caller, accepted)
 
     async def _run(
         self,
@@ -109,6 +122,8 @@ class RunTool:
             revision=accepted.revision,
         )
         progress = events if observer is None else ObserverGroup(observer, events)
+        if run.presence is not None:
+            progress = ObserverGroup(progress, run.presence)
         result = await self.inplace.run(
             request,
             accepted.cells,
@@ -155,3 +170,29 @@ class _Run:
     api_path: str
     via: str
     accepted: AcceptedRun
+    #: Shows the agent in the notebook's room at the cell it runs (None without a room).
+    presence: ExecutionObserver | None = None
+
+
+class _RunPresence(ExecutionObserver):
+    """The agent's cursor goes to each cell of a run as it starts running."""
+
+    def __init__(
+        self,
+        presence: AgentPresence,
+        live: Any,
+        api_path: str,
+        caller: Caller,
+        accepted: AcceptedRun,
+    ) -> None:
+        self.presence = presence
+        self.live = live
+        self.api_path = api_path
+        self.agent = (caller.name, caller.agent)
+        self.cells = accepted.cells
+
+    def cell_status(self, index: int, status: str) -> None:
+        """A cell started running: the agent is shown there."""
+        if status == "running" and 0 <= index < len(self.cells):
+            cell_id = self.cells[index].cell_id
+            self.presence.show(self.live, self.api_path, *self.agent, cell_id)

@@ -1,0 +1,117 @@
+"""Reviewing an agent in a collaboration room, in a real lab (docs/contract.md §4.3, §4.4).
+
+Run only in an environment that has jupyter-collaboration (``-m collaboration``). The agent edits
+a cell of a notebook open in the lab, naming itself with ``X-Agent-Name``: it appears in the
+lab's collaborators panel and its cursor in that cell. The person then types into the same cell
+in the lab, and ``POST /api/xcsh/notebook/undo`` takes the agent's change back while the
+person's typing stays in the lab's editor and in the saved file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+import urllib.request
+from typing import Any
+
+import nbformat
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.collaboration
+
+CELL_SOURCE = """index => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  return panel.content.model.sharedModel.cells[index].getSource();
+}"""
+
+
+def _post(lab: Any, path: str, body: Any, headers: dict[str, str] | None = None) -> Any:
+    request = urllib.request.Request(
+        f"{lab.url}/{path}",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={
+            "Authorization": f"token {lab.token}",
+            "Content-Type": "application/json",
+            **(headers or {}),
+        },
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read().decode())
+
+
+def _wait(condition: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def _saved_source(path: Any, index: int) -> Any:
+    try:
+        return nbformat.reads(path.read_text(), as_version=4).cells[index].source
+    except Exception:  # being written by the room: look again
+        return None
+
+
+def test_the_agent_is_a_collaborator_and_its_edit_undone_keeps_the_persons_typing(lab, lab_page):
+    assert importlib.util.find_spec("jupyter_collaboration") is not None, (
+        "run this test in an environment with jupyter-collaboration"
+    )
+    path = lab.write_notebook("review.ipynb", ["a = 1", "b = 2"])
+    lab_page.open("lab/tree/review.ipynb")
+    page = lab_page.page
+    cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(2)
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.collaborative")
+
+    edit = _post(
+        lab,
+        "api/xcsh/notebook",
+        {
+            "notebook_path": "review.ipynb",
+            "action": "edit",
+            "cell_id": "cell-0",
+            "content": "a = 100",
+        },
+        {"X-Agent-Name": "Claude Code"},
+    )
+    assert edit["details"]["via"] == "document"
+    page.wait_for_function(f"() => ({CELL_SOURCE})(0) === 'a = 100'", timeout=60000)
+
+    # The agent in the collaborators panel, by its name.
+    panel = page.locator("#jp-collaboration-panel")
+    if not panel.is_visible():
+        page.locator('.jp-SideBar li[data-id="jp-collaboration-panel"]').click()
+    collaborator = panel.locator(".jp-CollaboratorsList .jp-Collaborator", has_text="Claude Code")
+    expect(collaborator).to_have_count(1, timeout=30000)
+    # Its cursor in the cell it edited (JupyterLab's collaboration cursors).
+    expect(cells.nth(0).locator(".jp-remote-cursor")).to_have_count(1, timeout=30000)
+    expect(cells.nth(1).locator(".jp-remote-cursor")).to_have_count(0)
+    lab_page.screenshot("agent-in-the-room")
+
+    # The person types into the cell the agent edited, in the lab.
+    editor = cells.nth(0).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("End")
+    page.keyboard.type("  # mine")
+    page.wait_for_function(f"() => ({CELL_SOURCE})(0) === 'a = 100  # mine'")
+    _wait(
+        lambda: (
+            "a = 100  # mine"
+            in lab.notebook(action="read", notebook_path="review.ipynb", cell_id="cell-0")["text"]
+        ),
+        "the typing to reach the room",
+    )
+
+    undone = _post(
+        lab, "api/xcsh/notebook/undo", {"path": "review.ipynb", "call_id": edit["callId"]}
+    )
+    assert undone["undone"] == ["cell-0"]
+    # The agent's "00" is gone; the person's typing stays, in the lab's editor and the file.
+    page.wait_for_function(f"() => ({CELL_SOURCE})(0) === 'a = 1  # mine'", timeout=60000)
+    expect(editor).to_have_text("a = 1  # mine")
+    _wait(lambda: _saved_source(path, 0) == "a = 1  # mine", "the room to save the file")
+    lab_page.screenshot("after-undo")
