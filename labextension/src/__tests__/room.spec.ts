@@ -6,6 +6,7 @@
 import { ServerConnection } from '@jupyterlab/services';
 
 import { undoInRoom } from '../review/room';
+import { roomUndo } from '../review/undo';
 import { XcshResponseError } from '../request';
 
 const BASE_URL = 'http://localhost:8888/lab/';
@@ -85,5 +86,50 @@ describe('undoInRoom', () => {
     await expect(
       undoInRoom('a.ipynb', 'x', null, settings)
     ).rejects.toBeInstanceOf(XcshResponseError);
+  });
+});
+
+describe('roomUndo (the review undo chain first tries the room)', () => {
+  const target = {
+    path: 'a.ipynb',
+    callId: CALL,
+    cellId: 'c1',
+    event: {} as never
+  };
+
+  it('is done, by no call of its own, when the room undid it', async () => {
+    const { settings } = settingsAnswering(200, {
+      path: 'a.ipynb',
+      callId: CALL,
+      cellId: 'c1',
+      undone: ['c1']
+    });
+    expect(await roomUndo(target, settings)).toEqual({
+      state: 'done',
+      by: null
+    });
+  });
+
+  it.each([
+    [404, 'not-held'],
+    [404, 'cell-not-changed'],
+    [405, null]
+  ])('falls back on %s (%s)', async (status, reason) => {
+    const { settings } = settingsAnswering(status, {
+      message: 'no',
+      reason
+    });
+    expect(await roomUndo(target, settings)).toEqual({ state: 'fallback' });
+  });
+
+  it('is refused with the server message when already undone', async () => {
+    const { settings } = settingsAnswering(409, {
+      message: 'This call was undone already.',
+      reason: 'already-undone'
+    });
+    expect(await roomUndo(target, settings)).toEqual({
+      state: 'refused',
+      message: 'Not undone: This call was undone already.'
+    });
   });
 });

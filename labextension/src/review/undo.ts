@@ -24,9 +24,10 @@ import {
   revertUnavailable,
   staleInOpenNotebook
 } from '../panel/revert';
-import { requestAPI, XcshResponseError } from '../request';
+import { XcshResponseError } from '../request';
 import type { IXcshClient } from '../tokens';
 import { UNTRANSLATED } from '../translation';
+import { undoInRoom } from './room';
 
 /**
  * What to undo: a call, or only its change to one cell.
@@ -111,31 +112,31 @@ export async function roomUndo(
   trans: TranslationBundle = UNTRANSLATED
 ): Promise<UndoOutcome> {
   try {
-    const response = await requestAPI(
-      'notebook/undo',
-      {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({
-          path: target.path,
-          call_id: target.callId,
-          cell_id: target.cellId
-        })
-      },
+    const outcome = await undoInRoom(
+      target.path,
+      target.callId,
+      target.cellId,
       settings
     );
-    const body = (await response.json().catch(() => ({}))) as {
-      callId?: unknown;
-    };
-    return {
-      state: 'done',
-      by: typeof body.callId === 'string' ? body.callId : null
-    };
+    switch (outcome.kind) {
+      case 'undone':
+        // Undone inside the room: no notebook tool call of its own.
+        return { state: 'done', by: null };
+      case 'not-held':
+        return { state: 'fallback' };
+      case 'already-undone':
+        return {
+          state: 'refused',
+          message: trans.__('Not undone: %1', outcome.message)
+        };
+    }
   } catch (error) {
     if (error instanceof XcshResponseError) {
       const status = error.response.status;
       if (status === 404 || status === 405) {
-        return { state: 'fallback' }; // not held by a room, or no such endpoint
+        // A change the room cannot take back alone (cell-not-changed), or a server without
+        // the endpoint: the guarded revert can.
+        return { state: 'fallback' };
       }
       if (status === 409) {
         return {
