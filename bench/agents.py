@@ -5,8 +5,9 @@ its own notebook (50 cells, ~0.5 MB, its first cell ``pass``), calling back to b
 time, in turn: a python call, a notebook edit, a read, a find, a run in place of the ``pass``
 cell, and an MCP ``tools/call`` of the python tool. Every level first warms its new agents
 (their kernels start) and then measures: calls/s, p50/p99 per kind, errors, the server's RSS
-(and its growth per agent session) and the loop probe (``loopprobe.py``: an idle probe of the
-same run is the floor).
+(and its growth per agent session), the server's CPU time per call (whether the server's own work
+per call grows with the load, or only the waiting) and the loop probe
+(``loopprobe.py``: an idle probe of the same run is the floor).
 
     python bench/agents.py [--levels 8,16,32] [--seconds 60] [--long]
 
@@ -190,12 +191,26 @@ def children_rss_mb(pid: int) -> float:
     return total
 
 
-def report(level: int, seconds: float, tally: Tally, loop: Summary, idle: Summary) -> list[str]:
-    """The lines of one level."""
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used, in seconds (Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def report(
+    level: int, seconds: float, tally: Tally, loop: Summary, idle: Summary, cpu: float
+) -> list[str]:
+    """The lines of one level (``cpu``: the server's CPU seconds meanwhile)."""
     errors = sum(tally.errors.values())
+    per_call = cpu * 1000 / max(1, tally.calls)
     lines = [
         f"{level} agents: {tally.calls / seconds:6.1f} calls/s, {tally.calls} calls, "
-        f"{errors} errors",
+        f"{errors} errors; server CPU {cpu / seconds * 100:3.0f}% of a core, "
+        f"{per_call:.1f} ms per call",
         loop.line("  loop probe", idle),
     ]
     for kind in KINDS:
@@ -231,10 +246,12 @@ def main() -> None:
                 new = [Agent(port, token, n) for n in range(len(agents), level)]
                 warm_agents(new)
                 agents += new
+                cpu = cpu_seconds(pid)
                 with LoopProbe(port, token) as probe:
                     tally = run_agents(agents, seconds)
+                cpu = cpu_seconds(pid) - cpu
                 server = rss_mb(pid)
-                for line in report(level, seconds, tally, probe.summary(), idle):
+                for line in report(level, seconds, tally, probe.summary(), idle, cpu):
                     print(line, flush=True)
                 print(
                     f"  server RSS {server:.0f} MB (+{(server - rss_start) / level:.1f} MB per "
