@@ -20,6 +20,7 @@ Run alone it probes a running server until interrupted (Ctrl-C prints the figure
 from __future__ import annotations
 
 import argparse
+import functools
 import http.client
 import json
 import math
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,8 +143,18 @@ class LoopProbe:
         return probe.summary()
 
 
-def probe(port: int, token: str, interval: float, path: str, stop: threading.Event) -> list[float]:
-    """GET ``path`` every ``interval`` seconds until ``stop``; each latency in milliseconds."""
+def probe(
+    port: int,
+    token: str,
+    interval: float,
+    path: str,
+    stop: threading.Event,
+    ready: Callable[[], None] = lambda: None,
+) -> list[float]:
+    """GET ``path`` every ``interval`` seconds until ``stop``; each latency in milliseconds.
+
+    ``ready`` is called once the first answer came (the connection is open; not counted).
+    """
     headers = {"Authorization": f"token {token}"}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
     latencies: list[float] = []
@@ -156,7 +168,7 @@ def probe(port: int, token: str, interval: float, path: str, stop: threading.Eve
         if response.status != 200:
             raise RuntimeError(f"the probe got {response.status} from {path}")
         if first:  # the connection is open: the workload may start
-            print("ready", flush=True)
+            ready()
             first = False
         else:
             latencies.append((time.perf_counter() - start) * 1000)
@@ -187,7 +199,8 @@ def main() -> None:
             stop.set()
 
         threading.Thread(target=wait_for_eof, daemon=True).start()
-        latencies = probe(args.port, args.token, args.interval, args.path, stop)
+        ready = functools.partial(print, "ready", flush=True)
+        latencies = probe(args.port, args.token, args.interval, args.path, stop, ready)
         print(json.dumps([round(t, 3) for t in latencies]), flush=True)
         return
     result: list[float] = []
