@@ -409,6 +409,7 @@ class KernelConnection:
         if hasattr(channel, "get_nowait"):
             # A gateway channel is a thread-fed queue whose own get_msg spins the event loop;
             # poll it with a short, growing sleep instead.
+            waited[0] = False
             while True:
                 try:
                     msg: dict[str, Any] = channel.get_nowait()
@@ -416,6 +417,7 @@ class KernelConnection:
                     if getattr(channel, "response_router_finished", False):
                         raise ConnectionError("gateway websocket closed") from None
                     await asyncio.sleep(idle_sleep[0])
+                    waited[0] = True
                     idle_sleep[0] = min(idle_sleep[0] * 2, 0.02)
                 else:
                     idle_sleep[0] = 0.0005
@@ -472,7 +474,7 @@ class KernelConnection:
             now = time.monotonic()
             if waited[0]:
                 busy_since = now
-            elif handled % FAIRNESS_BATCH == 0 or now - busy_since > FAIRNESS_SECONDS:
+            if handled % FAIRNESS_BATCH == 0 or now - busy_since > FAIRNESS_SECONDS:
                 # zmq hands over ready messages without yielding: let the server breathe.
                 await asyncio.sleep(0)
                 busy_since = time.monotonic()
