@@ -72,12 +72,16 @@ def has_collaboration() -> bool:
     return importlib.util.find_spec("jupyter_server_ydoc") is not None
 
 
+#: How ``start_server`` runs the server (``loop.py --watch`` runs it under ``loopwatch.py``).
+LAUNCHER: list[str] = ["-m", "jupyter_server"]
+
+
 def start_server(
     root: str, port: int, token: str, data: str, options: tuple[str, ...] = ()
 ) -> subprocess.Popen[bytes]:
     """Start a real Jupyter Server with the extension and wait until it answers."""
     cmd = [
-        sys.executable, "-m", "jupyter_server", "--ServerApp.ip=127.0.0.1",
+        sys.executable, *LAUNCHER, "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--allow-root",
         "--ServerApp.open_browser=False", f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root}",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
+import threading
 import time
 
 from jupyter_client.kernelspec import NoSuchKernel
@@ -129,6 +131,30 @@ class DiskFullContentsManager(AsyncLargeFileManager):
 
     async def _save_file(self, os_path, content, format):  # type: ignore[no-untyped-def]
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os_path)
+
+
+class HeldSaveContentsManager(AsyncLargeFileManager):
+    """Hold every write of a file named ``held.ipynb`` until ``release`` is set, setting
+    ``entered`` first (a save slow on disk: a network file system, a busy device). The events
+    are the class's: a test clears them before use (``ServerApp.contents_manager_class``)."""
+
+    entered = threading.Event()
+    release = threading.Event()
+
+    @contextlib.contextmanager
+    def perm_to_403(self, os_path="", hold=True):  # type: ignore[no-untyped-def]
+        # Entered by every write of a file (the server's atomic_writing and the tool's own).
+        if hold and os.path.basename(os_path) == "held.ipynb":
+            type(self).entered.set()
+            type(self).release.wait(60)
+        with super().perm_to_403(os_path):
+            yield
+
+    @contextlib.contextmanager
+    def open(self, os_path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        # The server's ``open`` (its reads), never held.
+        with self.perm_to_403(os_path, hold=False), open(os_path, *args, **kwargs) as f:
+            yield f
 
 
 class HalfWrittenContentsManager(AsyncLargeFileManager):

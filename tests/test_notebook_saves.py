@@ -16,6 +16,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from traitlets.config import Config
 
+from jupyter_xcsh.notebook.saves import SaveGuard
+
+from .fakes import HeldSaveContentsManager
 from .notebook_run import wait_until
 from .notebooks import jupyter_text, load, sample_notebook
 
@@ -304,3 +307,71 @@ async def test_a_save_notes_its_folder_and_names_its_file_with_the_pid(
     assert [name.startswith(f".~xcsh-{os.getpid()}-") for name in made] == [True]
     journal = jp_runtime_dir / "xcsh-temporary-folders.txt"
     assert str(jp_root_dir.resolve() / "sub") in journal.read_text().splitlines()
+
+
+class TestASaveSlowOnDisk:
+    """The tool's save is written on a worker thread: the server answers others meanwhile."""
+
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.contents_manager_class = "tests.fakes.HeldSaveContentsManager"
+        return config
+
+    @pytest.fixture
+    def held(self):
+        """The manager's events, cleared; released at the end whatever happens."""
+        HeldSaveContentsManager.entered.clear()
+        HeldSaveContentsManager.release.clear()
+        yield HeldSaveContentsManager
+        HeldSaveContentsManager.release.set()
+
+    @pytest.mark.fast_path  # save_guard: the tool's own saves are the guard's
+    async def test_the_server_answers_other_requests_while_a_save_is_written(
+        self, held, jp_fetch, jp_root_dir
+    ):
+        path = jp_root_dir / "held.ipynb"
+        path.write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+        (jp_root_dir / "other.ipynb").write_text(jupyter_text(sample_notebook()))
+        before = path.read_text()
+        body = {"action": "edit", "notebook_path": "held.ipynb", "cell_index": 0, "content": "x"}
+        edit = asyncio.ensure_future(
+            jp_fetch("api", "xcsh", "notebook", method="POST", body=json.dumps(body))
+        )
+        await wait_until(held.entered.is_set)
+        # The save is held in its thread: the loop still answers, the file is the old one.
+        status = await jp_fetch("api", "status")
+        read = {"action": "read", "notebook_path": "other.ipynb"}
+        other = await jp_fetch("api", "xcsh", "notebook", method="POST", body=json.dumps(read))
+        assert (status.code, other.code, edit.done()) == (200, 200, False)
+        assert path.read_text() == before
+        held.release.set()
+        response = await edit
+        assert response.code == 200
+        assert load(path.read_text()).cells[0].source == "x"
+        assert [p.name for p in jp_root_dir.iterdir() if p.name.startswith(".~")] == []
+
+    async def test_a_cancelled_save_keeps_the_file_locked_until_written(self, held, tmp_path):
+        manager = HeldSaveContentsManager(root_dir=str(tmp_path))
+        guard = SaveGuard(manager)
+        path = tmp_path / "held.ipynb"
+        path.write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+        text = jupyter_text(_race_notebook(3))
+        model = {"type": "file", "format": "text", "content": text}
+        save = asyncio.ensure_future(guard.save_replacing(model, "held.ipynb"))
+        await wait_until(held.entered.is_set)
+        save.cancel()
+        locked = asyncio.ensure_future(_hold(guard, guard.key("held.ipynb")))
+        await asyncio.sleep(0.2)
+        # The writing thread holds on: no other save of the file may start.
+        assert not locked.done() and not save.done()
+        held.release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await save
+        await locked
+        assert path.read_text() == text  # written whole, then renamed into place
+
+
+async def _hold(guard: SaveGuard, key: str) -> None:
+    async with guard.holding(key):
+        pass

@@ -16,6 +16,12 @@ save hooks, contents events and checkpoints behave as for any save — and a man
 files (no ``atomic_writing``) is used unchanged. ``use_atomic_writing = False`` (for file systems
 where renames misbehave) is honoured: the tool then writes in place as the server does.
 
+On jupyter_server's async file managers the tool's save is written on a worker thread, all of
+it — encoding the text, writing, syncing to disk and renaming (``_saving_in_thread``) — where
+the server's own ``_save_file`` does all but the write on the event loop: a 21 MB notebook's
+save then no longer keeps the server from answering other requests for tens of milliseconds.
+The file's lock is held until the thread is done, even when the caller is cancelled.
+
 A server killed in the middle of such a save leaves its temporary file behind. The file's name
 carries the writer's process id (``.~xcsh-<pid>-<random>.tmp``) and every folder the tool has
 written one in is noted in a journal in the server's runtime folder, so a server starting later
@@ -44,9 +50,12 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextvars import ContextVar
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from jupyter_core.utils import ensure_async
+from tornado.web import HTTPError
+
+T = TypeVar("T")
 
 #: The file keys whose lock the current task holds (so a save inside them does not wait on itself).
 _HELD: ContextVar[frozenset[str]] = ContextVar("xcsh_held_save_locks", default=frozenset())
@@ -351,6 +360,8 @@ class SaveGuard:
         writing = getattr(cm, "atomic_writing", None)
         if writing is not None:
             cm.atomic_writing = self._writing(writing)
+            if _servers_own_save_file(cm):
+                cm._save_file = self._saving_in_thread(cm._save_file)
 
     def _noting(self, method: Any) -> Any:
         """``method`` (delete_file or rename_file), telling ``on_change`` of its paths first."""
@@ -367,6 +378,29 @@ class SaveGuard:
             return method(*paths, **kwargs)
 
         return noted
+
+    def _saving_in_thread(self, server_save_file: Any) -> Any:
+        """``_save_file`` writing the tool's own saves on a worker thread, whole.
+
+        jupyter_server's async ``_save_file`` encodes the text and opens, flushes, syncs and
+        renames the file on the event loop (only the write is on a thread): 20-70 ms of a
+        21 MB notebook during which no other request is answered. The tool's saves (text, to
+        the file ``save_noting`` names) run all of it on a worker thread instead, through the
+        same ``atomic_writing``; every other save is the server's own. The file's save lock is
+        held throughout (the caller's), and a cancelled caller still waits for the write to
+        end: one writer per file at a time.
+        """
+        cm = self.contents_manager
+
+        async def save_file(os_path: str, content: Any, format: Any, *args: Any, **kw: Any) -> Any:
+            target = _REPLACING.get()
+            ours = target is not None and os.path.realpath(os_path) == target
+            if not ours or format != "text" or not isinstance(content, str) or args or kw:
+                return await server_save_file(os_path, content, format, *args, **kw)
+            await to_the_end_in_thread(functools.partial(_write_text, cm, os_path, content))
+            return None
+
+        return save_file
 
     def _writing(self, server_writing: Any) -> Any:
         cm = self.contents_manager
@@ -388,6 +422,46 @@ class SaveGuard:
                 yield stream
 
         return atomic_writing
+
+
+def _servers_own_save_file(contents_manager: Any) -> bool:
+    """Whether the manager's ``_save_file`` is jupyter_server's async one (not overridden)."""
+    try:
+        from jupyter_server.services.contents.fileio import AsyncFileManagerMixin
+    except ImportError:  # pragma: no cover - jupyter_server is a dependency
+        return False
+    own = getattr(type(contents_manager), "_save_file", None)
+    return own is AsyncFileManagerMixin._save_file and "_save_file" not in vars(contents_manager)
+
+
+def _write_text(contents_manager: Any, os_path: str, content: str) -> None:
+    """jupyter_server's ``_save_file`` of text (same errors), on the calling thread."""
+    try:
+        data = content.encode("utf8")
+    except Exception as e:
+        raise HTTPError(400, f"Encoding error saving {os_path}: {e}") from e
+    with contents_manager.atomic_writing(os_path, text=False) as stream:
+        stream.write(data)
+
+
+async def to_the_end_in_thread(function: Callable[[], T]) -> T:
+    """``function()`` on a worker thread; a caller cancelled meanwhile still waits for its end.
+
+    So the locks the caller holds (a file's save lock) are never let go while it still writes;
+    the cancellation is raised once it has ended.
+    """
+    future = asyncio.ensure_future(asyncio.to_thread(function))
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancelled = True
+        except Exception:
+            break  # the function's own error: raised by result() below
+    if cancelled:
+        raise asyncio.CancelledError
+    return future.result()
 
 
 def probe_save_guard(contents_manager: Any) -> str | None:

@@ -47,6 +47,9 @@ Handler = Callable[[str, dict[str, Any]], None]
 Handler1 = Callable[[dict[str, Any]], None]
 #: Messages handled in a row before a pump lets other tasks run.
 FAIRNESS_BATCH = 64
+#: Seconds a pump handles already-queued messages in a row before it lets other tasks run: a
+#: large print's messages are 1 MiB each, so 64 of them kept the event loop 150 ms and more.
+FAIRNESS_SECONDS = 0.005
 #: Kernel messages the server's IOPub socket holds for a session kernel before it stops reading
 #: from it. ZMQ's default (1000 messages) lets a kernel printing faster than the server handles
 #: its output fill the server's memory with a backlog of up to a thousand messages (a gigabyte
@@ -398,10 +401,15 @@ class KernelConnection:
         if self._on_lost is not None:
             self._on_lost(reason)
 
-    async def _next(self, channel: Any, idle_sleep: list[float]) -> dict[str, Any]:
+    async def _next(
+        self, channel: Any, idle_sleep: list[float], waited: list[bool]
+    ) -> dict[str, Any]:
+        """The channel's next message; ``waited[0]`` is set unless it was taken synchronously."""
+        waited[0] = True
         if hasattr(channel, "get_nowait"):
             # A gateway channel is a thread-fed queue whose own get_msg spins the event loop;
             # poll it with a short, growing sleep instead.
+            waited[0] = False
             while True:
                 try:
                     msg: dict[str, Any] = channel.get_nowait()
@@ -409,6 +417,7 @@ class KernelConnection:
                     if getattr(channel, "response_router_finished", False):
                         raise ConnectionError("gateway websocket closed") from None
                     await asyncio.sleep(idle_sleep[0])
+                    waited[0] = True
                     idle_sleep[0] = min(idle_sleep[0] * 2, 0.02)
                 else:
                     idle_sleep[0] = 0.0005
@@ -423,19 +432,24 @@ class KernelConnection:
             twin = self._twin(socket)
             if twin is not None:
                 try:
-                    return self._decode(channel.session, twin.recv_multipart(zmq.NOBLOCK))
+                    frames = twin.recv_multipart(zmq.NOBLOCK)
                 except zmq.Again:
                     pass
+                else:
+                    waited[0] = False
+                    return self._decode(channel.session, frames)
             return self._decode(channel.session, await socket.recv_multipart())
         return await channel.get_msg(timeout=None)
 
     async def _pump(self, name: str) -> None:
         channel = getattr(self.client, f"{name}_channel")
         idle_sleep = [0.0005]
+        waited = [True]
         handled = 0
+        busy_since = time.monotonic()  # since the pump last let other tasks run
         while True:
             try:
-                msg = await self._next(channel, idle_sleep)
+                msg = await self._next(channel, idle_sleep, waited)
             except asyncio.CancelledError:
                 raise
             except Exception as e:
@@ -457,9 +471,13 @@ class KernelConnection:
                     self.log.exception("xcsh: a kernel status listener failed")
             handler = self._routes.get(parent) if parent else None
             handled += 1
-            if handled % FAIRNESS_BATCH == 0:
+            now = time.monotonic()
+            if waited[0]:
+                busy_since = now
+            if handled % FAIRNESS_BATCH == 0 or now - busy_since > FAIRNESS_SECONDS:
                 # zmq hands over ready messages without yielding: let the server breathe.
                 await asyncio.sleep(0)
+                busy_since = time.monotonic()
             if handler is not None:
                 try:
                     handler(name, msg)

@@ -1,0 +1,265 @@
+"""Benchmark many agents at once: 8, 16 and 32 concurrent clients of one Jupyter Server.
+
+Each agent is a client thread with its own keep-alive connection, its own python session and
+its own notebook (50 cells, ~0.5 MB, its first cell ``pass``), calling back to back for a fixed
+time, in turn: a python call, a notebook edit, a read, a find, a run in place of the ``pass``
+cell, and an MCP ``tools/call`` of the python tool. Every level first warms its new agents
+(their kernels start) and then measures: calls/s, p50/p99 per kind, errors, the server's RSS
+(and its growth per agent session), the server's CPU time per call (whether the server's own work
+per call grows with the load, or only the waiting) and the loop probe
+(``loopprobe.py``: an idle probe of the same run is the floor).
+
+    python bench/agents.py [--levels 8,16,32] [--seconds 60] [--long]
+
+``--long`` measures 5 minutes per level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from loopprobe import LoopProbe, Summary, percentile
+from notebook_edit import SERVERS, rss_mb, serving
+from run_in_place import notebook_text
+
+#: What each agent calls, in turn (each agent starts at its own place in the cycle).
+KINDS = ("python", "edit", "read", "find", "run", "mcp")
+#: Cells of each agent's notebook.
+AGENT_CELLS = 50
+#: Server options: a session kernel per agent (the default keeps 4, evicting the others).
+OPTIONS = ("--XcshSettings.max_sessions=64",)
+
+
+@dataclass
+class Tally:
+    """The calls of one measured period: each call's milliseconds by kind, and the errors."""
+
+    times: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, kind: str, ms: float, ok: bool) -> None:
+        """Count one call."""
+        with self.lock:
+            self.times[kind].append(ms)
+            if not ok:
+                self.errors[kind] += 1
+
+    @property
+    def calls(self) -> int:
+        """All the calls counted."""
+        return sum(len(t) for t in self.times.values())
+
+
+class Agent:
+    """One client: its connection, session and notebook."""
+
+    def __init__(self, port: int, token: str, number: int) -> None:
+        self.port = port
+        self.number = number
+        self.notebook = f"agent{number}.ipynb"
+        self.session = f"agent{number}"
+        self.headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        self.turn = number % len(KINDS)
+        self.mcp_id = 0
+
+    def _post(
+        self, path: str, body: object, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        try:
+            self.conn.request("POST", path, body=json.dumps(body), headers=headers or self.headers)
+            response = self.conn.getresponse()
+            return response.status, response.read()
+        except (OSError, http.client.HTTPException):
+            self.conn.close()  # reconnects on the next request
+            return 0, b""
+
+    def call(self, kind: str) -> bool:
+        """Make one call of ``kind``; whether it succeeded."""
+        n = self.turn
+        if kind == "python":
+            body = {"cells": [{"code": f"x = sum(range({1000 + n}))\nx"}], "session": self.session}
+            status, raw = self._post("/api/xcsh/python", body)
+            return status == 200 and not json.loads(raw)["isError"]
+        if kind == "run":
+            body = {"notebook_path": self.notebook, "cell_id": "pass", "timeout": 120}
+            status, raw = self._post("/api/xcsh/notebook/run", body)
+            return status == 200 and not json.loads(raw)["isError"]
+        if kind == "mcp":
+            self.mcp_id += 1
+            message = {
+                "jsonrpc": "2.0",
+                "id": self.mcp_id,
+                "method": "tools/call",
+                "params": {
+                    "name": "python",
+                    "arguments": {"cells": [{"code": "y = 2 ** 64"}], "session": self.session},
+                },
+            }
+            headers = {
+                **self.headers,
+                "Accept": "application/json",
+                "MCP-Protocol-Version": "2025-11-25",
+            }
+            status, raw = self._post("/api/xcsh/mcp", message, headers)
+            return status == 200 and not json.loads(raw)["result"].get("isError")
+        notebook: dict[str, object] = {"notebook_path": self.notebook}
+        if kind == "edit":
+            cell = 1 + n % (AGENT_CELLS - 1)
+            notebook |= {"action": "edit", "cell_index": cell, "content": f"edited = {n}"}
+        elif kind == "read":
+            notebook |= {"action": "read", "max_chars": 4000, "cell_index": n % AGENT_CELLS}
+        else:
+            notebook |= {"action": "find", "pattern": f"line {n % 400:04d} of cell"}
+        status, _ = self._post("/api/xcsh/notebook", notebook)
+        return status == 200
+
+    def work(self, until: float, tally: Tally | None) -> None:
+        """Call in turn until ``until`` (monotonic seconds); count into ``tally`` when given."""
+        while time.monotonic() < until:
+            kind = KINDS[self.turn % len(KINDS)]
+            start = time.perf_counter()
+            ok = self.call(kind)
+            if tally is not None:
+                tally.add(kind, (time.perf_counter() - start) * 1000, ok)
+            self.turn += 1
+
+    def warm(self) -> None:
+        """Start the agent's kernels: one call of each kind."""
+        for kind in KINDS:
+            if not self.call(kind):
+                raise RuntimeError(f"agent {self.number}: the first {kind} call failed")
+
+
+def write_agent_notebooks(root: str, count: int) -> None:
+    """``agent<i>.ipynb`` for each agent: a ``pass`` cell and cells with 8 KiB of output."""
+    text = notebook_text(AGENT_CELLS)
+    for i in range(count):
+        with open(os.path.join(root, f"agent{i}.ipynb"), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def run_agents(agents: list[Agent], seconds: float) -> Tally:
+    """All ``agents`` calling at once for ``seconds``; what they measured."""
+    tally = Tally()
+    until = time.monotonic() + seconds
+    threads = [threading.Thread(target=a.work, args=(until, tally)) for a in agents]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return tally
+
+
+def warm_agents(agents: list[Agent], parallel: int = 4) -> None:
+    """Warm ``agents``, ``parallel`` at a time (kernel starts are heavy on a small machine)."""
+    for i in range(0, len(agents), parallel):
+        threads = [threading.Thread(target=a.warm) for a in agents[i : i + parallel]]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+
+def children_rss_mb(pid: int) -> float:
+    """The resident size of every descendant of ``pid`` (the kernels), in MB."""
+    total = 0.0
+    pending = [pid]
+    while pending:
+        parent = pending.pop()
+        try:
+            with open(f"/proc/{parent}/task/{parent}/children", encoding="ascii") as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            continue
+        for kid in kids:
+            total += rss_mb(kid)
+            pending.append(kid)
+    return total
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used, in seconds (Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def report(
+    level: int, seconds: float, tally: Tally, loop: Summary, idle: Summary, cpu: float
+) -> list[str]:
+    """The lines of one level (``cpu``: the server's CPU seconds meanwhile)."""
+    errors = sum(tally.errors.values())
+    per_call = cpu * 1000 / max(1, tally.calls)
+    lines = [
+        f"{level} agents: {tally.calls / seconds:6.1f} calls/s, {tally.calls} calls, "
+        f"{errors} errors; server CPU {cpu / seconds * 100:3.0f}% of a core, "
+        f"{per_call:.1f} ms per call",
+        loop.line("  loop probe", idle),
+    ]
+    for kind in KINDS:
+        samples = tally.times.get(kind, [])
+        lines.append(
+            f"  {kind:<7} {len(samples):6d} calls  p50 {percentile(samples, 0.5):7.1f}  "
+            f"p99 {percentile(samples, 0.99):7.1f}  max {max(samples, default=0):7.1f} ms"
+            f"  errors {tally.errors.get(kind, 0)}"
+        )
+    return lines
+
+
+def main() -> None:
+    """Run the levels and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--levels", default="8,16,32")
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--long", action="store_true", help="5 minutes per level")
+    args = parser.parse_args()
+    levels = [int(n) for n in args.levels.split(",") if n]
+    seconds = 300.0 if args.long else args.seconds
+
+    with tempfile.TemporaryDirectory() as root:
+        write_agent_notebooks(root, max(levels))
+        with serving(root, OPTIONS) as (port, token):
+            pid = SERVERS[port]
+            idle = LoopProbe.measure_idle(port, token)
+            rss_start = rss_mb(pid)
+            print(idle.line("idle"), flush=True)
+            print(f"server RSS at start {rss_start:.0f} MB", flush=True)
+            agents: list[Agent] = []
+            for level in levels:
+                new = [Agent(port, token, n) for n in range(len(agents), level)]
+                warm_agents(new)
+                agents += new
+                cpu = cpu_seconds(pid)
+                with LoopProbe(port, token) as probe:
+                    tally = run_agents(agents, seconds)
+                cpu = cpu_seconds(pid) - cpu
+                server = rss_mb(pid)
+                for line in report(level, seconds, tally, probe.summary(), idle, cpu):
+                    print(line, flush=True)
+                print(
+                    f"  server RSS {server:.0f} MB (+{(server - rss_start) / level:.1f} MB per "
+                    f"agent session), kernels {children_rss_mb(pid):.0f} MB in all",
+                    flush=True,
+                )
+            print(LoopProbe.measure_idle(port, token).line("idle after"), flush=True)
+
+
+if __name__ == "__main__":
+    main()
