@@ -10,12 +10,14 @@ guarded revert: refused with a clear message when the person typed into the cell
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 REPO = Path(__file__).resolve().parent.parent
@@ -51,6 +53,19 @@ def open_source(lab_page, index: int) -> str:
         ".sharedModel.getSource()",
         index,
     )
+
+
+def assert_source_becomes(lab_page, index: int, expected: str) -> None:
+    """The open notebook's cell ``index`` comes to hold ``expected`` (a change arrives a moment
+    after the review shows it done)."""
+    with contextlib.suppress(PlaywrightTimeoutError):
+        lab_page.page.wait_for_function(
+            "([i, s]) => window.jupyterapp.shell.currentWidget.content.model.cells.get(i)"
+            "?.sharedModel.getSource() === s",
+            arg=[index, expected],
+            timeout=10_000,
+        )
+    assert open_source(lab_page, index) == expected
 
 
 def test_an_edit_shows_a_line_diff_and_can_be_kept(lab, lab_page):
@@ -151,14 +166,15 @@ def test_keep_all_and_undo_all_of_a_batch(lab, lab_page):
     bar(lab_page).locator(".jp-xcsh-ReviewBar-undoAll").click()
     expect(cells).to_have_count(4)
     expect(bar(lab_page)).to_be_hidden()
-    assert [open_source(lab_page, i) for i in range(4)] == SOURCES
+    for index, source in enumerate(SOURCES):
+        assert_source_becomes(lab_page, index, source)
 
     lab.notebook(notebook_path="review-batch.ipynb", changes=changes)
     expect(bar(lab_page)).to_contain_text("3 agent changes to review")
     bar(lab_page).locator(".jp-xcsh-ReviewBar-keepAll").click()
     expect(bar(lab_page)).to_be_hidden()
     expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
-    assert open_source(lab_page, 3) == "w = z * 10"
+    assert_source_becomes(lab_page, 3, "w = z * 10")
 
 
 def test_a_reload_brings_back_pending_changes_only(lab, lab_page):
@@ -248,8 +264,8 @@ def test_keyboard_shortcuts_go_to_and_keep_changes(lab, lab_page):
 
     page.keyboard.press("Control+Alt+Shift+KeyN")  # undo all
     expect(bar(lab_page)).to_be_hidden()
-    assert open_source(lab_page, 3) == "w = z"
-    assert open_source(lab_page, 1) == "a = 1"
+    assert_source_becomes(lab_page, 3, "w = z")
+    assert_source_becomes(lab_page, 1, "a = 1")
 
 
 def test_a_revert_from_the_activity_panel_is_an_undo_that_lasts(lab, lab_page):
