@@ -115,3 +115,76 @@ def test_the_agent_is_a_collaborator_and_its_edit_undone_keeps_the_persons_typin
     expect(editor).to_have_text("a = 1  # mine")
     _wait(lambda: _saved_source(path, 0) == "a = 1  # mine", "the room to save the file")
     lab_page.screenshot("after-undo")
+
+
+def _open_in_room(lab: Any, lab_page: Any, name: str, sources: list[str]) -> tuple[Any, Any]:
+    assert importlib.util.find_spec("jupyter_collaboration") is not None, (
+        "run this test in an environment with jupyter-collaboration"
+    )
+    path = lab.write_notebook(name, sources)
+    lab_page.open(f"lab/tree/{name}")
+    cells = lab_page.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(len(sources))
+    assert lab_page.page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.context.model.collaborative"
+    )
+    return path, cells
+
+
+def test_undo_from_the_review_keeps_the_persons_typing_in_the_room(lab, lab_page):
+    path, cells = _open_in_room(lab, lab_page, "review-room-ui.ipynb", ["a = 1", "b = 2"])
+    page = lab_page.page
+    lab.notebook(
+        action="edit", notebook_path="review-room-ui.ipynb", cell_id="cell-0", content="a = 100"
+    )
+    page.wait_for_function(f"() => ({CELL_SOURCE})(0) === 'a = 100'", timeout=60000)
+    review = cells.nth(0).locator(".jp-xcsh-Review:not(.jp-xcsh-ReviewGhost)")
+    expect(review).to_contain_text("Edited by an agent")
+
+    editor = cells.nth(0).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("End")
+    page.keyboard.type("  # mine")
+    page.wait_for_function(f"() => ({CELL_SOURCE})(0) === 'a = 100  # mine'")
+    _wait(
+        lambda: (
+            "a = 100  # mine"
+            in lab.notebook(action="read", notebook_path="review-room-ui.ipynb", cell_id="cell-0")[
+                "text"
+            ]
+        ),
+        "the typing to reach the room",
+    )
+    # Without a room this undo is refused (the person changed the cell since); in the room the
+    # agent's change alone is taken back.
+    review.locator(".jp-xcsh-Review-undo").click()
+    page.wait_for_function(f"() => ({CELL_SOURCE})(0) === 'a = 1  # mine'", timeout=60000)
+    expect(review).to_have_count(0)
+    expect(page.locator(".jp-NotebookPanel .jp-xcsh-ReviewBar")).to_be_hidden()
+    _wait(lambda: _saved_source(path, 0) == "a = 1  # mine", "the room to save the file")
+    lab_page.screenshot("review-undo-in-room")
+
+
+def test_undo_all_of_a_batch_in_the_room(lab, lab_page):
+    path, cells = _open_in_room(lab, lab_page, "review-room-batch.ipynb", ["a = 1", "b = 2"])
+    page = lab_page.page
+    lab.notebook(
+        notebook_path="review-room-batch.ipynb",
+        changes=[
+            {"action": "edit", "cell_id": "cell-0", "content": "a = 10"},
+            {"action": "edit", "cell_id": "cell-1", "content": "b = 20"},
+            {"action": "insert", "cell_index": 2, "content": "print(a + b)"},
+        ],
+    )
+    expect(cells).to_have_count(3)
+    bar = page.locator(".jp-NotebookPanel .jp-xcsh-ReviewBar")
+    expect(bar).to_contain_text("3 agent changes to review")
+    bar.locator(".jp-xcsh-ReviewBar-undoAll").click()
+    expect(cells).to_have_count(2)
+    page.wait_for_function(f"() => ({CELL_SOURCE})(0) === 'a = 1'", timeout=60000)
+    page.wait_for_function(f"() => ({CELL_SOURCE})(1) === 'b = 2'", timeout=60000)
+    expect(bar).to_be_hidden()
+    _wait(
+        lambda: _saved_source(path, 1) == "b = 2" and _saved_source(path, 2) is None,
+        "the room to save the file",
+    )
