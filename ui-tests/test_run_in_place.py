@@ -8,6 +8,7 @@ without losing what the person typed elsewhere.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 from playwright.sync_api import expect
@@ -155,7 +156,12 @@ def test_a_cell_running_in_place_shows_a_star_in_its_prompt(lab, lab_page):
     run = run_in_background(lab, notebook_path="run-star.ipynb", cell_index=0)
 
     expect(prompt).to_contain_text("[*]")
+    # The cell says an agent runs it (a person's own run shows only the star).
+    cell = page.locator(".jp-NotebookPanel .jp-Cell").nth(0)
+    expect(cell).to_have_class(re.compile(r"\bjp-xcsh-mod-agentRunning\b"))
+    expect(cell).to_have_attribute("data-xcsh-agent-running", "Agent running")
     lab_page.screenshot("running")
     result = run.result()
     assert result["isError"] is False, result["text"]
     expect(prompt).to_contain_text(f"[{result['cells'][0]['executionCount']}]")
+    expect(cell).not_to_have_class(re.compile(r"\bjp-xcsh-mod-agentRunning\b"))

@@ -9,6 +9,7 @@ import {
 } from '@jupyterlab/application';
 
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { ITranslator } from '@jupyterlab/translation';
 
 import { XcshClient } from './client';
 import { LiveSync } from './livesync';
@@ -19,6 +20,7 @@ import { activityPlugin } from './panel/plugin';
 import { reviewPlugin } from './review/plugin';
 import { statusPlugin } from './status/plugin';
 import { IXcshClient } from './tokens';
+import { translationBundle } from './translation';
 
 export * from './client';
 export * from './livesync';
@@ -63,8 +65,17 @@ const runSyncPlugin: JupyterFrontEndPlugin<void> = {
   description: 'Shows the outputs of runs in place in open notebooks.',
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker): void => {
-    new RunSync(app, openNotebooks(tracker)).start();
+  optional: [ITranslator],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    translator: ITranslator | null
+  ): void => {
+    new RunSync(
+      app,
+      openNotebooks(tracker),
+      translationBundle(translator)
+    ).start();
   }
 };
 

@@ -18,19 +18,30 @@
  *   takes as known, so the person's next save is not taken for a conflict ("File Changed");
  * - outputs too large for an event are read from the saved file;
  * - while a cell of the run runs its prompt shows `[*]`, as for the cells the lab runs itself
- *   (the run's `started` event names its cells by id, its `cell` events say which one runs).
+ *   (the run's `started` event names its cells by id, its `cell` events say which one runs),
+ *   and the cell says "Agent running" in the agent's colour, so a person tells the agent's run
+ *   from their own.
  *
  * A collaborative document (jupyter-collaboration) is left alone: the server writes the run's
  * outputs into the shared document itself, which every open lab tab follows.
  */
 
+import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { Event } from '@jupyterlab/services';
+import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { acknowledgeSave } from './livesync';
 import { NotebookEventSync } from './notebooksync';
 import type { RunEventV1 } from './events.generated';
 import { RUN_SCHEMA_ID, type Parsed } from './panel/events';
+import { UNTRANSLATED } from './translation';
+
+/**
+ * The class of a cell an agent's run in place is running (without a collaboration room; in a
+ * room the agent's cursor says it).
+ */
+export const AGENT_RUNNING_CLASS = 'jp-xcsh-mod-agentRunning';
 
 /**
  * An nbformat output, as the server sends it (JSON).
@@ -260,6 +271,28 @@ export function applyRunState(
 }
 
 /**
+ * Label the event's cells as run by an agent while they run (and no longer once they end).
+ */
+export function showAgentRunning(
+  panel: Pick<NotebookPanel, 'content'>,
+  event: IRunStateEvent,
+  trans: TranslationBundle = UNTRANSLATED
+): void {
+  const ids = new Set(event.cellIds);
+  for (const cell of panel.content.widgets) {
+    if (!ids.has(cell.model.id)) {
+      continue;
+    }
+    cell.toggleClass(AGENT_RUNNING_CLASS, event.running);
+    if (event.running) {
+      cell.node.dataset.xcshAgentRunning = trans.__('Agent running');
+    } else {
+      delete cell.node.dataset.xcshAgentRunning;
+    }
+  }
+}
+
+/**
  * Make a change a run made, leaving a notebook with no unsaved changes clean: the file holds
  * (or will hold) the same outputs, and whether a cell runs is not saved at all.
  */
@@ -274,6 +307,17 @@ function keepClean(model: { dirty: boolean }, change: () => boolean): void {
  * Keeps open notebooks showing the outputs of agents' runs in place.
  */
 export class RunSync extends NotebookEventSync<RunSyncEvent> {
+  /**
+   * Follow runs for the open notebooks `panels` gives; `trans` words the cells' labels.
+   */
+  constructor(
+    app: JupyterFrontEnd,
+    panels: () => Iterable<NotebookPanel>,
+    private readonly _trans: TranslationBundle = UNTRANSLATED
+  ) {
+    super(app, panels);
+  }
+
   protected parse(emission: Event.Emission): RunSyncEvent | null {
     return parseRunOutputs(emission) ?? this._tracker.parse(emission);
   }
@@ -293,6 +337,7 @@ export class RunSync extends NotebookEventSync<RunSyncEvent> {
     }
     if ('running' in event) {
       keepClean(model, () => applyRunState(model.cells, event));
+      showAgentRunning(panel, event, this._trans);
       return;
     }
     let outputs = event.outputs;

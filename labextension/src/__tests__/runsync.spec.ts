@@ -9,11 +9,13 @@ import { interruptCall, IRunResult, runNotebook } from '../client';
 import { RUN_SCHEMA_ID, parseEmission } from '../panel/events';
 import { ActivityModel } from '../panel/model';
 import {
+  AGENT_RUNNING_CLASS,
   applyRunOutputs,
   applyRunState,
   findRunCell,
   parseRunOutputs,
-  RunCellTracker
+  RunCellTracker,
+  showAgentRunning
 } from '../runsync';
 
 function outputsEmission(
@@ -308,5 +310,35 @@ describe('runNotebook', () => {
     expect(request.url.replace(/[?&]\d+$/, '')).toBe(
       'http://localhost:8888/api/xcsh/calls/abc/interrupt'
     );
+  });
+});
+
+describe('showAgentRunning', () => {
+  function cellWidget(id: string) {
+    const node = document.createElement('div');
+    return {
+      model: { id },
+      node,
+      toggleClass: (name: string, on: boolean) =>
+        node.classList.toggle(name, on)
+    };
+  }
+
+  it('labels the cells of the run while they run, and only those', () => {
+    const a = cellWidget('a');
+    const b = cellWidget('b');
+    const panel = { content: { widgets: [a, b] } } as never;
+    showAgentRunning(panel, { path: 'n.ipynb', cellIds: ['a'], running: true });
+    expect(a.node.classList.contains(AGENT_RUNNING_CLASS)).toBe(true);
+    expect(a.node.dataset.xcshAgentRunning).toBe('Agent running');
+    expect(b.node.classList.contains(AGENT_RUNNING_CLASS)).toBe(false);
+
+    showAgentRunning(panel, {
+      path: 'n.ipynb',
+      cellIds: ['a'],
+      running: false
+    });
+    expect(a.node.classList.contains(AGENT_RUNNING_CLASS)).toBe(false);
+    expect(a.node.dataset.xcshAgentRunning).toBeUndefined();
   });
 });
