@@ -188,3 +188,32 @@ def test_undo_all_of_a_batch_in_the_room(lab, lab_page):
         lambda: _saved_source(path, 1) == "b = 2" and _saved_source(path, 2) is None,
         "the room to save the file",
     )
+
+
+def test_insert_delete_and_move_are_shown_in_the_room(lab, lab_page):
+    name = "review-room-kinds.ipynb"
+    _, cells = _open_in_room(lab, lab_page, name, ["a = 1", "b = 2", "c = 3"])
+    page = lab_page.page
+    review = ".jp-xcsh-Review:not(.jp-xcsh-ReviewGhost)"
+    lab.notebook(action="insert", notebook_path=name, cell_index=1, content="new = 1")
+    expect(cells).to_have_count(4)
+    expect(cells.nth(1).locator(review)).to_contain_text("New cell (inserted by an agent)")
+
+    lab.notebook(action="delete", notebook_path=name, cell_id="cell-1")
+    expect(cells).to_have_count(3)
+    ghost = page.locator(".jp-xcsh-ReviewGhost")
+    expect(ghost).to_contain_text("Deleted by an agent")
+    expect(ghost.locator(".jp-xcsh-Diff-line.jp-mod-removed")).to_have_text(["1\u2212b = 2"])
+
+    lab.notebook(action="move", notebook_path=name, cell_id="cell-2", to_index=0)
+    expect(cells.nth(0).locator(review)).to_contain_text("Agent moved from position 3")
+    bar = page.locator(".jp-NotebookPanel .jp-xcsh-ReviewBar")
+    expect(bar).to_contain_text("3 agent changes to review")
+
+    # Undo of the delete, in the room: the cell comes back where it was.
+    ghost.locator(".jp-xcsh-Review-undo").click()
+    expect(page.locator(".jp-xcsh-ReviewGhost")).to_have_count(0)
+    expect(cells).to_have_count(4)
+    sources = f"() => [0, 1, 2, 3].map(i => ({CELL_SOURCE})(i)).sort().join('|')"
+    page.wait_for_function(f"() => ({sources})() === 'a = 1|b = 2|c = 3|new = 1'", timeout=60000)
+    expect(bar).to_contain_text("2 agent changes to review")
