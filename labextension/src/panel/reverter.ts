@@ -106,23 +106,10 @@ export class Reverter {
     return cells;
   }
 
-  private async _cellBefore(
+  private _cellBefore(
     change: INotebookCallEvent | INotebookChangeEvent
   ): Promise<INotebookCell | null> {
-    if (change.action !== 'edit' && change.action !== 'delete') {
-      return null;
-    }
-    if (change.previousCell !== null) {
-      return change.previousCell as unknown as INotebookCell;
-    }
-    const text = await this._client.getArtifact(
-      change.previousCellArtifactId ?? ''
-    );
-    const cell = parseCellArtifact(text);
-    if (cell === null) {
-      throw new Error(this._trans.__('The kept cell could not be read.'));
-    }
-    return cell;
+    return cellBefore(change, this._client, this._trans);
   }
 
   private _client: IXcshClient;
@@ -175,4 +162,27 @@ function failure(
   }
   const message = error instanceof Error ? error.message : String(error);
   return { state: 'failed', message: trans.__('Revert failed: %1', message) };
+}
+
+/**
+ * The whole cell an edit or a delete changed, as it was before (from the event, or from the
+ * artifact it was kept in when too large for it); `null` for the other actions.
+ */
+export async function cellBefore(
+  change: INotebookCallEvent | INotebookChangeEvent,
+  client: Pick<IXcshClient, 'getArtifact'>,
+  trans: TranslationBundle
+): Promise<INotebookCell | null> {
+  if (change.action !== 'edit' && change.action !== 'delete') {
+    return null;
+  }
+  if (change.previousCell !== null) {
+    return change.previousCell as unknown as INotebookCell;
+  }
+  const text = await client.getArtifact(change.previousCellArtifactId ?? '');
+  const cell = parseCellArtifact(text);
+  if (cell === null) {
+    throw new Error(trans.__('The kept cell could not be read.'));
+  }
+  return cell;
 }

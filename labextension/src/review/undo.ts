@@ -18,12 +18,12 @@ import type { INotebookCell } from '../client';
 import type { INotebookCallEvent, INotebookChangeEvent } from '../panel/events';
 import {
   type IOpenCell,
-  parseCellArtifact,
   refusalMessage,
   revertRequest,
   revertUnavailable,
   staleInOpenNotebook
 } from '../panel/revert';
+import { cellBefore } from '../panel/reverter';
 import { XcshResponseError } from '../request';
 import type { IXcshClient } from '../tokens';
 import { UNTRANSLATED } from '../translation';
@@ -207,23 +207,10 @@ export class GuardedUndoer implements IUndoer {
     }
   }
 
-  private async _cellBefore(
+  private _cellBefore(
     change: INotebookCallEvent | INotebookChangeEvent
   ): Promise<INotebookCell | null> {
-    if (change.action !== 'edit' && change.action !== 'delete') {
-      return null;
-    }
-    if (change.previousCell !== null) {
-      return change.previousCell as unknown as INotebookCell;
-    }
-    const text = await this.client.getArtifact(
-      change.previousCellArtifactId ?? ''
-    );
-    const cell = parseCellArtifact(text);
-    if (cell === null) {
-      throw new Error(this.trans.__('The kept cell could not be read.'));
-    }
-    return cell;
+    return cellBefore(change, this.client, this.trans);
   }
 }
 
