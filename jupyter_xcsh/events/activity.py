@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 import uuid
 from pathlib import Path
@@ -50,8 +51,12 @@ EMIT_DELAY = 0.003
 log = logging.getLogger(__name__)
 
 
+#: A call id as ``new_call_id`` makes it (a run's id is its call's): 32 lowercase hex digits.
+CALL_ID = re.compile(r"[0-9a-f]{32}")
+
+
 def new_call_id() -> str:
-    """Return a fresh id for one tool call."""
+    """Return a fresh id for one tool call (it matches ``CALL_ID``)."""
     return uuid.uuid4().hex
 
 

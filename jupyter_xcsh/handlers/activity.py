@@ -10,8 +10,9 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..errors import InvalidRequestError, NotFoundError
+from ..events.activity import CALL_ID
 from ..events.history import REVIEW_STATES
-from ..fields import check_type
+from ..fields import known_fields
 from ..services import XcshServices
 from .base import XcshAPIHandler
 
@@ -20,7 +21,6 @@ MAX_LIMIT = 1000
 DEFAULT_LIMIT = 200
 
 _DIGITS = re.compile(r"\A[0-9]{1,18}\Z")
-_CALL_ID = re.compile(r"\A[0-9a-f]{32}\Z")
 
 #: Most calls one review names, and the longest cell id it takes.
 MAX_REVIEW_CALLS = 1000
@@ -120,13 +120,7 @@ class ActivityReviewHandler(XcshAPIHandler):
 
 def review_request(body: dict[str, Any]) -> tuple[str, list[str], str | None, str]:
     """The fields of a review's body, checked: ``(path, call_ids, cell_id, state)``; else a 400."""
-    unknown = next((name for name in body if name not in REVIEW_FIELDS), None)
-    if unknown is not None:
-        raise InvalidRequestError(f"Unknown field: {unknown}")
-    given = {k: check_type(k, v, REVIEW_FIELDS[k]) for k, v in body.items() if v is not None}
-    for name in ("path", "call_ids", "state"):
-        if name not in given:
-            raise InvalidRequestError(f"{name} is required")
+    given = known_fields(body, REVIEW_FIELDS, required=("path", "call_ids", "state"))
     path = given["path"].strip("/")
     if not path or any(part in ("", ".", "..") for part in path.split("/")):
         raise InvalidRequestError(f"path must be a notebook path of the contents root: {path!r}")
@@ -134,7 +128,7 @@ def review_request(body: dict[str, Any]) -> tuple[str, list[str], str | None, st
     if not 1 <= len(call_ids) <= MAX_REVIEW_CALLS:
         raise InvalidRequestError(f"call_ids must hold 1 to {MAX_REVIEW_CALLS} call ids")
     for k, call_id in enumerate(call_ids):
-        if not isinstance(call_id, str) or not _CALL_ID.match(call_id):
+        if not isinstance(call_id, str) or not CALL_ID.fullmatch(call_id):
             raise InvalidRequestError(f"call_ids[{k}] must be a call id (32 hex digits)")
     cell_id = given.get("cell_id")
     if cell_id is not None and not 1 <= len(cell_id) <= MAX_CELL_ID:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import InvalidRequestError, XcshError
 from ..events.activity import (
+    CALL_ID,
     MAX_EVENT_BATCH,
     MAX_EVENT_CELL,
     ActivityEvents,
@@ -18,7 +19,7 @@ from ..events.activity import (
     event_source,
     new_call_id,
 )
-from ..fields import check_type
+from ..fields import known_fields
 from ..kernel_tool.logs import KernelLogs
 from ..notebook.batch import is_batch, parse_batch, require_batch_preconditions
 from ..notebook.cells import parse_request
@@ -36,10 +37,8 @@ __all__ = ["NotebookTool"]
 #: A ``revision`` as answers carry it.
 HASH = re.compile(r"[0-9a-f]{16}")
 
-#: A ``callId``.
-HASH32 = re.compile(r"[0-9a-f]{32}")
-#: The fields of an undo request.
-UNDO_FIELDS = ("path", "call_id", "cell_id")
+#: The fields of an undo request and their JSON types.
+UNDO_FIELDS: dict[str, type] = {"path": str, "call_id": str, "cell_id": str}
 
 #: The authorizer resource of the notebook tool (as the server's contents API).
 RESOURCE = "contents"
@@ -167,22 +166,13 @@ class NotebookTool:
         ``body``: ``{path, call_id, cell_id}`` (``cell_id`` null or absent: the whole call).
         Needs ``write`` on ``contents``. What others typed since stays (``notebook/undo.py``).
         """
-        unknown = next((name for name in body if name not in UNDO_FIELDS), None)
-        if unknown is not None:
-            raise InvalidRequestError(f"Unknown field: {unknown}")
-        for name in ("path", "call_id"):
-            if body.get(name) is None:
-                raise InvalidRequestError(f"{name} is required")
-        path = check_type("path", body["path"], str)
-        call_id = check_type("call_id", body["call_id"], str)
-        if not HASH32.fullmatch(call_id):
+        given = known_fields(body, UNDO_FIELDS, required=("path", "call_id"))
+        path, call_id, cell_id = given["path"], given["call_id"], given.get("cell_id")
+        if not CALL_ID.fullmatch(call_id):
             raise InvalidRequestError(
                 "call_id must be 32 lowercase hex digits (a notebook event's callId), "
                 f"got {call_id!r}"
             )
-        cell_id = body.get("cell_id")
-        if cell_id is not None:
-            cell_id = check_type("cell_id", cell_id, str)
         if not path:
             raise InvalidRequestError("path is required")
         await caller.require("write", RESOURCE)

@@ -20,7 +20,6 @@ import contextlib
 import itertools
 import json
 import math
-import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError, InvalidRequestError, NotFoundError
-from ..events.activity import new_call_id
+from ..events.activity import CALL_ID, new_call_id
 from ..execution.kernel.control import CallControl
 from ..execution.kernel.observer import ExecutionObserver
 from ..execution.kernel.stdin import StdinPolicy, StdinSpec
@@ -56,7 +55,6 @@ MAX_FINISHED = 200
 #: Seconds a ``run_id`` without ``answer`` follows the run by default, and at most.
 DEFAULT_WAIT, MAX_WAIT = 30.0, 600.0
 #: A run id: the call id (32 hex digits).
-RUN_ID = re.compile(r"[0-9a-f]{32}")
 #: Events of one run kept for ``?after=<n>`` at most, and their size in bytes (as JSON): past
 #: either the oldest are dropped (the answer says how many it ``skipped``).
 MAX_EVENTS, MAX_EVENT_BYTES = 5000, 4 * 1024 * 1024
@@ -91,7 +89,7 @@ def take_run_fields(
         if answer is not None or wait is not None:
             raise InvalidRequestError("answer and wait need run_id (the run to continue)")
         return given, None, detach
-    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+    if not isinstance(run_id, str) or not CALL_ID.fullmatch(run_id):
         raise InvalidRequestError("run_id must be a run id (32 hex digits, awaitingInput.runId)")
     others = sorted(k for k, v in given.items() if k not in kept and v is not None)
     if others or detach:
