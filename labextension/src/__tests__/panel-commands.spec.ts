@@ -132,15 +132,22 @@ describe('the activity commands', () => {
       );
       const node = panel.node;
 
-      node.querySelector<HTMLButtonElement>('.jp-xcsh-Interrupt')!.click();
-      node.querySelector<HTMLButtonElement>('.jp-xcsh-Revert')!.click();
+      // Each control is waited for: the toolbar's React items render on a later
+      // frame, and a loaded machine (a CI run) can show them after the rows.
+      const button = (selector: string) =>
+        waitFor(
+          () => node.querySelector<HTMLButtonElement>(selector),
+          selector
+        );
+      (await button('.jp-xcsh-Interrupt')).click();
+      (await button('.jp-xcsh-Revert')).click();
       choose(
         await waitFor(() =>
           node.querySelector<HTMLSelectElement>('.jp-xcsh-Filter select')
         ),
         'notebook'
       );
-      node.querySelector<HTMLButtonElement>('.jp-xcsh-Clear')!.click();
+      (await button('.jp-xcsh-Clear')).click();
 
       expect(execute.mock.calls).toEqual([
         [CommandIDs.interrupt, { callId: 'p1' }],
