@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import heapq
 import threading
+import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 __all__ = ["MAX_PAUSE", "CollectorPause", "collection_paused"]
 
@@ -33,11 +36,47 @@ MAX_PAUSE = 2.0
 Scheduler = Callable[[float, Callable[[], None]], Callable[[], None]]
 
 
-def _thread_timer(delay: float, action: Callable[[], None]) -> Callable[[], None]:
-    timer = threading.Timer(delay, action)
-    timer.daemon = True
-    timer.start()
-    return timer.cancel
+class _Timers:
+    """Delayed calls on one daemon thread, started once.
+
+    ``threading.Timer`` starts a thread per call: each edit's pause waited on the event loop's
+    thread for that start.
+    """
+
+    def __init__(self) -> None:
+        self._wake = threading.Condition()
+        self._due: list[list[Any]] = []  # heap of [when, number, action or None (cancelled)]
+        self._number = 0
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, delay: float, action: Callable[[], None]) -> Callable[[], None]:
+        """Call ``action`` on the timers' thread in ``delay`` seconds; return what cancels it."""
+        with self._wake:
+            self._number += 1
+            entry: list[Any] = [time.monotonic() + delay, self._number, action]
+            heapq.heappush(self._due, entry)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="xcsh-timers", daemon=True)
+                self._thread.start()
+            elif self._due[0] is entry:
+                self._wake.notify()
+
+        def cancel() -> None:
+            entry[2] = None  # left in the heap: dropped when due
+
+        return cancel
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._due or self._due[0][0] > time.monotonic():
+                    self._wake.wait(self._due[0][0] - time.monotonic() if self._due else None)
+                action = heapq.heappop(self._due)[2]
+            if action is not None:
+                action()
+
+
+_thread_timer: Scheduler = _Timers().schedule
 
 
 class CollectorPause:

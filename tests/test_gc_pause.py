@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import threading
 
 import pytest
 
@@ -134,6 +135,24 @@ def test_a_collector_someone_else_disabled_stays_disabled(collector_on):
     with CollectorPause().paused():
         assert not gc.isenabled()
     assert not gc.isenabled()
+
+
+def test_the_time_limits_run_in_order_on_one_thread_and_cancelled_ones_never():
+    """The server's scheduler: one thread for every pause's limit, not one started per pause
+    (a thread start on the event loop's thread for every edit)."""
+    timers = gc_pause._Timers()
+    ran: list[str] = []
+    done = threading.Event()
+    threads = threading.active_count()
+    timers.schedule(0.3, lambda: (ran.append("last"), done.set()))
+    cancel = timers.schedule(0.05, lambda: ran.append("cancelled"))
+    timers.schedule(0.1, lambda: ran.append(threading.current_thread().name))
+    cancel()
+    assert threading.active_count() == threads + 1
+    assert done.wait(10)
+    assert ran == ["xcsh-timers", "last"]
+    timers.schedule(0.01, done.clear)  # the same thread runs what comes later
+    assert threading.active_count() == threads + 1
 
 
 async def test_an_edit_and_a_read_parse_and_sign_with_the_collector_off(

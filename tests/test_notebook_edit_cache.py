@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 
 import nbformat
 import pytest
@@ -169,6 +170,28 @@ async def test_saves_racing_the_tools_edits_are_all_kept(notebook_tool, store, n
         cells = load(notebook.read_text()).cells
         assert cells[3].source == f"after = {round_}"
         assert cells[5].source == on_disk[5].source and cells[0].source == on_disk[0].source
+
+
+async def test_a_look_on_a_worker_thread_is_never_changed_under_it(notebook_tool, store, notebook):
+    """Reads look at the kept notebook on a worker thread (``view(in_thread=True)``): an edit
+    meanwhile changes a copy of its own, never the document being read."""
+    await _settle(notebook)
+    await _sources(notebook_tool)  # the file is kept now
+    assert store.guard.key("a.ipynb") in store.cache._entries
+    looking, edited = threading.Event(), threading.Event()
+
+    def look(document):
+        looking.set()
+        assert edited.wait(30)
+        return "".join(document.cells[0]["source"])
+
+    view = asyncio.ensure_future(store.view("a.ipynb", look, in_thread=True))
+    assert await asyncio.to_thread(looking.wait, 30)
+    status, result = await notebook_tool(_edit(0, "changed = 1"))
+    edited.set()
+    assert status == 200, result
+    assert (await view).value == "cell_0 = 0"
+    assert load(notebook.read_text()).cells[0].source == "changed = 1"
 
 
 async def test_a_deleted_notebook_is_forgotten_and_not_found(

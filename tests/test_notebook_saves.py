@@ -169,6 +169,29 @@ async def test_a_save_replaces_the_file_whole_keeping_its_mode_and_links(
     assert leftovers == []
 
 
+async def test_a_save_that_cannot_be_encoded_past_its_first_slice_leaves_the_file_as_it_was(
+    notebook_tool, jp_root_dir
+):
+    """A cell whose output holds a lone surrogate (valid JSON: an escape) cannot be written
+    once it is serialised again: the save fails with jupyter_server's 400, whichever slice of
+    the text it is in (the text is encoded a slice at a time), and leaves nothing behind."""
+    from jupyter_xcsh.notebook.saves import WRITE_CHUNK_CHARS
+
+    nb = new_notebook()
+    nb.cells.append(new_markdown_cell("x" * (WRITE_CHUNK_CHARS + 10)))  # the first slice
+    nb.cells.append(new_code_cell("print(1)", outputs=[new_output("stream", text="LONE")]))
+    text = jupyter_text(nb).replace("LONE", "\\ud800")
+    target = jp_root_dir / "lone.ipynb"
+    target.write_text(text, encoding="utf-8")
+    body = {"action": "edit", "notebook_path": "lone.ipynb", "cell_index": 1, "content": "x = 2"}
+    status, result = await notebook_tool(body)
+    assert status == 400, result
+    assert "Encoding error saving" in result["message"]
+    assert target.read_text(encoding="utf-8") == text
+    leftovers = [p.name for p in jp_root_dir.rglob("*") if p.name.startswith(".~")]
+    assert leftovers == []
+
+
 class TestInPlaceWritingWhenTheServerAsksForIt:
     @pytest.fixture
     def jp_server_config(self, jp_server_config):

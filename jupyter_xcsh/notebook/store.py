@@ -237,11 +237,16 @@ class NotebookStore:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    async def view(self, path: str, look: Callable[[CellDocument], T]) -> _Outcome:
+    async def view(
+        self, path: str, look: Callable[[CellDocument], T], *, in_thread: bool = False
+    ) -> _Outcome:
         """Run ``look`` (a pure function that changes nothing) on the notebook as people see it.
 
         On the live shared document when a room is open (unsaved typing included), else on the
         file; the outcome's ``last_modified`` is the file's (None for the live document).
+        ``in_thread``: a look at the file runs on a worker thread (a look over every cell of a
+        large notebook: not on the event loop's thread); it must then read only the document
+        and what is safe to read from another thread.
         """
         api_path, key = await self.resolve(path)
         live = await self._live_document(api_path)
@@ -251,16 +256,36 @@ class NotebookStore:
             return _Outcome(value, via, None)
         kept = self._kept(api_path, key, take=False)
         if kept is not None:
-            return _Outcome(look(kept.document), "file", _timestamp(kept.last_modified))
+            value = await self._look_at(kept, look, in_thread)
+            return _Outcome(value, "file", _timestamp(kept.last_modified))
         with self._collection_paused():  # the parsed file is freed before the collector resumes
-            return await self._view_file(api_path, key, path, look)
+            return await self._view_file(api_path, key, path, look, in_thread)
+
+    @staticmethod
+    async def _look_at(
+        kept: CachedNotebook, look: Callable[[CellDocument], T], in_thread: bool
+    ) -> T:
+        if not in_thread:
+            return look(kept.document)
+        kept.readers += 1  # no change takes it while another thread reads it
+        try:
+            return await asyncio.to_thread(look, kept.document)
+        finally:
+            kept.readers -= 1
 
     async def _view_file(
-        self, api_path: str, key: str, path: str, look: Callable[[CellDocument], T]
+        self,
+        api_path: str,
+        key: str,
+        path: str,
+        look: Callable[[CellDocument], T],
+        in_thread: bool = False,
     ) -> _Outcome:
         loaded = await self._load(api_path, key, path)
-        self._keep_loaded(key, loaded)
-        outcome = _Outcome(look(loaded.document), "file", _timestamp(loaded.last_modified))
+        kept = CachedNotebook(loaded.document, loaded.stamp, loaded.last_modified)
+        self._keep(key, kept)
+        value = await self._look_at(kept, look, in_thread)
+        outcome = _Outcome(value, "file", _timestamp(loaded.last_modified))
         self._release(loaded.document)  # the parse's garbage
         return outcome
 
@@ -285,7 +310,7 @@ class NotebookStore:
             view = read_view(document, request, self.limits, code_of)
             return view, Snapshot(document.cell_keys(), document.nbformat, "", None)
 
-        outcome = await self.view(request.notebook_path, look)
+        outcome = await self.view(request.notebook_path, look, in_thread=True)
         result, snapshot = outcome.value
         result["details"].update(via=outcome.via, lastModified=outcome.last_modified)
         return result, replace(snapshot, via=outcome.via)
@@ -514,7 +539,7 @@ class NotebookStore:
             return None, document  # a room opened meanwhile: change its document instead
         text = await asyncio.to_thread(document.dumps)
         async with self.guard.holding(key):
-            if not final and not await self._unchanged(api_path, kept.last_modified):
+            if not final and not await self._unchanged(api_path, kept):
                 return None, document  # saved by someone else since: start from their version
             trusted = self.trust.is_trusted(before)
             after = None
@@ -543,7 +568,20 @@ class NotebookStore:
                     self._keep(key, entry)
         return _Outcome(value, "file", _timestamp(saved.get("last_modified"))), document
 
-    async def _unchanged(self, api_path: str, last_modified: Any) -> bool:
+    async def _unchanged(self, api_path: str, kept: CachedNotebook) -> bool:
+        """Whether the file is still the one ``kept`` was read from or saved as.
+
+        Its status, when the stamp taken then can be trusted (``cache.FileStamp``): an
+        ``os.stat``, where the contents manager's model of the file (path checks, hidden-file
+        checks, the model) costs the event loop's thread far more. Else that model's
+        ``last_modified``.
+        """
+        stamp, os_path = kept.stamp, self._os_path(api_path)
+        if stamp is not None and not stamp.racy and os_path is not None:
+            now = stamp_of(os_path)
+            if now is not None and stamp.same_file(now):
+                return True
+        last_modified = kept.last_modified
         try:
             model = await ensure_async(self.contents_manager.get(api_path, content=False))
         except HTTPError:
