@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError
-from .revision import CellKey, notebook_revision
+from .model import CellKey, notebook_revision
 
 __all__ = ["NotebookHistory", "Step", "cell_changes", "describe_changes"]
 

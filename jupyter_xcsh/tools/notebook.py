@@ -21,12 +21,12 @@ from ..events.activity import (
 )
 from ..fields import known_fields
 from ..kernel_tool.logs import KernelLogs
-from ..notebook.batch import is_batch, parse_batch, require_batch_preconditions
+from ..notebook.batch import parse_batch, require_batch_preconditions
 from ..notebook.cells import parse_request
 from ..notebook.find import NotebookFinder
 from ..notebook.history import DEFAULT_MAX_CHARS, WHO, NotebookHistory, describe_changes
 from ..notebook.model import Snapshot
-from ..notebook.preconditions import require_preconditions
+from ..notebook.request import is_batch, require_preconditions
 from ..notebook.store import NotebookStore
 from ..outputs.artifacts import ArtifactStore
 from ..paths import to_api_path
