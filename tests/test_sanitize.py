@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_xcsh.outputs.sanitize import sanitize
+from jupyter_xcsh.outputs.sink import sanitize
 
 ESC = "\x1b"
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import InvalidRequestError
 from ..outputs.imageinfo import image_size
-from ..outputs.sanitize import sanitize
+from ..outputs.sink import sanitize
 from ..outputs.sizes import format_size
 from .cells import NotebookRequest, locate_cell
 from .model import CellDocument, notebook_revision, source_hash
