@@ -312,11 +312,12 @@ def check_notebook_revision(
         return
     found = revision_of(document)
     if found != expected:
-        raise ConflictError(
+        raise _stale(
+            document,
+            index,
+            "stale_notebook",
             f"Notebook changed since it was read (expected revision {expected}, found {found}): "
             f"{path}",
-            reason="stale_notebook",
-            details=current_cell(document, index),
         )
 
 
@@ -327,12 +328,18 @@ def check_source(document: CellDocument, request: Expectations, index: int) -> N
         return
     found = source_hash(document.cell_keys()[index].source)
     if found != expected:
-        raise ConflictError(
+        raise _stale(
+            document,
+            index,
+            "stale_cell",
             f"Cell {index} changed since it was read (expected source hash {expected}, "
             f"found {found}) in {request.notebook_path}",
-            reason="stale_cell",
-            details=current_cell(document, index),
         )
+
+
+def _stale(document: CellDocument, index: int | None, reason: str, message: str) -> ConflictError:
+    """A 409 ``reason`` whose details are the addressed cell as it is now."""
+    return ConflictError(message, reason=reason, details=current_cell(document, index))
 
 
 def _occurrences(text: str, snippet: str) -> int:
