@@ -13,9 +13,11 @@ export default defineConfig(
       'jupyter_xcsh/',
       '.venv/',
       '**/*.d.ts',
-      // Generated from jupyter_xcsh/rest-api.yml and events/schemas/ by `npm run build:types`.
+      // Generated from jupyter_xcsh/rest-api.yml, events/schemas/ and outputs/escapes.json by
+      // `npm run build:types`.
       'labextension/src/restapi.generated.ts',
-      'labextension/src/events.generated.ts'
+      'labextension/src/events.generated.ts',
+      'labextension/src/escapes.generated.ts'
     ]
   },
   js.configs.recommended,

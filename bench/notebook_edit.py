@@ -215,8 +215,9 @@ def time_floor(path: str, runs: int, *, serialise: bool) -> list[float]:
     """Seconds to read and ``json.loads`` the file (then ``json.dumps`` it when ``serialise``).
 
     The cyclic garbage collector is off while the floor runs, as the server's edits have it
-    (``jupyter_xcsh.gc_pause``): the floor is the parse and the serialisation alone, never a
-    full collection of this process that a parse happened to trigger (~70 ms here).
+    (``jupyter_xcsh.notebook.store.collection_paused``): the floor is the parse and the
+    serialisation alone, never a full collection of this process that a parse happened to
+    trigger (~70 ms here).
     """
     samples = []
     for _ in range(runs):

@@ -13,7 +13,8 @@ dir=.cache/lab-$which
 mkdir -p "$dir"
 find "$dir" -mindepth 1 -maxdepth 1 ! -name node_modules -exec rm -rf {} +
 # The sources the build and the tests read (tracked files only, as the work tree has them).
-git ls-files -z -- labextension schema scripts/build-event-types.mjs jupyter_xcsh/rest-api.yml \
+git ls-files -z -- labextension schema scripts/build-event-types.mjs scripts/build-escapes.mjs \
+  jupyter_xcsh/rest-api.yml jupyter_xcsh/outputs/escapes.json \
   jupyter_xcsh/events 'tsconfig*.json' jest.config.js \
   babel.config.js package.json .prettierrc |
   xargs -0 cp --parents -t "$dir"

@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from jupyter_xcsh import gc_pause
-from jupyter_xcsh.gc_pause import CollectorPause
+from jupyter_xcsh.notebook import store
 from jupyter_xcsh.notebook.document import NotebookDocument
-from jupyter_xcsh.notebook.trust import NotebookTrust
+from jupyter_xcsh.notebook.saves import NotebookTrust
+from jupyter_xcsh.notebook.store import CollectorPause
 
 from .notebooks import jupyter_text, sample_notebook
 
@@ -140,7 +140,7 @@ def test_a_collector_someone_else_disabled_stays_disabled(collector_on):
 def test_the_time_limits_run_in_order_on_one_thread_and_cancelled_ones_never():
     """The server's scheduler: one thread for every pause's limit, not one started per pause
     (a thread start on the event loop's thread for every edit)."""
-    timers = gc_pause._Timers()
+    timers = store._Timers()
     ran: list[str] = []
     done = threading.Event()
     threads = threading.active_count()
@@ -179,6 +179,6 @@ async def test_an_edit_and_a_read_parse_and_sign_with_the_collector_off(
     assert status == 200, result
     assert seen == [("parse", False), ("signature", False), ("parse", False)]
     assert gc.isenabled()
-    assert gc_pause._PAUSE._holders == 0
+    assert store._PAUSE._holders == 0
     saved = json.loads((jp_root_dir / "pause.ipynb").read_text())
     assert "".join(saved["cells"][0]["source"]) == "x = 1"

@@ -2,7 +2,7 @@
 
 The extension must not change how Jupyter Server counts a kernel's connections or closes them,
 nor delay either, including on a python tool session's kernel, whose activity figures the
-tool's connection keeps (``kernel_activity``): a websocket of the lab's opens only once the
+tool's connection keeps (``session.take_over_watch``): a websocket of the lab's opens only once the
 server's "nudge" has seen that kernel leave the ``starting`` state, and reads nothing — not
 even its client's close — before it is open. jupyter_server's own
 ``tests/services/sessions/test_api.py::test_restart_kernel`` checks the same with a 1 s window

@@ -15,8 +15,8 @@ from jupyter_xcsh.mcp.protocol import (
     parse_messages,
     request_version,
 )
-from jupyter_xcsh.mcp.results import call_result, error_result
 from jupyter_xcsh.mcp.server import RequestContext, RunningRequests, progress_token
+from jupyter_xcsh.mcp.tools import call_result, error_result
 from jupyter_xcsh.tools import Caller
 
 

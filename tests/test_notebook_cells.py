@@ -9,7 +9,7 @@ import pytest
 from jupyter_xcsh.errors import InvalidRequestError, NotFoundError
 from jupyter_xcsh.notebook.cells import apply_change, parse_request, split_source
 from jupyter_xcsh.notebook.document import NotebookDocument
-from jupyter_xcsh.notebook.revision import notebook_revision, source_hash
+from jupyter_xcsh.notebook.model import notebook_revision, source_hash
 
 from .notebooks import jupyter_text, load, raw_cells, sample_notebook
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_xcsh.notebook.history import NotebookHistory, cell_changes
-from jupyter_xcsh.notebook.revision import CellKey
+from jupyter_xcsh.notebook.model import CellKey
+from jupyter_xcsh.tools.notebook import NotebookHistory, cell_changes
 
 from .mcp_client import post
 from .notebooks import jupyter_text, sample_notebook

@@ -7,8 +7,8 @@ import json
 import nbformat
 
 from jupyter_xcsh.notebook.document import NotebookDocument
+from jupyter_xcsh.notebook.model import notebook_revision
 from jupyter_xcsh.notebook.outputs import SelectedCell, find_cell, set_cell_outputs
-from jupyter_xcsh.notebook.revision import notebook_revision
 
 from .notebooks import PNG_1x1, jupyter_text, load, sample_notebook
 

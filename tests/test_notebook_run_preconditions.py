@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_xcsh.notebook.document import NotebookDocument
-from jupyter_xcsh.notebook.model import revision_of
-from jupyter_xcsh.notebook.revision import source_hash
+from jupyter_xcsh.notebook.model import revision_of, source_hash
 
 from .notebook_run import call_run, run_ok, sessions, write_notebook
 

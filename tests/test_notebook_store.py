@@ -9,8 +9,8 @@ import pytest
 from jupyter_xcsh.errors import InvalidRequestError
 from jupyter_xcsh.notebook.cells import apply_changes, parse_request
 from jupyter_xcsh.notebook.document import NotebookDocument
+from jupyter_xcsh.notebook.model import notebook_revision, source_hash
 from jupyter_xcsh.notebook.outputs import SelectedCell
-from jupyter_xcsh.notebook.revision import notebook_revision, source_hash
 
 from .notebooks import jupyter_text, load, raw_cells, sample_notebook
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from jupyter_xcsh.outputs.sanitize import sanitize
+from jupyter_xcsh.outputs import sink
+from jupyter_xcsh.outputs.sink import sanitize
 
 ESC = "\x1b"
 
@@ -98,3 +102,12 @@ def test_characters_next_to_the_control_ranges_are_kept():
 def test_sanitizing_twice_changes_nothing_more():
     once = sanitize(f"{ESC}[1mbold{ESC}[0m\r\n{ESC}]0;t\x07\x00x")
     assert sanitize(once) == once == "bold\nx"
+
+
+def test_the_shared_examples_are_what_sanitize_leaves():
+    # escapes.json is the one definition, the lab's terminal text included: its examples are
+    # checked by the lab's tests too (labextension/src/__tests__/terminal.spec.ts).
+    data = json.loads((Path(sink.__file__).parent / "escapes.json").read_text(encoding="utf-8"))
+    assert data["examples"]
+    for text, expected in data["examples"]:
+        assert sanitize(text) == expected, text

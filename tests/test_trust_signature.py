@@ -10,9 +10,9 @@ import pytest
 from nbformat.sign import NotebookNotary
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from jupyter_xcsh.notebook import trust
+from jupyter_xcsh.notebook import saves
 from jupyter_xcsh.notebook.document import NotebookDocument
-from jupyter_xcsh.notebook.trust import NotebookTrust
+from jupyter_xcsh.notebook.saves import NotebookTrust
 
 
 def _notebook(cells: int):
@@ -45,10 +45,10 @@ def notary(tmp_path):
     return NotebookNotary(secret=b"s" * 32, data_dir=str(tmp_path))
 
 
-@pytest.mark.parametrize("segment", [1, 7, 100, trust.SEGMENT_PIECES])
+@pytest.mark.parametrize("segment", [1, 7, 100, saves.SEGMENT_PIECES])
 def test_the_signature_is_the_notarys_whatever_the_segments(notary, monkeypatch, segment):
     text = _notebook(120)
-    monkeypatch.setattr(trust, "SEGMENT_PIECES", segment)
+    monkeypatch.setattr(saves, "SEGMENT_PIECES", segment)
     ours = NotebookTrust(SimpleNamespace(notary=notary))
     expected = notary.compute_signature(nbformat.reads(text, as_version=4))
     assert ours.signature(NotebookDocument.parse(text).data) == expected
@@ -56,9 +56,9 @@ def test_the_signature_is_the_notarys_whatever_the_segments(notary, monkeypatch,
 
 def test_segments_are_digested_on_another_thread_in_order(notary, monkeypatch):
     text = _notebook(60)
-    monkeypatch.setattr(trust, "SEGMENT_PIECES", 5)
+    monkeypatch.setattr(saves, "SEGMENT_PIECES", 5)
     threads: set[str] = set()
-    submit = trust._DIGESTER.submit
+    submit = saves._DIGESTER.submit
 
     def recording_submit(fn, *args):
         def run():
@@ -67,7 +67,7 @@ def test_segments_are_digested_on_another_thread_in_order(notary, monkeypatch):
 
         return submit(run)
 
-    monkeypatch.setattr(trust._DIGESTER, "submit", recording_submit)
+    monkeypatch.setattr(saves._DIGESTER, "submit", recording_submit)
     ours = NotebookTrust(SimpleNamespace(notary=notary))
     expected = notary.compute_signature(nbformat.reads(text, as_version=4))
     assert ours.signature(NotebookDocument.parse(text).data) == expected
@@ -75,7 +75,7 @@ def test_segments_are_digested_on_another_thread_in_order(notary, monkeypatch):
 
 
 def test_a_value_without_utf8_form_gives_no_signature(notary, monkeypatch):
-    monkeypatch.setattr(trust, "SEGMENT_PIECES", 1)
+    monkeypatch.setattr(saves, "SEGMENT_PIECES", 1)
     text = _notebook(10).replace("Überschrift 0", "\\ud800 lone")
     assert (
         NotebookTrust(SimpleNamespace(notary=notary)).signature(NotebookDocument.parse(text).data)

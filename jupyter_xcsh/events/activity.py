@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 from jupyter_events import EventLogger
 
 from ..execution.kernel.observer import ExecutionObserver
-from ..outputs.sanitize import sanitize
+from ..outputs.sink import sanitize
 from .emit import emit_event
 from .history import ActivityHistory
 from .validation import ShapeValidatedSchema

@@ -36,8 +36,8 @@ from ..errors import (
     NotFoundError,
     RefusedError,
 )
-from ..notebook.preconditions import _occurrences
-from ..notebook.revision import DIGITS
+from ..notebook.model import DIGITS
+from ..notebook.request import _occurrences
 from ..notebook.saves import SaveGuard
 from ..paths import escapes_root, hide_root, to_api_path
 from .request import FilesRequest

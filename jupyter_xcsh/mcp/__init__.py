@@ -19,8 +19,8 @@ format is checked against the official implementation, not only against our read
 spec.
 
 Modules: ``protocol`` (JSON-RPC and versions, pure), ``schemas`` (tool input schemas derived
-from ``rest-api.yml``), ``tools`` (the tool table), ``results`` (a tool's body or error as an
-MCP result), ``progress`` (progress notifications), ``server`` (the methods, cancellation),
+from ``rest-api.yml``), ``tools`` (the tool table, and a tool's body or error as an MCP
+result), ``progress`` (progress notifications), ``server`` (the methods, cancellation),
 ``client_config`` (ready-made client configuration for ``jupyter xcsh mcp-config``).
 """
 

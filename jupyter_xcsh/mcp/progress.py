@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..execution.kernel.observer import ExecutionObserver
-from ..outputs.sanitize import sanitize
+from ..outputs.sink import sanitize
 
 __all__ = ["MAX_MESSAGE_CHARS", "ProgressNotifier"]
 

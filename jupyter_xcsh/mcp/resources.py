@@ -29,7 +29,7 @@ from urllib.parse import quote, unquote, urlsplit
 from jupyter_server.utils import ensure_async
 
 from ..errors import XcshError
-from ..notebook.revision import notebook_revision
+from ..notebook.model import notebook_revision
 from ..notebook.store import NotebookStore
 
 __all__ = [

@@ -44,8 +44,7 @@ from .resources import (
     notebook_path,
     notebook_uri,
 )
-from .results import call_result, error_result
-from .tools import McpTool, ToolContext, build_tools
+from .tools import McpTool, ToolContext, build_tools, call_result, error_result
 
 __all__ = ["McpServer", "RequestContext", "RunningRequests", "progress_token"]
 

@@ -22,13 +22,14 @@ from ..errors import InvalidRequestError, XcshError
 from ..fields import type_name
 from .cells import ChangeResult, apply_change
 from .model import CellDocument
-from .preconditions import check_notebook_revision, require_preconditions
 from .request import (
     CHANGE_ACTIONS,
     FIELDS,
     NotebookRequest,
     check_expected,
+    check_notebook_revision,
     parse_request,
+    require_preconditions,
 )
 
 #: Most changes one batch may hold.
@@ -44,11 +45,6 @@ class NotebookBatch:
     notebook_path: str
     changes: tuple[NotebookRequest, ...]
     expected_revision: str | None = None
-
-
-def is_batch(body: dict[str, Any]) -> bool:
-    """Whether a request body is a batch (it has ``changes``)."""
-    return body.get("changes") is not None
 
 
 @contextmanager

@@ -14,16 +14,17 @@ from typing import Any
 
 from ..errors import InvalidRequestError, NotFoundError
 from .counts import index_of_execution_count
-from .model import CellDocument, index_of_id, revision_of
-from .preconditions import check_revision, check_source, replace_once
+from .model import CellDocument, index_of_id, revision_of, source_hash
 from .request import (
     ACTIONS,
     CELL_TYPES,
     CHANGE_ACTIONS,
     NotebookRequest,
+    check_revision,
+    check_source,
     parse_request,
+    replace_once,
 )
-from .revision import source_hash
 from .wholecell import cell_to_insert, checked_cell
 
 __all__ = [

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
+from .model import CellKey, CellKeys, cell_key, revision_entry, revision_of_entries
 from .outputs import splice_members, stored_outputs
-from .revision import CellKey, CellKeys, cell_key, revision_entry, revision_of_entries
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()

@@ -18,11 +18,10 @@ from typing import Any, Protocol
 
 from ..errors import InvalidRequestError
 from .grep import Hit, search_texts
-from .model import Snapshot
+from .model import CellKey, Snapshot, notebook_revision, source_hash
 from .reader import ReadLimits
 from .regex_workers import RegexWorkers, SearchTimeout, WorkerFailed
 from .request import NotebookRequest
-from .revision import CellKey, notebook_revision, source_hash
 
 #: Matching lines shown per cell (all are counted).
 MAX_LINES_PER_CELL = 20

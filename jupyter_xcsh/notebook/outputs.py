@@ -25,8 +25,7 @@ from typing import Any
 import nbformat
 from nbformat.v4.rwbase import split_lines
 
-from .model import CellDocument, index_of_id, revision_of
-from .revision import CellKey
+from .model import CellDocument, CellKey, index_of_id, revision_of
 
 __all__ = [
     "CellPlace",

@@ -15,11 +15,10 @@ from typing import Any
 
 from ..errors import InvalidRequestError
 from ..outputs.imageinfo import image_size
-from ..outputs.sanitize import sanitize
+from ..outputs.sink import sanitize
 from ..outputs.sizes import format_size
 from .cells import NotebookRequest, locate_cell
-from .model import CellDocument
-from .revision import notebook_revision, source_hash
+from .model import CellDocument, notebook_revision, source_hash
 from .stale import stale_cells
 
 _TEXT_MIMES = ("text/plain", "text/markdown", "text/latex")

@@ -1,4 +1,4 @@
-"""One writer at a time per file: the server's saves and the tool's, through one contents manager.
+"""How the tool saves a notebook: one writer at a time per file, atomically, trust kept.
 
 Why: jupyter_server's file contents managers write a file *in place* (after copying a backup),
 and the async one writes in a worker thread. Two saves of one file — a JupyterLab PUT and a
@@ -32,6 +32,19 @@ Replacing methods on the manager's instance is the ``save_guard`` fast path
 (``jupyter_xcsh.fast_paths``, also ``XcshSettings.guard_saves``): ``probe_save_guard`` checks
 at startup that the instance takes them. Without it the tool's own saves still wait for each
 other per file, and go through the manager's ``save`` as it is (its own atomic writing).
+
+A trusted notebook stays trusted when the tool saves it (``jupyter trust`` semantics,
+:class:`NotebookTrust`). A notebook is trusted when the contents manager's notary knows the
+signature of its content. Every edit changes that signature, and the tool saves notebook text as
+a file (to keep every untouched byte), which skips the signing a notebook save does. So the tool
+checks the signature before the change and, when the notebook was trusted, signs the changed
+notebook — what ``jupyter trust`` would do — and never signs a notebook that was not trusted.
+The signature is the notary's (``NotebookNotary.compute_signature``: an HMAC over every key and
+value, keys sorted) of the notebook as nbformat reads it — transient fields stripped — computed
+on the already parsed notebook: the HMAC digests the same bytes whether a source is a list of
+lines or their joined text, so reading the file again with nbformat is not needed, and feeding
+the digest a few joined strings instead of one piece at a time halves the cost on large
+notebooks; the digest of one segment runs on another thread while the next one is walked.
 """
 
 from __future__ import annotations
@@ -43,16 +56,21 @@ import inspect
 import logging
 import os
 import re
+import sqlite3
 import stat
 import tempfile
 import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
+from hmac import HMAC
 from typing import IO, Any, TypeVar
 
 from jupyter_core.utils import ensure_async
+from nbformat import NotebookNode
+from nbformat.sign import NotebookNotary
 from tornado.web import HTTPError
 
 T = TypeVar("T")
@@ -492,3 +510,146 @@ def probe_save_guard(contents_manager: Any) -> str | None:
         if not taken:
             return f"the contents manager's instance does not take a {name} of its own"
     return None
+
+
+#: Strings of the notebook walked before their bytes go to the digest thread (~2-4 MB).
+SEGMENT_PIECES = 16384
+
+#: One thread runs every HMAC update, in submission order (so each digest's parts in order).
+_DIGESTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xcsh-signature")
+
+#: Notebook metadata nbformat drops when it reads a notebook (``strip_transient``).
+_TRANSIENT = ("orig_nbformat", "orig_nbformat_minor", "signature")
+
+
+def _as_read(data: dict[str, Any]) -> NotebookNode | None:
+    """The notebook as ``nbformat.reads`` sees it, sharing all but the changed containers."""
+    metadata = data.get("metadata")
+    cells = data.get("cells")
+    if not isinstance(metadata, dict) or not isinstance(cells, list):
+        return None
+    if not isinstance(data.get("nbformat"), int):
+        return None
+    stripped_cells = []
+    for cell in cells:
+        meta = cell.get("metadata") if isinstance(cell, dict) else None
+        if isinstance(meta, dict) and "trusted" in meta:
+            cell = {**cell, "metadata": {k: v for k, v in meta.items() if k != "trusted"}}
+        stripped_cells.append(cell)
+    return NotebookNode(  # type: ignore[no-untyped-call]
+        {
+            **data,
+            "metadata": {k: v for k, v in metadata.items() if k not in _TRANSIENT},
+            "cells": stripped_cells,
+        }
+    )
+
+
+def _pieces(value: Any, into: list[str]) -> None:
+    """Collect what ``nbformat.sign.yield_everything`` yields, as strings, in the same order."""
+    if isinstance(value, str):
+        into.append(value)
+    elif isinstance(value, dict):
+        for key in sorted(value):
+            into.append(key)
+            _pieces(value[key], into)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, str):
+                into.append(item)
+            else:
+                _pieces(item, into)
+    else:
+        into.append(str(value))
+
+
+def _hmac(notary: Any, notebook: NotebookNode) -> str:
+    """``NotebookNotary.compute_signature``, fed with a few long strings.
+
+    The cells are walked a segment at a time; each segment's bytes go to ``_DIGESTER``, whose
+    thread runs the HMAC (which releases the GIL) while this thread walks the next segment.
+    """
+    digest = HMAC(notary.secret, digestmod=notary.digestmod)
+    top = {k: v for k, v in notebook.items() if k != "metadata"}
+    top["metadata"] = {k: v for k, v in notebook["metadata"].items() if k != "signature"}
+    pieces: list[str] = []
+    fed: list[Future[None]] = []
+
+    def feed() -> None:
+        data = "".join(pieces).encode("utf8")
+        pieces.clear()
+        fed.append(_DIGESTER.submit(digest.update, data))
+
+    try:
+        for key in sorted(top):
+            pieces.append(key)
+            value = top[key]
+            if not isinstance(value, list):
+                _pieces(value, pieces)
+                continue
+            for item in value:  # the cells, cut into segments between two cells
+                if isinstance(item, str):
+                    pieces.append(item)
+                else:
+                    _pieces(item, pieces)
+                if len(pieces) >= SEGMENT_PIECES:
+                    feed()
+        feed()
+    finally:
+        for done in fed:  # one worker runs them in order: all of them before the digest is read
+            done.result()
+    return digest.hexdigest()
+
+
+class NotebookTrust:
+    """Check and renew notebook signatures with a contents manager's notary.
+
+    ``signature`` is CPU work (run it off the event loop); ``is_trusted`` and ``sign`` touch
+    the notary's database, which belongs to the event loop's thread.
+    """
+
+    def __init__(self, contents_manager: Any) -> None:
+        self.notary = getattr(contents_manager, "notary", None)
+
+    def signature(self, data: dict[str, Any]) -> str | None:
+        """The notary's signature of a parsed notebook; None when there is no notary or notebook."""
+        if self.notary is None:
+            return None
+        notebook = _as_read(data)
+        if notebook is None or notebook.nbformat < 3:
+            return None
+        try:
+            if type(self.notary).compute_signature is NotebookNotary.compute_signature:
+                return _hmac(self.notary, notebook)
+            return str(self.notary.compute_signature(notebook))  # a notary of its own kind
+        except Exception:  # not JSON-like data: such a notebook cannot have been signed
+            return None
+
+    def state(self) -> Any:
+        """A token that differs whenever the notary's store may have changed; None if unknown.
+
+        For nbformat's SQLite store: the changes made through its connection and SQLite's
+        ``data_version`` (which changes when another connection — another process's ``jupyter
+        trust`` — commits). A notebook found not trusted stays so while the token is equal and
+        the notebook unchanged, so its signature need not be computed again (``store.py``).
+        """
+        store = getattr(self.notary, "store", None)
+        db = getattr(store, "db", None)
+        if not isinstance(db, sqlite3.Connection):
+            return None
+        try:
+            (version,) = db.execute("PRAGMA data_version").fetchone()
+        except sqlite3.Error:
+            return None
+        return (id(store), id(db), db.total_changes, version)
+
+    def is_trusted(self, signature: str | None) -> bool:
+        """Whether the notary has signed a notebook with this signature."""
+        if self.notary is None or signature is None:
+            return False
+        return bool(self.notary.store.check_signature(signature, self.notary.algorithm))
+
+    def sign(self, signature: str | None) -> None:
+        """Record a signature as trusted, as ``jupyter trust`` does."""
+        if self.notary is not None and signature is not None:
+            self.notary.store.store_signature(signature, self.notary.algorithm)

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .revision import CellKey, cell_key, source_text
+from .model import CellKey, cell_key, source_text
 
 #: Cell fields the commit updates in place; a change of any other field replaces the cell.
 _IN_PLACE = frozenset({"source", "outputs", "execution_count"})

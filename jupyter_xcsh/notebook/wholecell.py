@@ -16,8 +16,7 @@ from nbformat.validator import validate as validate_nbformat
 
 from ..errors import ConflictError, InvalidRequestError
 from .model import CellDocument, index_of_id
-from .preconditions import current_cell
-from .request import CELL_TYPES, NotebookRequest
+from .request import CELL_TYPES, NotebookRequest, current_cell
 
 #: Longest part of an nbformat validation message quoted back to the caller.
 _MAX_VALIDATION_MESSAGE = 300

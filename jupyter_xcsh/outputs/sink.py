@@ -3,17 +3,23 @@
 The sink keeps only the tail of the stream in memory (at most ``max_bytes`` of UTF-8) and, the
 first time the stream would not fit, opens an artifact and writes the full stream to it from the
 first byte on. It knows neither kernels nor HTTP: the caller pushes text and dumps a result.
+
+What it keeps is safe to show as plain text (``sanitize``): no terminal escape sequences, no
+control characters. The patterns are data, ``escapes.json`` next to this file, so that the lab
+extension strips the same sequences: its copy is generated from that file at build time.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
-from .sanitize import sanitize
 from .sizes import format_size
 
 __all__ = [
@@ -22,10 +28,31 @@ __all__ = [
     "SpillFile",
     "count_newlines",
     "format_size",
+    "sanitize",
     "truncation_notice",
 ]
 
 log = logging.getLogger(__name__)
+
+#: The terminal escape sequences and control characters ``sanitize`` removes (the lab's too).
+_ESCAPES_DATA = json.loads((Path(__file__).parent / "escapes.json").read_text(encoding="utf-8"))
+# ANSI CSI, OSC, DCS/SOS/PM/APC and two-character (and nF) sequences, each with its terminator:
+# an unterminated sequence does not match here and loses only its ESC to _CONTROLS below.
+_ESCAPES = re.compile("|".join(_ESCAPES_DATA["escapes"]))
+# C0 controls but TAB and LF, CR, DEL and C1 controls.
+_CONTROLS = re.compile(_ESCAPES_DATA["controls"])
+
+
+def sanitize(text: str) -> str:
+    r"""Return ``text`` with terminal escape sequences and control characters removed.
+
+    Removed: ANSI CSI, OSC, DCS, SOS, PM and APC sequences; two-character ESC sequences (and the
+    longer ones with intermediates, such as ``ESC ( B``); every ``\r``; C0 controls except TAB
+    and LF; DEL; C1 controls. An escape sequence that never terminates loses only its ESC, so no
+    visible text after it disappears.
+    """
+    return _CONTROLS.sub("", _ESCAPES.sub("", text))
+
 
 #: Default in-memory limit of one execution's output: 50 KiB.
 DEFAULT_MAX_BYTES = 51200

@@ -17,11 +17,10 @@ from ...fields import as_integer
 from ...notebook.counts import check_execution_count, index_of_execution_count
 from ...notebook.model import CellDocument, revision_of
 from ...notebook.outputs import SelectedCell, selected_cell
-from ...notebook.preconditions import check_revision, check_source
-from ...notebook.request import check_expected
+from ...notebook.request import check_expected, check_revision, check_source
 from ...notebook.stale import stale_cells
+from ..kernel.cell import parse_timeout
 from ..kernel.stdin import StdinSpec, parse_stdin
-from ..kernel.timeouts import parse_timeout
 
 __all__ = ["AcceptedRun", "RunRequest", "accept_run", "parse_run_request"]
 

@@ -1,4 +1,8 @@
-"""Run one cell on a kernel connection: route its messages into an OutputSink until it is done."""
+"""Run one cell on a kernel connection: route its messages into an OutputSink until it is done.
+
+The deadline cells run under is the request's ``timeout``, which both tools (the python tool and
+runs in place) take the same way: seconds, clamped to one range (``parse_timeout``).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ...errors import InvalidRequestError
 from ...outputs.images import CapturedImage, ImageCapture, as_base64
 from ...outputs.sink import OutputSink, SinkResult
 from .connection import ConnectionClosedError, KernelConnection, KernelLostError
@@ -18,7 +23,18 @@ from .messages import error_output, reduce_display
 from .observer import ExecutionObserver
 from .stdin import StdinPolicy, StdinSpec
 
-__all__ = ["CellOutcome", "CellRun", "run_cell"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "TIMEOUT_RANGE",
+    "CellOutcome",
+    "CellRun",
+    "parse_timeout",
+    "run_cell",
+]
+
+#: A request's ``timeout`` (seconds) when it gives none, and the range it is clamped to.
+DEFAULT_TIMEOUT = 30.0
+TIMEOUT_RANGE = (1.0, 600.0)
 
 #: Seconds between liveness checks while a cell waits for messages.
 LIVENESS_INTERVAL = 1.0
@@ -29,6 +45,20 @@ TIMEOUT_GRACE = 0.8
 CANCEL_GRACE = 3.0
 #: Longest wait for the output printed before a prompt, before the prompt is answered anyway.
 PROMPT_BARRIER = 1.0
+
+
+def parse_timeout(body: dict[str, Any]) -> float:
+    """A request's ``timeout``: a finite number of seconds, clamped to ``TIMEOUT_RANGE``."""
+    timeout = body.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise InvalidRequestError("timeout must be a number of seconds")
+    try:
+        seconds = float(timeout)
+    except OverflowError:  # an integer beyond any float
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise InvalidRequestError("timeout must be a finite number of seconds")
+    return min(max(seconds, TIMEOUT_RANGE[0]), TIMEOUT_RANGE[1])
 
 
 @dataclass

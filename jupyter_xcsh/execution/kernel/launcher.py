@@ -293,7 +293,7 @@ def probe_restarter(kernel_manager: Any) -> str | None:
 
 
 def probe_activity_watch(kernel_manager: Any) -> str | None:
-    """Whether the server watches its kernels' activity as ``kernel_activity`` takes over."""
+    """Whether the server watches kernels' activity as a session's ``take_over_watch`` expects."""
     for name in ("start_watching_activity", "track_message_type", "get_kernel"):
         if not callable(getattr(kernel_manager, name, None)):
             return f"the kernel manager has no {name}"

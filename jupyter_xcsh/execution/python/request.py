@@ -9,8 +9,8 @@ from typing import Any
 
 from ...errors import InvalidRequestError, RefusedError
 from ...paths import check_path
+from ..kernel.cell import DEFAULT_TIMEOUT, parse_timeout
 from ..kernel.stdin import StdinSpec, parse_stdin
-from ..kernel.timeouts import DEFAULT_TIMEOUT, parse_timeout
 
 __all__ = ["DEFAULT_TIMEOUT", "CellSpec", "PythonRequest", "parse_python_request"]
 
