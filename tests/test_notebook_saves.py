@@ -192,6 +192,31 @@ async def test_a_save_that_cannot_be_encoded_past_its_first_slice_leaves_the_fil
     assert leftovers == []
 
 
+@pytest.mark.parametrize("how", ["registered", "trait"])
+async def test_a_pre_save_hook_is_shown_the_whole_text_the_tool_saves(
+    notebook_tool, jp_root_dir, jp_serverapp, how
+):
+    """Without a hook the tool hands its text to the save in pieces (never joined whole); a
+    hook reads the model's content, so with one the content is the whole text, as written."""
+    seen = []
+
+    def hook(model, path, **kwargs):
+        seen.append((path, model["type"], model["content"]))
+
+    cm = jp_serverapp.contents_manager
+    if how == "registered":
+        cm.register_pre_save_hook(hook)
+    else:
+        cm.pre_save_hook = hook
+    target = jp_root_dir / "hooked.ipynb"
+    target.write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+    body = {"action": "edit", "notebook_path": "hooked.ipynb", "cell_index": 0, "content": "h"}
+    status, result = await notebook_tool(body)
+    assert status == 200, result
+    assert seen == [("hooked.ipynb", "file", target.read_text(encoding="utf-8"))]
+    assert load(target.read_text(encoding="utf-8")).cells[0].source == "h"
+
+
 class TestInPlaceWritingWhenTheServerAsksForIt:
     @pytest.fixture
     def jp_server_config(self, jp_server_config):

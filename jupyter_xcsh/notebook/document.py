@@ -239,15 +239,22 @@ class NotebookDocument:
 
     def dumps(self) -> str:
         """Return the notebook's text with every edit applied."""
+        return "".join(self.pieces())
+
+    def pieces(self) -> list[str]:
+        """The notebook's text with every edit applied, as the pieces it is kept in.
+
+        Joined, they are ``dumps``; the list is a new one, which later edits do not change.
+        """
         layout = self._layout
-        parts = [self._head, layout.lead]
+        pieces = [self._head, layout.lead]
         for i, item in enumerate(layout.items):
             if i:
-                parts.append(layout.seps[i - 1])
-            parts.append(item)
-        parts.append(layout.trail)
-        parts.append(self._tail)
-        return "".join(parts)
+                pieces.append(layout.seps[i - 1])
+            pieces.append(item)
+        pieces.append(layout.trail)
+        pieces.append(self._tail)
+        return pieces
 
     def saved(self) -> None:
         """Note that the text with every edit applied (``dumps``) is now the file's."""

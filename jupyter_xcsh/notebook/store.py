@@ -553,7 +553,7 @@ class NotebookStore:
             return _Outcome(value, "file", _timestamp(kept.last_modified)), document
         if not final and await self._live_document(api_path) is not None:
             return None, document  # a room opened meanwhile: change its document instead
-        text = await asyncio.to_thread(document.dumps)
+        pieces = document.pieces()  # the text, never joined where the guard writes pieces
         async with self.guard.holding(key):
             if not final and not await self._unchanged(api_path, kept):
                 return None, document  # saved by someone else since: start from their version
@@ -562,9 +562,8 @@ class NotebookStore:
             if trusted:
                 after = await asyncio.to_thread(self.trust.signature, document.data)
                 self.trust.sign(after)
-            model = {"type": "file", "format": "text", "content": text}
-            del text
-            saved, written = await self.guard.save_noting(model, api_path)
+            saved, written = await self.guard.save_text_noting(pieces, api_path)
+            del pieces
             document.saved()
             os_path = self._os_path(api_path)
             if written is not None and os_path is not None:
