@@ -5,7 +5,10 @@ Usage (its own environment: the peers newest from PyPI)::
     python3 -m venv .venv-peers
     SKIP_JUPYTER_BUILDER=1 .venv-peers/bin/pip install -e . jupyter-mcp-server \\
         jupyter-server-nbmodel mcp
-    .venv-peers/bin/python bench/peers.py [--rounds 100] [--cells 500,2000] [--block 10]
+    .venv-peers/bin/python bench/peers.py [--rounds 60] [--cells 500,2000] [--block 10] [--warm 3]
+
+(about 6 minutes at the defaults on a loaded 2-core machine, 10 with ``--rounds 100``). Exits
+with status 2 and says what to install when a peer or the MCP SDK is missing.
 
 Starts one Jupyter Server (127.0.0.1, a free port) with jupyter_xcsh, jupyter_mcp_server (in
 extension mode: its ``/mcp`` endpoint) and jupyter_server_nbmodel loaded together, and runs the
@@ -17,7 +20,8 @@ machine load:
   its request until done, and this project's python tool over MCP and over REST;
 - insert, edit (the whole source of one cell) and read (one cell, with its outputs) on
   notebooks of 500 and 2,000 cells (~10 KB each: stream and image outputs; each side its own
-  copy of the file, not open in a collaboration room): jupyter-mcp-server's ``insert_cell``,
+  copy of the file; ``jupyter_server_ydoc``, which jupyter-mcp-server's dependencies install,
+  is turned off, so both sides edit files): jupyter-mcp-server's ``insert_cell``,
   ``overwrite_cell_source`` and ``read_cell`` against this project's notebook tool over MCP
   and over REST (jupyter-server-nbmodel has no notebook tools).
 
@@ -340,7 +344,9 @@ async def run(args: argparse.Namespace) -> int:
         + ", ".join(
             f"{p} {version(p)}"
             for p in ("jupyter-xcsh", "jupyter-mcp-server", "jupyter-server-nbmodel", "mcp")
-        )
+        ),
+        "columns: p50, p95, each over xcsh MCP's (theirs / ours), the characters of the text "
+        "the agent's model reads and of the whole answer (largest of the rounds)",
     ]
     try:
         server.python("pass")  # the python tool's session kernel
@@ -385,7 +391,7 @@ async def run(args: argparse.Namespace) -> int:
 def main() -> int:
     """Parse the options, check the peers are installed, run."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=100, help="timed calls per path")
+    parser.add_argument("--rounds", type=int, default=60, help="timed calls per path")
     parser.add_argument("--block", type=int, default=10, help="calls per interleaved block")
     parser.add_argument("--warm", type=int, default=3, help="untimed calls per path first")
     parser.add_argument(
