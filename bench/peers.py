@@ -7,7 +7,7 @@ Usage (its own environment: the peers newest from PyPI)::
         jupyter-server-nbmodel mcp
     .venv-peers/bin/python bench/peers.py [--rounds 60] [--cells 500,2000] [--block 10] [--warm 3]
 
-(about 6 minutes at the defaults on a loaded 2-core machine, 10 with ``--rounds 100``). Exits
+(about 5 minutes at the defaults on a loaded 2-core machine, 10 with ``--rounds 100``). Exits
 with status 2 and says what to install when a peer or the MCP SDK is missing.
 
 Starts one Jupyter Server (127.0.0.1, a free port) with jupyter_xcsh, jupyter_mcp_server (in
@@ -134,18 +134,26 @@ def received(result: Any) -> Received:
 
 
 def ready_kernel(server: Server) -> str:
-    """Start a kernel through the server's REST API and wait until it answers and is idle."""
+    """Start a kernel through the server's REST API and wait until the server reports it idle.
+
+    The server learns the state from the kernel's status messages, and may have missed the
+    first ones (its IOPub socket still connecting): each try asks for another (``kernel_info``).
+    """
     kernel_id = server.new_kernel()
-    server.raw_client(kernel_id).stop_channels()  # a kernel_info round trip
-    end = time.monotonic() + 60
-    while True:
-        kernel = server.request("GET", f"/api/kernels/{kernel_id}")
-        assert isinstance(kernel, dict)
-        if kernel["execution_state"] == "idle":
-            return kernel_id
-        if time.monotonic() > end:
-            raise RuntimeError(f"kernel {kernel_id} not idle: {kernel['execution_state']}")
-        time.sleep(0.1)
+    client = server.raw_client(kernel_id)  # waits for a kernel_info reply
+    try:
+        end = time.monotonic() + 60
+        while True:
+            time.sleep(0.2)
+            kernel = server.request("GET", f"/api/kernels/{kernel_id}")
+            assert isinstance(kernel, dict)
+            if kernel["execution_state"] == "idle":
+                return kernel_id
+            if time.monotonic() > end:
+                raise RuntimeError(f"kernel {kernel_id} not idle: {kernel['execution_state']}")
+            client.kernel_info(reply=True, timeout=30)
+    finally:
+        client.stop_channels()
 
 
 class Sides:
