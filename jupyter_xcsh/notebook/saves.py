@@ -336,7 +336,7 @@ class SaveGuard:
         flushed to disk, with ``time.time_ns`` from just before); None when the save did not
         go through ``replacing_file`` (no file, or atomic writing off).
         """
-        return await self._save_noting(model, api_path, None)
+        return await self._save_noting(api_path, model=model)
 
     async def save_text_noting(
         self, pieces: list[str], api_path: str
@@ -348,15 +348,7 @@ class SaveGuard:
         whole (21 MB more memory, and 5-10 ms of the GIL to join it); else they are joined
         and saved as any text.
         """
-        target = self.os_path(api_path)
-        async with self.holding(target or api_path.strip("/")):
-            if self.writes_pieces():  # no await from here to the write: no hook comes between
-                model = {"type": "file", "format": "text", "content": ""}
-                return await self._save_noting(model, api_path, pieces)
-            content = await asyncio.to_thread("".join, pieces)
-            model = {"type": "file", "format": "text", "content": content}
-            del content
-            return await self._save_noting(model, api_path, None)
+        return await self._save_noting(api_path, pieces=pieces)
 
     def writes_pieces(self) -> bool:
         """Whether a save of the tool's can hand its text over in pieces (``save_text_noting``).
@@ -374,11 +366,23 @@ class SaveGuard:
         )
 
     async def _save_noting(
-        self, model: dict[str, Any], api_path: str, pieces: list[str] | None
+        self,
+        api_path: str,
+        *,
+        model: dict[str, Any] | None = None,
+        pieces: list[str] | None = None,
     ) -> tuple[dict[str, Any], tuple[os.stat_result, int] | None]:
+        """Save ``model``, or a text file of ``pieces`` (see ``save_text_noting``)."""
         target = self.os_path(api_path)
         written: list[tuple[os.stat_result, int]] = []
         async with self.holding(target or api_path.strip("/")):
+            if pieces is not None:
+                if self.writes_pieces():  # no await from here to the write: no hook between
+                    model = {"type": "file", "format": "text", "content": ""}
+                else:
+                    content = await asyncio.to_thread("".join, pieces)
+                    model, pieces = {"type": "file", "format": "text", "content": content}, None
+            assert model is not None  # one of the two is given
             token = _REPLACING.set(target)
             noting = _WRITTEN.set(written)
             handing = _PIECES.set(pieces)
