@@ -41,7 +41,7 @@ import heapq
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -57,7 +57,7 @@ from .cache import CachedNotebook, FileStamp, NotebookCache, stamp_of
 from .cells import NotebookRequest, apply_changes
 from .document import NoCellsError, NotebookDocument, NotJSONError
 from .live import LiveDocuments, in_transaction, wait_until_free
-from .model import CellDocument, Snapshot
+from .model import CellDocument, CellKey, Snapshot
 from .outputs import CellPlace, SelectedCell, set_cell_outputs
 from .presence import AgentPresence
 from .reader import ReadLimits, read_view
@@ -281,6 +281,10 @@ class NotebookStore:
     async def _look_at(
         kept: CachedNotebook, look: Callable[[CellDocument], T], in_thread: bool
     ) -> T:
+        """``look`` at a kept document, on a worker thread if ``in_thread``.
+
+        A change meanwhile takes a copy of its own (``cache.NotebookCache.take``).
+        """
         if not in_thread:
             return look(kept.document)
         kept.readers += 1  # no change takes it while another thread reads it
@@ -298,15 +302,17 @@ class NotebookStore:
         in_thread: bool = False,
     ) -> _Outcome:
         loaded = await self._load(api_path, key, path)
-        kept = CachedNotebook(loaded.document, loaded.stamp, loaded.last_modified)
-        self._keep(key, kept)
+        kept = self._keep_loaded(key, loaded)
         value = await self._look_at(kept, look, in_thread)
         outcome = _Outcome(value, "file", _timestamp(loaded.last_modified))
         self._release(loaded.document)  # the parse's garbage
         return outcome
 
-    def _keep_loaded(self, key: str, loaded: _Loaded) -> None:
-        self._keep(key, CachedNotebook(loaded.document, loaded.stamp, loaded.last_modified))
+    def _keep_loaded(self, key: str, loaded: _Loaded) -> CachedNotebook:
+        """Keep a notebook just loaded (if the cache takes it); its entry either way."""
+        entry = CachedNotebook(loaded.document, loaded.stamp, loaded.last_modified)
+        self._keep(key, entry)
+        return entry
 
     async def read(
         self, request: NotebookRequest, code_of: Callable[[int], str | None] | None = None
@@ -347,19 +353,10 @@ class NotebookStore:
 
     async def _file_snapshot(self, api_path: str, key: str, path: str) -> Snapshot:
         kept = self._kept(api_path, key, take=False)
-        if kept is not None:
-            kept.readers += 1  # no change takes it while its keys are read on another thread
-            try:
-                keys = await asyncio.to_thread(kept.document.cell_keys)
-            finally:
-                kept.readers -= 1
-            nbformat = kept.document.nbformat
-            return Snapshot(keys, nbformat, "file", _timestamp(kept.last_modified))
-        loaded = await self._load(api_path, key, path)
-        document = loaded.document
-        keys = await asyncio.to_thread(document.cell_keys)
-        self._keep_loaded(key, loaded)
-        return Snapshot(keys, document.nbformat, "file", _timestamp(loaded.last_modified))
+        if kept is None:
+            kept = self._keep_loaded(key, await self._load(api_path, key, path))
+        keys = await self._look_at(kept, _cell_keys, in_thread=True)
+        return Snapshot(keys, kept.document.nbformat, "file", _timestamp(kept.last_modified))
 
     # -- changing ------------------------------------------------------------------------------
 
@@ -627,6 +624,10 @@ def _recent(modified: Any) -> bool:
     if not isinstance(modified, datetime):
         return True
     return time.time() - modified.timestamp() < WRITING_WINDOW
+
+
+def _cell_keys(document: CellDocument) -> Sequence[CellKey]:
+    return document.cell_keys()
 
 
 def _timestamp(value: Any) -> str | None:
