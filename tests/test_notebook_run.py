@@ -325,8 +325,11 @@ async def test_a_kernel_dying_mid_run_loses_state_and_nothing_is_rerun(
     kernel_id = result["kernel"]["id"]
 
     def restarted():
-        kernel = kernels.get_kernel(kernel_id) if kernel_id in kernels else None
-        return kernel is None or (kernel.ready.done() and kernel.execution_state == "idle")
+        if kernel_id not in kernels:
+            return True
+        kernel = kernels.get_kernel(kernel_id)
+        process = getattr(kernel.provisioner, "process", None)  # the killed one until restarted
+        return kernel.ready.done() and process is not None and process.poll() is None
 
     await wait_until(restarted)
 
