@@ -57,15 +57,8 @@ def _saved_source(path: Any, index: int) -> Any:
 
 
 def test_the_agent_is_a_collaborator_and_its_edit_undone_keeps_the_persons_typing(lab, lab_page):
-    assert importlib.util.find_spec("jupyter_collaboration") is not None, (
-        "run this test in an environment with jupyter-collaboration"
-    )
-    path = lab.write_notebook("review.ipynb", ["a = 1", "b = 2"])
-    lab_page.open("lab/tree/review.ipynb")
+    path, cells = _open_in_room(lab, lab_page, "review.ipynb", ["a = 1", "b = 2"])
     page = lab_page.page
-    cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-    expect(cells).to_have_count(2)
-    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.collaborative")
 
     edit = _post(
         lab,
@@ -93,18 +86,7 @@ def test_the_agent_is_a_collaborator_and_its_edit_undone_keeps_the_persons_typin
     lab_page.screenshot("agent-in-the-room")
 
     # The person types into the cell the agent edited, in the lab.
-    editor = cells.nth(0).locator(".cm-content")
-    editor.click()
-    page.keyboard.press("End")
-    page.keyboard.type("  # mine")
-    page.wait_for_function(f"() => ({CELL_SOURCE})(0) === 'a = 100  # mine'")
-    _wait(
-        lambda: (
-            "a = 100  # mine"
-            in lab.notebook(action="read", notebook_path="review.ipynb", cell_id="cell-0")["text"]
-        ),
-        "the typing to reach the room",
-    )
+    editor = _type_mine(lab, page, cells, "review.ipynb")
 
     undone = _post(
         lab, "api/xcsh/notebook/undo", {"path": "review.ipynb", "call_id": edit["callId"]}
@@ -131,6 +113,24 @@ def _open_in_room(lab: Any, lab_page: Any, name: str, sources: list[str]) -> tup
     return path, cells
 
 
+def _type_mine(lab: Any, page: Any, cells: Any, name: str) -> Any:
+    """Type "  # mine" at the end of the first cell (whose source is "a = 100"), as a person
+    does in the lab, until the room has it; return that cell's editor."""
+    editor = cells.nth(0).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("End")
+    page.keyboard.type("  # mine")
+    page.wait_for_function(f"() => ({CELL_SOURCE})(0) === 'a = 100  # mine'")
+    _wait(
+        lambda: (
+            "a = 100  # mine"
+            in lab.notebook(action="read", notebook_path=name, cell_id="cell-0")["text"]
+        ),
+        "the typing to reach the room",
+    )
+    return editor
+
+
 def test_undo_from_the_review_keeps_the_persons_typing_in_the_room(lab, lab_page):
     path, cells = _open_in_room(lab, lab_page, "review-room-ui.ipynb", ["a = 1", "b = 2"])
     page = lab_page.page
@@ -141,20 +141,7 @@ def test_undo_from_the_review_keeps_the_persons_typing_in_the_room(lab, lab_page
     review = cells.nth(0).locator(".jp-xcsh-Review:not(.jp-xcsh-ReviewGhost)")
     expect(review).to_contain_text("Edited by an agent")
 
-    editor = cells.nth(0).locator(".cm-content")
-    editor.click()
-    page.keyboard.press("End")
-    page.keyboard.type("  # mine")
-    page.wait_for_function(f"() => ({CELL_SOURCE})(0) === 'a = 100  # mine'")
-    _wait(
-        lambda: (
-            "a = 100  # mine"
-            in lab.notebook(action="read", notebook_path="review-room-ui.ipynb", cell_id="cell-0")[
-                "text"
-            ]
-        ),
-        "the typing to reach the room",
-    )
+    _type_mine(lab, page, cells, "review-room-ui.ipynb")
     # Without a room this undo is refused (the person changed the cell since); in the room the
     # agent's change alone is taken back.
     review.locator(".jp-xcsh-Review-undo").click()
