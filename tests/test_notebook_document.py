@@ -148,3 +148,51 @@ def test_json_without_a_cells_array_is_reported_as_such(text):
 def test_parse_agrees_with_json_loads_on_content():
     text = jupyter_text(sample_notebook())
     assert NotebookDocument.parse(text).data == json.loads(text)
+
+
+def test_an_edit_of_a_cells_source_keeps_the_rest_of_its_text_as_written():
+    """Only the changed values of a cell are written anew (its outputs are often most of the
+    file): an output written in a way Jupyter would not write it stays exactly so."""
+    odd = '[ {"output_type":"stream",  "name":"stdout", "text":["hi\\n"]} ]'
+    cell = (
+        '  {\n   "cell_type": "code",\n   "execution_count": 1,\n   "id": "c1",\n'
+        '   "metadata": {},\n   "outputs": ' + odd + ',\n   "source": [\n    "print(1)"\n   ]\n  }'
+    )
+    text = (
+        '{\n "cells": [\n' + cell + '\n ],\n "metadata": {},\n "nbformat": 4,\n'
+        ' "nbformat_minor": 5\n}\n'
+    )
+    doc = NotebookDocument.parse(text)
+    doc.replace(0, dict(doc.cells[0], source=["changed = 1\n", "print(changed)"]))
+    after = doc.dumps()
+    assert odd in after
+    assert _changed_lines(text, after) == [
+        '-    "print(1)"',
+        '+    "changed = 1\\n",',
+        '+    "print(changed)"',
+    ]
+    nbformat.validate(nbformat.reads(after, as_version=4))
+
+
+def test_the_revision_after_each_edit_is_that_of_the_cells_as_they_are():
+    """The document hashes only the cells changed since its last revision; cells without an
+    id (whose entry depends on their place) are hashed every time."""
+    from jupyter_xcsh.notebook.model import CellKey, notebook_revision
+
+    nb = sample_notebook()
+    text = jupyter_text(nb)
+    doc = NotebookDocument.parse(text)
+    assert all("id" in cell for cell in doc.cells)
+    for step in range(4):
+        doc.replace(
+            step % len(doc.cells), dict(doc.cells[step % len(doc.cells)], source=[f"s{step}"])
+        )
+        plain = [CellKey(k.cell_id, k.cell_type, k.source) for k in doc.cell_keys()]
+        assert doc.revision() == notebook_revision(plain)
+    without_id = {k: v for k, v in doc.cells[0].items() if k != "id"}
+    doc.replace(0, without_id)  # another set of keys: written whole, its entry never kept
+    doc.insert(1, dict(without_id, source=["inserted"]))
+    for step in range(3):
+        doc.replace(2, dict(doc.cells[2], source=[f"t{step}"]))
+        plain = [CellKey(k.cell_id, k.cell_type, k.source) for k in doc.cell_keys()]
+        assert doc.revision() == notebook_revision(plain)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import stat
@@ -16,7 +17,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from traitlets.config import Config
 
-from jupyter_xcsh.notebook.saves import SaveGuard
+from jupyter_xcsh.notebook.cache import RACY_NS
+from jupyter_xcsh.notebook.saves import SaveGuard, _settle_modification_time
 
 from .fakes import HeldSaveContentsManager
 from .notebook_run import wait_until
@@ -172,24 +174,45 @@ async def test_a_save_replaces_the_file_whole_keeping_its_mode_and_links(
 async def test_a_save_that_cannot_be_encoded_past_its_first_slice_leaves_the_file_as_it_was(
     notebook_tool, jp_root_dir
 ):
-    """A cell whose output holds a lone surrogate (valid JSON: an escape) cannot be written
-    once it is serialised again: the save fails with jupyter_server's 400, whichever slice of
-    the text it is in (the text is encoded a slice at a time), and leaves nothing behind."""
+    """A cell whose source holds a lone surrogate (valid JSON: an escape) cannot be written
+    once an edit serialises that source again: the save fails with jupyter_server's 400,
+    whichever slice of the text it is in (the text is encoded a slice at a time), and leaves
+    nothing behind."""
     from jupyter_xcsh.notebook.saves import WRITE_CHUNK_CHARS
 
     nb = new_notebook()
     nb.cells.append(new_markdown_cell("x" * (WRITE_CHUNK_CHARS + 10)))  # the first slice
-    nb.cells.append(new_code_cell("print(1)", outputs=[new_output("stream", text="LONE")]))
+    nb.cells.append(new_code_cell("print(1) # LONE"))
     text = jupyter_text(nb).replace("LONE", "\\ud800")
     target = jp_root_dir / "lone.ipynb"
     target.write_text(text, encoding="utf-8")
-    body = {"action": "edit", "notebook_path": "lone.ipynb", "cell_index": 1, "content": "x = 2"}
+    body = {
+        "action": "edit",
+        "notebook_path": "lone.ipynb",
+        "cell_index": 1,
+        "old_content": "print(1)",
+        "content": "print(2)",
+    }
     status, result = await notebook_tool(body)
     assert status == 400, result
     assert "Encoding error saving" in result["message"]
     assert target.read_text(encoding="utf-8") == text
     leftovers = [p.name for p in jp_root_dir.rglob("*") if p.name.startswith(".~")]
     assert leftovers == []
+
+
+async def test_an_edit_of_a_source_keeps_the_cells_outputs_as_written(notebook_tool, jp_root_dir):
+    """The values an edit does not change are not serialised again: an output holding a lone
+    surrogate (a JSON escape) stays that escape, and the edit is saved."""
+    nb = new_notebook()
+    nb.cells.append(new_code_cell("print(1)", outputs=[new_output("stream", text="LONE")]))
+    text = jupyter_text(nb).replace("LONE", "\\ud800")
+    target = jp_root_dir / "lone.ipynb"
+    target.write_text(text, encoding="utf-8")
+    body = {"action": "edit", "notebook_path": "lone.ipynb", "cell_index": 0, "content": "x = 2"}
+    status, result = await notebook_tool(body)
+    assert status == 200, result
+    assert target.read_text(encoding="utf-8") == text.replace('"print(1)"', '"x = 2"')
 
 
 @pytest.mark.parametrize("how", ["registered", "trait"])
@@ -423,3 +446,80 @@ class TestASaveSlowOnDisk:
 async def _hold(guard: SaveGuard, key: str) -> None:
     async with guard.holding(key):
         pass
+
+
+def _status(mtime_ns: int) -> os.stat_result:
+    """A regular file's status whose modification time is ``mtime_ns``."""
+    fields = [stat.S_IFREG | 0o644, 1, 1, 1, 0, 0, 10, 0, 0, 0]
+    return os.stat_result((*fields, 0.0, mtime_ns / 1e9, 0.0, 0, mtime_ns, 0))
+
+
+@pytest.mark.parametrize(
+    ("replaced_ago_ns", "moved"),
+    [(None, True), (10**9, True), (0, False), (-(10**9), False)],
+    ids=["new file", "older file", "file written now", "file of the future"],
+)
+def test_a_saved_file_is_stamped_before_the_racy_window_never_before_the_file_it_replaces(
+    tmp_path, replaced_ago_ns, moved
+):
+    path = tmp_path / "a.ipynb"
+    path.write_text("{}", encoding="utf-8")
+    written = os.stat(path).st_mtime_ns
+    now = time.time_ns()
+    replaced = None if replaced_ago_ns is None else _status(now - replaced_ago_ns)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        _settle_modification_time(fd, replaced)
+    finally:
+        os.close(fd)
+    after = time.time_ns()
+    mtime = os.stat(path).st_mtime_ns
+    if moved:
+        assert now - RACY_NS - 10**8 < mtime < after - RACY_NS  # out of the racy window
+        assert replaced is None or mtime > replaced.st_mtime_ns
+    else:
+        assert mtime == written
+
+
+def test_a_file_of_whole_second_times_keeps_the_time_it_was_written_with(tmp_path):
+    path = tmp_path / "a.ipynb"
+    path.write_text("{}", encoding="utf-8")
+    written = os.stat(path).st_mtime_ns
+    fd = os.open(path, os.O_RDWR)
+    try:
+        _settle_modification_time(fd, _status((time.time_ns() // 10**9 - 60) * 10**9))
+    finally:
+        os.close(fd)
+    assert os.stat(path).st_mtime_ns == written
+
+
+def _deleted_files_held(folder) -> list[str]:
+    """The files of ``folder`` this process still has open though they were replaced."""
+    held = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(str(folder)) and target.endswith(" (deleted)"):
+                held.append(target)
+    return held
+
+
+async def test_the_file_a_large_save_replaces_is_let_go_after_the_save(notebook_tool, jp_root_dir):
+    """The rename does not wait for the replaced file's blocks to be freed (another thread
+    closes it): every replaced file is let go all the same."""
+    nb = new_notebook(
+        cells=[
+            new_code_cell(f"c{i}", outputs=[new_output("stream", text="x" * 5000)])
+            for i in range(400)
+        ]
+    )
+    path = jp_root_dir / "big.ipynb"
+    path.write_text(jupyter_text(nb), encoding="utf-8")
+    assert path.stat().st_size > 2 * 2**20
+    for i in range(3):
+        status, result = await notebook_tool(
+            {"action": "edit", "notebook_path": "big.ipynb", "cell_index": i, "content": f"e{i}"}
+        )
+        assert status == 200, result
+    await wait_until(lambda: not _deleted_files_held(jp_root_dir), 10)
+    assert [c.source for c in load(path.read_text()).cells[:3]] == ["e0", "e1", "e2"]

@@ -214,8 +214,17 @@ class NotebookDocument:
         """The notebook's revision (``revision.notebook_revision`` of its cells' keys)."""
         keys = self._cell_keys()
         entries = self._entries
-        if None not in entries:  # every cell has an id and was hashed before
-            return revision_of_entries(entries)  # type: ignore[arg-type]
+        start = 0
+        while True:  # hash the cells changed since (found at C speed: a batch hashes one each)
+            try:
+                index = entries.index(None, start)
+            except ValueError:  # every cell has an id and was hashed before
+                return revision_of_entries(entries)  # type: ignore[arg-type]
+            key = keys[index]
+            if key.cell_id is None:
+                break  # its entry depends on where it is: never kept
+            entries[index] = revision_entry(index, key)
+            start = index + 1
         parts = []
         for index, key in enumerate(keys):
             entry = entries[index]
@@ -276,11 +285,23 @@ class NotebookDocument:
     # -- editing -----------------------------------------------------------------------------
 
     def replace(self, index: int, cell: dict[str, Any]) -> None:
-        """Replace the cell at ``index``."""
+        """Replace the cell at ``index``.
+
+        When ``cell`` has the keys of the cell it replaces, in the same order (an edit of its
+        source), only the values that differ are written anew: the rest of the cell's text —
+        its outputs, often most of a notebook's bytes — stays as it was, and is not serialised
+        again (``outputs.splice_members``). Else the cell is written whole.
+        """
         self.changed = True
+        old = self.cells[index]
         self.cells[index] = cell
         self._keyed(index, cell)
-        self._layout.items[index] = self._serialise(cell)
+        items = self._layout.items
+        text = None
+        if isinstance(old, dict) and list(old) == list(cell):
+            values = {k: v for k, v in cell.items() if v is not old[k] and v != old[k]}
+            text = splice_members(items[index], values)
+        items[index] = text if text is not None else self._serialise(cell)
 
     def insert(self, index: int, cell: dict[str, Any]) -> None:
         """Insert ``cell`` so that it ends up at ``index``."""

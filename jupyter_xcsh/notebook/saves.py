@@ -51,13 +51,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import functools
 import inspect
 import logging
 import os
+import queue
 import re
 import sqlite3
 import stat
+import sys
 import tempfile
 import threading
 import time
@@ -72,6 +75,8 @@ from jupyter_core.utils import ensure_async
 from nbformat import NotebookNode
 from nbformat.sign import NotebookNotary
 from tornado.web import HTTPError
+
+from .cache import RACY_NS
 
 T = TypeVar("T")
 
@@ -211,6 +216,111 @@ def _running(pid: int) -> bool:
     return True
 
 
+def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
+    """Linux's ``sync_file_range`` through the C library; None elsewhere or when absent."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+_SYNC_FILE_RANGE = _sync_file_range()
+#: ``sync_file_range``'s flag: start writing the range's dirty pages, do not wait.
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+def start_writeback(stream: IO[bytes], start: int, length: int) -> None:
+    """Start writing bytes ``start`` to ``start + length`` of ``stream``'s file to disk; no wait.
+
+    What the tool saves is written to disk while the rest of the file is still being encoded,
+    so the ``fsync`` that ends the save waits only for the last part: the save of a 21 MB
+    notebook here went from ~30 ms to ~13 ms (``bench/notebook_edit.py``). The ``fsync`` stays
+    what makes the file durable; this only starts the work earlier (Linux; nothing elsewhere).
+    """
+    if _SYNC_FILE_RANGE is None:
+        return
+    stream.flush()
+    _SYNC_FILE_RANGE(stream.fileno(), start, length, _SYNC_FILE_RANGE_WRITE)
+
+
+#: A replaced file at least this large is let go on ``_LATER``'s thread (see ``replacing_file``).
+RELEASE_LATER_BYTES = 1 << 20
+
+
+class _ClosingLater:
+    """Closes file descriptors on a thread of its own, so the caller does not wait for it.
+
+    The last close of a file that was renamed over frees its blocks: ~7 ms for 21 MB here,
+    which would otherwise be part of the rename that ends every save of it.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def close(self, fd: int) -> None:
+        """Close ``fd`` soon, on this closer's thread (started the first time)."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="xcsh-release", daemon=True)
+                self._thread.start()
+        self._queue.put(fd)
+
+    def _run(self) -> None:
+        while True:
+            fd = self._queue.get()
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+_LATER = _ClosingLater()
+
+
+def _hold_replaced(target: str, current: os.stat_result) -> int | None:
+    """A descriptor keeping ``target``'s old file until ``_LATER`` lets it go (large files only)."""
+    if not stat.S_ISREG(current.st_mode) or current.st_nlink != 1:
+        return None
+    if current.st_size < RELEASE_LATER_BYTES:
+        return None
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    if os.fstat(fd).st_ino != current.st_ino:  # replaced meanwhile: not the file we saw
+        os.close(fd)
+        return None
+    return fd
+
+
+def _settle_modification_time(fd: int, replaced: os.stat_result | None) -> None:
+    """Stamp the file the tool wrote so that its status can be kept (``cache.FileStamp``).
+
+    A status noted within ``cache.RACY_NS`` of the modification time it shows is never trusted
+    (a write in the same clock tick could leave it unchanged), and the save noted it right after
+    its last write: the tool read the notebook again at its next edit, every time the save took
+    less than that window (every notebook of a few MB, and a 21 MB one since its save starts
+    writing early). The time is set back to just before that window, and after the modification
+    time of the file it replaces (a collaboration room sees a file newer than the one it saved
+    as changed), so any later write, in place, stamps a later time. When that is not possible
+    (the file it replaces is as recent) or the file system keeps whole seconds only, the time is
+    left as written, and the status is not kept.
+    """
+    settled = time.time_ns() - RACY_NS - 1_000
+    if replaced is not None:
+        if replaced.st_mtime_ns % 1_000_000_000 == 0:
+            return  # a file system of second timestamps: ``racy`` holds such a file anyway
+        if settled <= replaced.st_mtime_ns:
+            return
+    with contextlib.suppress(OSError):
+        os.utime(fd, ns=(settled, settled))
+
+
 @contextlib.contextmanager
 def replacing_file(
     path: str,
@@ -224,7 +334,9 @@ def replacing_file(
 
     The file keeps its permission bits (and owner, when allowed); a symlink is written through
     to its target, as jupyter_server's ``atomic_writing`` does. ``temporaries`` notes the
-    folder first, so a file a crash leaves there is removed by a later server.
+    folder first, so a file a crash leaves there is removed by a later server. The old file a
+    large save replaces is let go on another thread (``_ClosingLater``): the rename does not
+    wait for its blocks to be freed.
     """
     kwargs.pop("log", None)
     target = os.path.realpath(path)
@@ -232,6 +344,7 @@ def replacing_file(
     if temporaries is not None:
         temporaries.note(folder)
     fd, temporary = tempfile.mkstemp(prefix=TemporaryFiles.prefix(), suffix=".tmp", dir=folder)
+    current: os.stat_result | None = None
     try:
         try:
             current = os.stat(target)
@@ -250,12 +363,19 @@ def replacing_file(
         with stream:
             yield stream
             stream.flush()
-            os.fsync(stream.fileno())
             written = _WRITTEN.get()
+            if written is not None:
+                _settle_modification_time(stream.fileno(), current)
+            os.fsync(stream.fileno())
             if written is not None:  # the status of the file as it will be once renamed
                 noted = time.time_ns()
                 written.append((os.fstat(stream.fileno()), noted))
-        os.replace(temporary, target)
+        old = None if current is None else _hold_replaced(target, current)
+        try:
+            os.replace(temporary, target)
+        finally:
+            if old is not None:
+                _LATER.close(old)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
@@ -520,12 +640,14 @@ def _write_text(contents_manager: Any, os_path: str, pieces: list[str]) -> None:
     The text is ``pieces`` joined; it is encoded and written at most ``WRITE_CHUNK_CHARS`` at
     a time: encoding holds the GIL, and the whole text of a 21 MB notebook at once held it
     for 10-20 ms, the event loop's thread waiting all along; its bytes were a second copy of
-    the notebook for the save's length. A piece that cannot be encoded (a lone surrogate)
+    the notebook for the save's length. Each chunk starts on its way to disk as soon as it is
+    written (``start_writeback``). A piece that cannot be encoded (a lone surrogate)
     fails the write before the file is replaced: nothing of it is left.
     """
     with contents_manager.atomic_writing(os_path, text=False) as stream:
         pending: list[bytes] = []
         size = 0
+        written = 0  # bytes written before ``pending``
         for piece in pieces:
             for start in range(0, len(piece), WRITE_CHUNK_CHARS):
                 try:
@@ -536,6 +658,8 @@ def _write_text(contents_manager: Any, os_path: str, pieces: list[str]) -> None:
                 size += len(data)
                 if size >= WRITE_CHUNK_CHARS:
                     stream.write(b"".join(pending))
+                    start_writeback(stream, written, size)
+                    written += size
                     pending.clear()
                     size = 0
         if pending:
