@@ -73,3 +73,38 @@ async def test_a_request_cancels_the_calls_it_started_and_no_others():
     assert runs.interrupt_owned(owner) is True  # it did start one (ended now): nothing to do
     theirs.release.set()
     assert (await theirs_call)["cancelled"] is False
+
+
+async def _ended_run(runs: RunRegistry) -> str:
+    work = Work()
+    call = start(runs, work, CallControl())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    work.release.set()
+    await call
+    return work.run_id
+
+
+async def test_ended_runs_are_kept_up_to_the_bound_the_oldest_forgotten_first():
+    runs = RunRegistry(max_finished=3)
+    ended = [await _ended_run(runs) for _ in range(5)]
+    work = Work()
+    call = start(runs, work, CallControl())  # a run going on is never forgotten for the bound
+    await asyncio.sleep(0.01)
+    for run_id in ended[:2]:
+        with pytest.raises(NotFoundError, match=f"No such run: {run_id}"):
+            runs.get(run_id)
+    assert [runs.get(run_id).id for run_id in ended[2:]] == ended[2:]
+    assert runs.get(work.run_id).running
+    work.release.set()
+    await call
+
+
+async def test_an_ended_run_is_forgotten_after_the_retention_time():
+    runs = RunRegistry(retention=0.2)
+    first = await _ended_run(runs)
+    await asyncio.sleep(0.3)
+    second = await _ended_run(runs)
+    with pytest.raises(NotFoundError, match=f"No such run: {first}"):
+        runs.get(first)
+    assert runs.get(second).id == second

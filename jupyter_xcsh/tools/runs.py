@@ -21,7 +21,7 @@ import itertools
 import json
 import math
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -261,6 +261,8 @@ class BackgroundRun:
         self.events = RunEvents()
         self.relay.targets.append(self.events)  # kept for ``?after=<n>``, whoever follows
         self.finished_at: float | None = None
+        #: Called once the call has ended (``RunRegistry`` notes the run as finished).
+        self.on_finish: Callable[[BackgroundRun], None] | None = None
         self._task: asyncio.Task[dict[str, Any]] | None = None
         self._wake = asyncio.Event()
         stdin.listen(self._wake.set)
@@ -273,6 +275,8 @@ class BackgroundRun:
     def _done(self, task: asyncio.Task[dict[str, Any]]) -> None:
         self.finished_at = time.monotonic()
         self._wake.set()
+        if self.on_finish is not None:
+            self.on_finish(self)
         if not task.cancelled():
             task.exception()  # retrieved: a follower gets it, or nobody needs it
 
@@ -412,11 +416,26 @@ class RunRegistry:
         self.retention = retention
         self.max_finished = max_finished
         self._runs: dict[str, BackgroundRun] = {}
+        # The runs not ended yet, and those ended in the order they ended (with when): every
+        # call asks whether a run waits for input and forgets old ones, which a scan of the
+        # ``max_finished`` kept runs made cost more the more calls had been made.
+        self._going: dict[str, BackgroundRun] = {}
+        self._finished: OrderedDict[str, float] = OrderedDict()
 
     def add(self, run: BackgroundRun) -> None:
         """Keep ``run`` findable by its id (until ``retention`` seconds after it ends)."""
         self.prune()
         self._runs[run.id] = run
+        if run.finished_at is None:
+            self._going[run.id] = run
+            run.on_finish = self._ended
+        else:
+            self._ended(run)
+
+    def _ended(self, run: BackgroundRun) -> None:
+        if self._runs.get(run.id) is run and run.finished_at is not None:
+            self._going.pop(run.id, None)
+            self._finished[run.id] = run.finished_at
 
     async def start(
         self,
@@ -491,14 +510,14 @@ class RunRegistry:
 
     def waiting_on(self, session: str, cwd: str) -> BackgroundRun | None:
         """The run waiting for input on the session ``session`` in ``cwd``, if any."""
-        for run in self._runs.values():
+        for run in self._going.values():
             if run.session == session and run.cwd == cwd and run.waiting:
                 return run
         return None
 
     def waiting_in(self, notebook: str) -> BackgroundRun | None:
         """The run in place waiting for input in notebook ``notebook`` (API path), if any."""
-        for run in self._runs.values():
+        for run in self._going.values():
             if run.notebook == notebook and run.waiting:
                 return run
         return None
@@ -506,15 +525,13 @@ class RunRegistry:
     def prune(self) -> None:
         """Forget runs that ended more than ``retention`` s ago, or past ``max_finished``."""
         now = time.monotonic()
-        finished = sorted(
-            (run.finished_at, run_id)
-            for run_id, run in self._runs.items()
-            if run.finished_at is not None
-        )
-        excess = len(finished) - self.max_finished
-        for k, (finished_at, run_id) in enumerate(finished):
-            if k < excess or now - finished_at > self.retention:
-                del self._runs[run_id]
+        finished = self._finished
+        while finished:
+            run_id, finished_at = next(iter(finished.items()))
+            if len(finished) <= self.max_finished and now - finished_at <= self.retention:
+                return  # the runs after it ended later
+            del finished[run_id]
+            del self._runs[run_id]
 
     async def close(self, *, waiting_only: bool = False) -> None:
         """Cancel every run still going (``waiting_only``: those waiting for input) and wait.
@@ -527,6 +544,8 @@ class RunRegistry:
         await asyncio.gather(*(run.close() for run in runs))
         if not waiting_only:
             self._runs.clear()
+            self._going.clear()
+            self._finished.clear()
 
 
 class RunInputTool:
