@@ -2,14 +2,16 @@
 
 Usage: python bench/interventions.py [--runs 15] [--rounds 150] [--megabytes 20]
 
-Each intervention (``XcshSettings``: ``pause_collector``, ``guard_saves``, ``trim_memory``,
-``bound_kernel_streams``, ``take_over_activity_watch``) is measured on the figure it exists
-for, on two Jupyter Servers started one after the other (127.0.0.1, free ports): one with every
-default, one with only that setting off (``--XcshSettings.<name>=False``). Each server's figure
+Each intervention (``XcshSettings``: ``pause_collector``, ``guard_saves``, ``heap_arenas``,
+``trim_memory``, ``bound_kernel_streams``, ``take_over_activity_watch``) is measured on the
+figure it exists for, on two Jupyter Servers started one after the other (127.0.0.1, free
+ports): one with every default, one with only that setting off (``--XcshSettings.<name>=False``,
+``heap_arenas=0``). Each server's figure
 is printed beside a floor measured in the same stretch of time, and the off/on ratio:
 
 - ``pause_collector`` and ``guard_saves``: an edit of a 2,000-cell, ~21 MB notebook (p50 and
   p95 of ``--runs`` edits; floor: ``json.loads`` + ``json.dumps`` of the file, interleaved);
+- ``heap_arenas``: the server's resident size kept after those edits;
 - ``trim_memory``: the server's resident size kept once a 20 MB print is done;
 - ``bound_kernel_streams``: the server's resident size growth while a 20 MB print runs;
 - ``take_over_activity_watch``: a ``pass`` round trip of the python tool (p50 and p95 of
@@ -38,6 +40,8 @@ from execute import (
     settle_rss,
 )
 from notebook_edit import (
+    SERVERS,
+    rss_mb,
     serving,
     time_edits,
     time_floor,
@@ -48,10 +52,13 @@ from notebook_edit import (
 INTERVENTIONS = {
     "pause_collector": "edit",
     "guard_saves": "edit",
+    "heap_arenas": "edit",
     "trim_memory": "print",
     "bound_kernel_streams": "print",
     "take_over_activity_watch": "pass",
 }
+#: The value that turns an intervention off, where it is not ``False``.
+OFF = {"heap_arenas": "0"}
 
 
 def ms(samples: list[float], q: float) -> float:
@@ -61,11 +68,13 @@ def ms(samples: list[float], q: float) -> float:
 
 
 def measure_edits(options: tuple[str, ...], runs: int, cells: int = 2000) -> dict[str, float]:
-    """Edits of a big notebook: p50 / p95 ms, and the floor's p50 in the same stretch."""
+    """Edits of a big notebook: p50 / p95 ms, the floor's p50 in the same stretch, and the
+    server's resident size kept after them (MB, against the server's before the first)."""
     floor: list[float] = []
     with tempfile.TemporaryDirectory() as root:
         path, _ = write_big_notebook(root, cells)
         with serving(root, options) as (port, token):
+            before = rss_mb(SERVERS[port])
             middle = cells // 2 + 1
             time_edits(port, token, middle, 2, "file")  # parsed once, caches warm
             ours = time_edits(
@@ -76,7 +85,9 @@ def measure_edits(options: tuple[str, ...], runs: int, cells: int = 2000) -> dic
                 "file",
                 between=lambda: floor.extend(time_floor(path, 1, serialise=True)),
             )
-    return {"p50": ms(ours, 0.5), "p95": ms(ours, 0.95), "floor": ms(floor, 0.5)}
+            time.sleep(1)  # the last save's memory trim (on a worker thread)
+            kept = rss_mb(SERVERS[port]) - before
+    return {"p50": ms(ours, 0.5), "p95": ms(ours, 0.95), "floor": ms(floor, 0.5), "kept": kept}
 
 
 def measure_print(options: tuple[str, ...], megabytes: int) -> dict[str, float]:
@@ -140,9 +151,14 @@ def main() -> int:
         if args.only and name != args.only:
             continue
         on = measures[kind](())
-        off = measures[kind]((f"--XcshSettings.{name}=False",))
+        off = measures[kind]((f"--XcshSettings.{name}={OFF.get(name, 'False')}",))
         figures = {
-            "edit": [("edit p50 ms", "p50"), ("edit p95 ms", "p95"), ("floor p50 ms", "floor")],
+            "edit": [
+                ("edit p50 ms", "p50"),
+                ("edit p95 ms", "p95"),
+                ("floor p50 ms", "floor"),
+                ("RSS kept after edits MB", "kept"),
+            ],
             "print": [("RSS growth during MB", "during"), ("RSS kept after MB", "kept")],
             "pass": [("pass p50 ms", "p50"), ("pass p95 ms", "p95"), ("raw floor p50 ms", "floor")],
         }[kind]

@@ -36,6 +36,7 @@ from .handlers import runs as runs_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
 from .kernel_tool.logs import KernelLogs
+from .memory import limit_heap_arenas
 from .notebook.find import NotebookFinder
 from .notebook.live import LiveDocuments
 from .notebook.reader import ReadLimits
@@ -87,6 +88,8 @@ class XcshApp(ExtensionApp):
 
     #: Seconds between two artifact retention passes (the first runs at start).
     artifact_prune_interval = 600.0
+    #: The glibc arena limit the extension set (``memory.limit_heap_arenas``); None: none.
+    heap_arenas: int | None = None
     _prune_task: asyncio.Task[None] | None = None
 
     def initialize_settings(self) -> None:
@@ -94,6 +97,7 @@ class XcshApp(ExtensionApp):
         assert self.serverapp is not None  # set by the server before it loads extensions
         server = self.serverapp
         settings = XcshSettings(parent=self)
+        self.heap_arenas = limit_heap_arenas(settings.heap_arenas)
         fast = self._fast_paths(settings)
         limits = ReadLimits(
             max_chars=settings.read_max_chars,
@@ -238,6 +242,7 @@ class XcshApp(ExtensionApp):
             for what, enabled in (
                 ("collector pause during notebook edits", settings.pause_collector),
                 ("malloc_trim after large calls", settings.trim_memory),
+                (f"malloc arenas limited to {self.heap_arenas}", self.heap_arenas is not None),
                 ("contents manager save guard", fast.uses("save_guard")),
                 ("kernel activity-watch takeover", fast.uses("activity_watch")),
                 ("session kernel stream bound", fast.uses("kernel_stream_bound")),

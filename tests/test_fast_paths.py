@@ -106,6 +106,7 @@ async def test_the_server_logs_one_line_naming_the_fast_paths_it_uses(
     assert "turned off: none" in line
     interventions = startup_line(jp_serverapp, caplog, INTERVENTIONS)
     assert "collector pause" in interventions and "malloc_trim" in interventions
+    assert "malloc arenas limited to 2" in interventions  # XcshSettings.heap_arenas
 
 
 @pytest.mark.parametrize("xcsh_config", [{"fast_paths": False}])
