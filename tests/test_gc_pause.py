@@ -159,6 +159,7 @@ async def test_an_edit_and_a_read_parse_and_sign_with_the_collector_off(
     notebook_tool, jp_root_dir, monkeypatch, collector_on
 ):
     (jp_root_dir / "pause.ipynb").write_text(jupyter_text(sample_notebook()), encoding="utf-8")
+    (jp_root_dir / "read.ipynb").write_text(jupyter_text(sample_notebook()), encoding="utf-8")
     seen: list[tuple[str, bool]] = []
     parse, signature = NotebookDocument.parse.__func__, NotebookTrust.signature
 
@@ -175,7 +176,8 @@ async def test_an_edit_and_a_read_parse_and_sign_with_the_collector_off(
     body = {"notebook_path": "pause.ipynb", "action": "edit", "cell_index": 0, "content": "x = 1"}
     status, result = await notebook_tool(body)
     assert status == 200, result
-    status, result = await notebook_tool({"notebook_path": "pause.ipynb", "action": "read"})
+    # (A read of pause.ipynb now would reuse the notebook the edit wrote: no parse.)
+    status, result = await notebook_tool({"notebook_path": "read.ipynb", "action": "read"})
     assert status == 200, result
     assert seen == [("parse", False), ("signature", False), ("parse", False)]
     assert gc.isenabled()

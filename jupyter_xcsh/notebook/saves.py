@@ -284,6 +284,8 @@ _LATER = _ClosingLater()
 
 def _hold_replaced(target: str, current: os.stat_result) -> int | None:
     """A descriptor keeping ``target``'s old file until ``_LATER`` lets it go (large files only)."""
+    if os.name != "posix":  # Windows refuses to replace a file someone has open
+        return None
     if not stat.S_ISREG(current.st_mode) or current.st_nlink != 1:
         return None
     if current.st_size < RELEASE_LATER_BYTES:
@@ -311,6 +313,8 @@ def _settle_modification_time(fd: int, replaced: os.stat_result | None) -> None:
     (the file it replaces is as recent) or the file system keeps whole seconds only, the time is
     left as written, and the status is not kept.
     """
+    if os.utime not in os.supports_fd:
+        return  # the status is then not kept: the next edit reads the file
     settled = time.time_ns() - RACY_NS - 1_000
     if replaced is not None:
         if replaced.st_mtime_ns % 1_000_000_000 == 0:
