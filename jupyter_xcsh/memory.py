@@ -17,14 +17,13 @@ server kept ~66 MB where the document itself is ~50 MB. ``limit_heap_arenas`` ca
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 import platform
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TRIM_AFTER_BYTES", "limit_heap_arenas", "release_freed_memory"]
+__all__ = ["TRIM_AFTER_BYTES", "libc_function", "limit_heap_arenas", "release_freed_memory"]
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +31,17 @@ log = logging.getLogger(__name__)
 TRIM_AFTER_BYTES = 4 * 1024 * 1024
 
 
-def _glibc_function(name: str, *argtypes: Any) -> Callable[..., int] | None:
-    """Glibc's function ``name`` (returning an int), or None elsewhere."""
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+def libc_function(name: str, *argtypes: Any, glibc: bool = False) -> Callable[..., int] | None:
+    """The C library's function ``name`` (returning an int), on Linux; None elsewhere.
+
+    ``glibc``: only where the C library is glibc (its own functions, not musl's).
+    """
+    if platform.system() != "Linux":
+        return None
+    if glibc and platform.libc_ver()[0] != "glibc":
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        function = getattr(libc, name)
+        function = getattr(ctypes.CDLL(None, use_errno=True), name)
     except (OSError, AttributeError):
         return None
     function.argtypes = list(argtypes)
@@ -46,8 +49,8 @@ def _glibc_function(name: str, *argtypes: Any) -> Callable[..., int] | None:
     return function
 
 
-_malloc_trim = _glibc_function("malloc_trim", ctypes.c_size_t)
-_mallopt = _glibc_function("mallopt", ctypes.c_int, ctypes.c_int)
+_malloc_trim = libc_function("malloc_trim", ctypes.c_size_t, glibc=True)
+_mallopt = libc_function("mallopt", ctypes.c_int, ctypes.c_int, glibc=True)
 #: ``mallopt``'s parameter for the most arenas the process may have.
 _M_ARENA_MAX = -8
 

@@ -60,7 +60,6 @@ import queue
 import re
 import sqlite3
 import stat
-import sys
 import tempfile
 import threading
 import time
@@ -76,6 +75,7 @@ from nbformat import NotebookNode
 from nbformat.sign import NotebookNotary
 from tornado.web import HTTPError
 
+from ..memory import libc_function
 from .cache import RACY_NS
 
 T = TypeVar("T")
@@ -216,20 +216,9 @@ def _running(pid: int) -> bool:
     return True
 
 
-def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
-    """Linux's ``sync_file_range`` through the C library; None elsewhere or when absent."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        function = ctypes.CDLL(None, use_errno=True).sync_file_range
-    except (OSError, AttributeError):
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-    function.restype = ctypes.c_int
-    return function
-
-
-_SYNC_FILE_RANGE = _sync_file_range()
+_SYNC_FILE_RANGE = libc_function(
+    "sync_file_range", ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint
+)
 #: ``sync_file_range``'s flag: start writing the range's dirty pages, do not wait.
 _SYNC_FILE_RANGE_WRITE = 2
 
