@@ -316,6 +316,37 @@ def test_the_history_is_bounded_by_count(tmp_path):
         store.close()
 
 
+def test_calls_finished_during_a_write_are_written_together_after_it(tmp_path):
+    """Each finished call is one row; those that finish while the store's thread is busy are
+    written in one transaction once it is free (one task for all), in the order they ended."""
+    store = ActivityHistory(str(tmp_path / "h.sqlite"), root=str(tmp_path), max_calls=4)
+    busy, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        busy.set()
+        release.wait(30)
+
+    try:
+        store._executor.submit(hold)  # the store's one thread, busy (as with a long write)
+        assert busy.wait(30)
+        writes = [
+            store.record(NOTEBOOK_SCHEMA, notebook_event(f"{i:032x}", "a.ipynb")) for i in range(6)
+        ]
+        assert writes[0] is not None
+        assert all(write is writes[0] for write in writes)  # one write for the six
+        release.set()
+        writes[0].result(30)
+        page = store.query_sync()
+        assert [e["callId"] for e in page["entries"]] == [f"{i:032x}" for i in (2, 3, 4, 5)]
+        after = store.record(NOTEBOOK_SCHEMA, notebook_event("f" * 32, "a.ipynb"))
+        assert after is not None and after is not writes[0]  # the next call: a write of its own
+        after.result(30)
+        assert store.query_sync()["entries"][-1]["callId"] == "f" * 32
+    finally:
+        release.set()
+        store.close()
+
+
 def test_the_history_is_bounded_by_age(tmp_path):
     store = ActivityHistory(str(tmp_path / "h.sqlite"), root=str(tmp_path), max_age=1)
     try:

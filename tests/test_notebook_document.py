@@ -196,3 +196,32 @@ def test_the_revision_after_each_edit_is_that_of_the_cells_as_they_are():
         doc.replace(2, dict(doc.cells[2], source=[f"t{step}"]))
         plain = [CellKey(k.cell_id, k.cell_type, k.source) for k in doc.cell_keys()]
         assert doc.revision() == notebook_revision(plain)
+
+
+def test_the_revision_kept_between_changes_follows_every_kind_of_change():
+    """The revision is computed once per state (a look before each change asks for it again)
+    and follows every change: replace, insert, delete, move and new outputs."""
+    from jupyter_xcsh.notebook.model import CellKey, notebook_revision
+
+    nb = sample_notebook()
+    nb.cells.extend(nbformat.v4.new_code_cell(f"x = {i}") for i in range(4))
+    doc = NotebookDocument.parse(jupyter_text(nb))
+    assert not doc.keys_known  # nothing asked yet: a look at the keys costs every cell once
+    first = doc.revision()
+    assert doc.keys_known and doc.revision() == first
+    code = next(i for i, cell in enumerate(doc.cells) if cell["cell_type"] == "code")
+    changes = [
+        lambda: doc.replace(1, dict(doc.cells[1], source=["changed"])),
+        lambda: doc.insert(0, dict(nbformat.v4.new_markdown_cell("new"), id="fresh01")),
+        lambda: doc.delete(2),
+        lambda: doc.move(0, len(doc.cells) - 1),
+        lambda: doc.set_outputs(code, [], 7),
+    ]
+    seen = {first}
+    for change in changes:
+        change()
+        plain = [CellKey(k.cell_id, k.cell_type, k.source) for k in doc.cell_keys()]
+        assert doc.revision() == notebook_revision(plain)
+        assert doc.revision() == NotebookDocument.parse(doc.dumps()).revision()
+        seen.add(doc.revision())
+    assert len(seen) == 5  # new outputs leave the revision as it was

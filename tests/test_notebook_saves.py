@@ -523,3 +523,22 @@ async def test_the_file_a_large_save_replaces_is_let_go_after_the_save(notebook_
         assert status == 200, result
     await wait_until(lambda: not _deleted_files_held(jp_root_dir), 10)
     assert [c.source for c in load(path.read_text()).cells[:3]] == ["e0", "e1", "e2"]
+
+
+def test_the_text_is_written_whole_whatever_its_pieces(tmp_path):
+    """``_write_text`` joins and encodes the pieces a chunk at a time: many small pieces, a
+    piece longer than a chunk, pieces across chunk ends and characters of every width come
+    out as the text joined."""
+    from jupyter_server.services.contents.largefilemanager import LargeFileManager
+
+    from jupyter_xcsh.notebook.saves import WRITE_CHUNK_CHARS, _write_text
+
+    manager = LargeFileManager(root_dir=str(tmp_path))
+    pieces = [f"{i}é,\n" for i in range(50_000)]  # ~6 bytes each: many pieces per chunk
+    pieces.insert(1000, "ü" * (2 * WRITE_CHUNK_CHARS + 7))  # three slices of one piece
+    pieces.insert(30_000, "𝄞 " * (WRITE_CHUNK_CHARS // 3))  # four bytes a character
+    pieces.append("")
+    target = tmp_path / "big.txt"
+    target.write_bytes(b"old")
+    _write_text(manager, str(target), pieces)
+    assert target.read_bytes() == "".join(pieces).encode("utf-8")

@@ -8,7 +8,8 @@ call that read stdin (answers given, or asked) keeps no output text at all: the 
 answers into the output as a terminal would. Passwords are never in any event.
 
 Several server processes may share one file (one home directory): the database is in WAL mode
-with a busy timeout, each write is one short transaction, and rows carry the server's contents
+with a busy timeout, each write is one short transaction (of the calls finished within
+``WRITE_DELAY`` of each other), and rows carry the server's contents
 root so that each server serves only its own. Every database operation runs on one worker
 thread of the store, never on the event loop; a failure is logged and never reaches a call.
 """
@@ -20,6 +21,7 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -42,6 +44,11 @@ BUSY_TIMEOUT = 10.0
 WRITE_ATTEMPTS = 5
 #: The states a person's review leaves a call (or its change to one cell) in.
 REVIEW_STATES = ("kept", "undone")
+
+#: Seconds a finished call waits to be written with the calls finishing after it (one
+#: transaction for all: with many calls a second, most of the writes' cost). A query, a
+#: review, ``flush`` and ``close`` write what waits first.
+WRITE_DELAY = 0.2
 
 #: Python calls followed at once (a call whose ``finished`` never comes is forgotten past it).
 MAX_OPEN_CALLS = 1000
@@ -101,6 +108,11 @@ class ActivityHistory:
         self._db: sqlite3.Connection | None = None  # used on the worker thread only
         self._open: dict[str, list[dict[str, Any]]] = {}  # python calls until finished
         self._redact: set[str] = set()
+        # Finished calls not yet written, and the worker's task that will write them (None:
+        # none queued). Calls finished while the worker writes are written together after.
+        self._pending: list[tuple[tuple[str, str, str, str | None, float], list[Any]]] = []
+        self._drain: Future[None] | None = None
+        self._pending_lock = threading.Lock()
 
     # -- recording (the event loop's thread: cheap) ------------------------------------------
     def record(self, schema_id: str, payload: dict[str, Any]) -> Future[None] | None:
@@ -150,11 +162,35 @@ class ActivityHistory:
     def _submit(
         self, call_id: str, kind: str, path: Any, events: list[dict[str, Any]]
     ) -> Future[None] | None:
+        """Queue a finished call; the future of the worker's task that writes it."""
         row = (self.root, call_id, kind, path if isinstance(path, str) else None, time.time())
+        at_once = False
+        with self._pending_lock:
+            self._pending.append((row, events))
+            drain = self._drain
+            if drain is None:
+                drain = self._drain = Future()
+                try:
+                    asyncio.get_running_loop().call_later(WRITE_DELAY, self._start_drain)
+                except RuntimeError:  # a thread without a loop (tests, scripts): at once
+                    at_once = True
+        if at_once:
+            self._start_drain()
+        return drain
+
+    def _start_drain(self) -> None:
+        """Have the worker write what waits (its future ends when it is written)."""
+        with self._pending_lock:
+            drain = self._drain
+        if drain is None:
+            return  # written already (a query, a flush)
         try:
-            return self._executor.submit(self._write, row, events)
-        except RuntimeError:  # closed: the server is stopping
-            return None
+            self._executor.submit(self._write_pending)
+        except RuntimeError:  # closed: the server is stopping (``close`` wrote them)
+            with self._pending_lock:
+                self._pending.clear()
+                self._drain = None
+            drain.set_result(None)
 
     # -- the worker thread --------------------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -173,15 +209,31 @@ class ActivityHistory:
             self._db = db
         return self._db
 
-    def _write(self, row: tuple[str, str, str, str | None, float], events: list[Any]) -> None:
+    def _write_pending(self) -> None:
+        """Write the calls waiting, in one transaction (the worker thread)."""
+        with self._pending_lock:
+            batch, self._pending = self._pending, []
+            drain, self._drain = self._drain, None
         try:
-            text = json.dumps(events, ensure_ascii=False, default=str)
-        except (TypeError, ValueError) as e:
-            log.warning("xcsh: could not keep a call in the activity history: %s", e)
+            self._write_rows(batch)
+        finally:
+            if drain is not None:
+                drain.set_result(None)
+
+    def _write_rows(
+        self, batch: list[tuple[tuple[str, str, str, str | None, float], list[Any]]]
+    ) -> None:
+        rows = []
+        for row, events in batch:
+            try:
+                rows.append((*row, json.dumps(events, ensure_ascii=False, default=str)))
+            except (TypeError, ValueError) as e:
+                log.warning("xcsh: could not keep a call in the activity history: %s", e)
+        if not rows:
             return
         for attempt in range(WRITE_ATTEMPTS):
             try:
-                self._insert(row, text)
+                self._insert(rows)
                 return
             except sqlite3.OperationalError as e:
                 # Another process holds a lock SQLite does not wait for (setting up the file,
@@ -197,22 +249,23 @@ class ActivityHistory:
             )
             return
 
-    def _insert(self, row: tuple[str, str, str, str | None, float], text: str) -> None:
+    def _insert(self, rows: list[tuple[str, str, str, str | None, float, str]]) -> None:
         db = self._connection()
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute(
+            db.executemany(
                 "INSERT INTO calls (root, call_id, kind, path, created, events)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (*row, text),
+                rows,
             )
-            self._prune(db, row[4])
+            self._prune(db, rows[-1][4])
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
 
     def _prune(self, db: sqlite3.Connection, now: float) -> None:
+        before = db.total_changes
         if self.max_age > 0:
             db.execute("DELETE FROM calls WHERE created < ?", (now - self.max_age,))
         if self.max_calls > 0:
@@ -221,6 +274,8 @@ class ActivityHistory:
                 " ORDER BY id DESC LIMIT 1 OFFSET ?)",
                 (self.root, self.root, self.max_calls),
             )
+        if db.total_changes == before:
+            return  # no call went: a review is only ever kept of a call kept
         # Review states of calls no longer kept go with them.
         db.execute(
             "DELETE FROM reviews WHERE root = ? AND call_id NOT IN"
@@ -229,6 +284,7 @@ class ActivityHistory:
         )
 
     def _query(self, path: str | None, since: int | None, limit: int) -> HistoryPage:
+        self._write_pending()  # every call finished so far is in the answer
         db = self._connection()
         where = "root = ?"
         args: list[Any] = [self.root]
@@ -282,6 +338,7 @@ class ActivityHistory:
 
     def _review(self, path: str, call_ids: list[str], cell_id: str | None, state: str) -> int:
         """Keep a review state; return how many of ``call_ids`` on ``path`` the history holds."""
+        self._write_pending()  # a call just finished can be reviewed
         db = self._connection()
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -336,8 +393,8 @@ class ActivityHistory:
         )
 
     def flush(self) -> None:
-        """Wait until every write submitted so far is done."""
-        self._executor.submit(lambda: None).result()
+        """Wait until every call finished so far is written."""
+        self._executor.submit(self._write_pending).result()
 
     def close(self) -> None:
         """Finish the writes submitted, then close the file (calls still running are lost)."""
@@ -349,6 +406,7 @@ class ActivityHistory:
                 self._db = None
 
         try:
+            self._executor.submit(self._write_pending)
             self._executor.submit(_close)
         except RuntimeError:
             return

@@ -115,6 +115,8 @@ class NotebookDocument:
         # hashes only the cells it changed. None until first asked for.
         self._keys: list[CellKey] | None = None
         self._entries: list[str | None] = []
+        # The revision as of the last change, once computed (only when every cell has an id).
+        self._revision: str | None = None
 
     # -- parsing -----------------------------------------------------------------------------
 
@@ -197,6 +199,14 @@ class NotebookDocument:
         metadata = self.data.get("metadata")
         return metadata if isinstance(metadata, dict) else {}
 
+    @property
+    def keys_known(self) -> bool:
+        """Whether every cell's key and revision entry is at hand: ``cell_keys`` is then cheap.
+
+        (A cell without an id has no kept entry: its entry depends on where it is.)
+        """
+        return self._keys is not None and None not in self._entries
+
     def cell_keys(self) -> CellKeys:
         """Each cell's id, type and joined source (with the notebook's revision)."""
         return CellKeys(self._cell_keys(), self.revision())
@@ -212,6 +222,8 @@ class NotebookDocument:
 
     def revision(self) -> str:
         """The notebook's revision (``revision.notebook_revision`` of its cells' keys)."""
+        if self._revision is not None:
+            return self._revision
         keys = self._cell_keys()
         entries = self._entries
         start = 0
@@ -219,7 +231,8 @@ class NotebookDocument:
             try:
                 index = entries.index(None, start)
             except ValueError:  # every cell has an id and was hashed before
-                return revision_of_entries(entries)  # type: ignore[arg-type]
+                self._revision = revision_of_entries(entries)  # type: ignore[arg-type]
+                return self._revision
             key = keys[index]
             if key.cell_id is None:
                 break  # its entry depends on where it is: never kept
@@ -239,6 +252,7 @@ class NotebookDocument:
         """Note a cell replaced (or inserted) at ``index`` in the kept keys."""
         if self._keys is None:
             return
+        self._revision = None
         if insert:
             self._keys.insert(index, cell_key(cell))
             self._entries.insert(index, None)
@@ -324,6 +338,7 @@ class NotebookDocument:
         layout = self._layout
         removed: dict[str, Any] = self.cells.pop(index)
         if self._keys is not None:
+            self._revision = None
             del self._keys[index]
             del self._entries[index]
         del layout.items[index]

@@ -630,33 +630,46 @@ WRITE_CHUNK_CHARS = 1 << 20
 def _write_text(contents_manager: Any, os_path: str, pieces: list[str]) -> None:
     """jupyter_server's ``_save_file`` of text (same errors), on the calling thread.
 
-    The text is ``pieces`` joined; it is encoded and written at most ``WRITE_CHUNK_CHARS`` at
-    a time: encoding holds the GIL, and the whole text of a 21 MB notebook at once held it
-    for 10-20 ms, the event loop's thread waiting all along; its bytes were a second copy of
-    the notebook for the save's length. Each chunk starts on its way to disk as soon as it is
-    written (``start_writeback``). A piece that cannot be encoded (a lone surrogate)
+    The text is ``pieces`` joined; it is encoded and written about ``WRITE_CHUNK_CHARS`` at a
+    time: encoding holds the GIL, and the whole text of a 21 MB notebook at once held it for
+    10-20 ms, the event loop's thread waiting all along; its bytes were a second copy of the
+    notebook for the save's length. The pieces of a chunk (a notebook's cells and what is
+    between them: thousands) are joined as text and encoded once, at C speed, rather than one
+    by one (a third of the time for 21 MB here). Each chunk starts on its way to disk as soon
+    as it is written (``start_writeback``). A piece that cannot be encoded (a lone surrogate)
     fails the write before the file is replaced: nothing of it is left.
     """
     with contents_manager.atomic_writing(os_path, text=False) as stream:
-        pending: list[bytes] = []
-        size = 0
-        written = 0  # bytes written before ``pending``
+        chunk: list[str] = []
+        size = 0  # characters in ``chunk``
+        written = 0  # bytes written before it
+
+        def write_chunk() -> None:
+            nonlocal size, written
+            try:
+                data = "".join(chunk).encode("utf8")
+            except UnicodeError as e:
+                raise HTTPError(400, f"Encoding error saving {os_path}: {e}") from e
+            chunk.clear()
+            size = 0
+            stream.write(data)
+            start_writeback(stream, written, len(data))
+            written += len(data)
+
         for piece in pieces:
-            for start in range(0, len(piece), WRITE_CHUNK_CHARS):
-                try:
-                    data = piece[start : start + WRITE_CHUNK_CHARS].encode("utf8")
-                except UnicodeError as e:
-                    raise HTTPError(400, f"Encoding error saving {os_path}: {e}") from e
-                pending.append(data)
-                size += len(data)
-                if size >= WRITE_CHUNK_CHARS:
-                    stream.write(b"".join(pending))
-                    start_writeback(stream, written, size)
-                    written += size
-                    pending.clear()
-                    size = 0
-        if pending:
-            stream.write(b"".join(pending))
+            if len(piece) > WRITE_CHUNK_CHARS:  # a huge cell: a slice at a time
+                for start in range(0, len(piece), WRITE_CHUNK_CHARS):
+                    chunk.append(piece[start : start + WRITE_CHUNK_CHARS])
+                    size += min(WRITE_CHUNK_CHARS, len(piece) - start)
+                    if size >= WRITE_CHUNK_CHARS:
+                        write_chunk()
+                continue
+            chunk.append(piece)
+            size += len(piece)
+            if size >= WRITE_CHUNK_CHARS:
+                write_chunk()
+        if chunk:
+            write_chunk()
 
 
 async def to_the_end_in_thread(function: Callable[[], T]) -> T:

@@ -337,9 +337,12 @@ class NotebookStore:
         result["details"].update(via=outcome.via, lastModified=outcome.last_modified)
         return result, replace(snapshot, via=outcome.via)
 
-    async def snapshot(self, path: str) -> Snapshot:
-        """Every cell's id, type and source as they are now (what ``find`` searches)."""
-        api_path, key = await self.resolve(path)
+    async def snapshot(self, path: str, resolved: tuple[str, str] | None = None) -> Snapshot:
+        """Every cell's id, type and source as they are now (what ``find`` searches).
+
+        ``resolved``: what ``resolve(path)`` returned for this call (its checks then done).
+        """
+        api_path, key = resolved or await self.resolve(path)
         live = await self._live_document(api_path)
         if live is not None:
             via = self._live(api_path)[0]
@@ -355,7 +358,9 @@ class NotebookStore:
         kept = self._kept(api_path, key, take=False)
         if kept is None:
             kept = self._keep_loaded(key, await self._load(api_path, key, path))
-        keys = await self._look_at(kept, _cell_keys, in_thread=True)
+        # Keys kept since the last look cost a few changed cells' hashes: no thread for that.
+        in_thread = not kept.document.keys_known
+        keys = await self._look_at(kept, _cell_keys, in_thread)
         return Snapshot(keys, kept.document.nbformat, "file", _timestamp(kept.last_modified))
 
     # -- changing ------------------------------------------------------------------------------

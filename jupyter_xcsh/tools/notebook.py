@@ -124,9 +124,9 @@ class NotebookTool:
                 self._note(self.store.api_path(request), seen)
             if request.action == "find":
                 with contextlib.suppress(XcshError):  # the answer stands; the history waits
-                    api_path, _ = await self.store.resolve(request.notebook_path)
-                    if self.history.knows(api_path):  # else not worth a second load
-                        await self._look(request.notebook_path)
+                    resolved = await self.store.resolve(request.notebook_path)
+                    if self.history.knows(resolved[0]):  # else not worth a second load
+                        await self._look(request.notebook_path, resolved=resolved)
         except XcshError as e:
             self.activity.notebook_call(
                 request.action, request.notebook_path, error=e.message, call_id=call_id
@@ -197,14 +197,17 @@ class NotebookTool:
         await caller.require("write", RESOURCE)
         return await self.store.undo(path, call_id, cell_id)
 
-    async def _look(self, path: str, agent: str | None = None) -> tuple[str, Any]:
+    async def _look(
+        self, path: str, agent: str | None = None, resolved: tuple[str, str] | None = None
+    ) -> tuple[str, Any]:
         """Note the notebook as it is now in its history; its API path and snapshot.
 
         ``agent``: the caller whose change made it so; else a change found is a person's (in
-        the room, or a save of the file).
+        the room, or a save of the file). ``resolved``: ``store.resolve(path)``, when known.
         """
-        api_path, _ = await self.store.resolve(path)
-        snapshot = await self.store.snapshot(path)
+        resolved = resolved or await self.store.resolve(path)
+        snapshot = await self.store.snapshot(path, resolved)
+        api_path = resolved[0]
         self._note(api_path, snapshot, agent)
         return api_path, snapshot
 
@@ -217,9 +220,9 @@ class NotebookTool:
     async def _before_change(self, path: str) -> None:
         """Before an agent's change: note what others changed since the last look, if kept."""
         with contextlib.suppress(XcshError):  # the change itself says what is wrong
-            api_path, _ = await self.store.resolve(path)
-            if self.history.knows(api_path):
-                await self._look(path)
+            resolved = await self.store.resolve(path)
+            if self.history.knows(resolved[0]):
+                await self._look(path, resolved=resolved)
 
     def _changed(self, path: str, result: dict[str, Any], caller: Caller) -> None:
         """Note an agent's change (the state the store left: ``cellKeys``, taken out)."""
