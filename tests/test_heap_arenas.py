@@ -77,3 +77,30 @@ def test_an_operators_malloc_arena_max_is_left_alone():
 
 def test_zero_sets_nothing():
     assert limit_heap_arenas(0) is None
+
+
+async def test_trims_asked_together_run_once_after_the_answer(monkeypatch):
+    """``TrimSoon``: the heap is trimmed after the delay (the call has answered by then), once
+    for every ask made before it ran; an ask after that trims again."""
+    import asyncio
+
+    from jupyter_xcsh import memory
+
+    trims: list[int] = []
+    monkeypatch.setattr(memory, "_malloc_trim", trims.append)
+    trim = memory.TrimSoon(delay=0.05)
+    for _ in range(5):
+        trim.ask()
+    assert trims == []  # not while the call that asked is answered
+    for _ in range(200):
+        if trims:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    assert trims == [0]
+    trim.ask()
+    for _ in range(200):
+        if len(trims) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert trims == [0, 0]

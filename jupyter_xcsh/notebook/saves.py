@@ -457,9 +457,9 @@ class SaveGuard:
         """``save_noting`` of a text file whose text is ``pieces`` joined.
 
         Where this guard writes the tool's saves itself (``writes_pieces``), the pieces are
-        encoded and written one after another: the text of a 21 MB notebook is never made
-        whole (21 MB more memory, and 5-10 ms of the GIL to join it); else they are joined
-        and saved as any text.
+        encoded and written about a MiB at a time (``_write_text``): the text of a 21 MB
+        notebook is never made whole (21 MB more memory, and 5-10 ms of the GIL to join it);
+        else they are joined and saved as any text.
         """
         return await self._save_noting(api_path, pieces=pieces)
 

@@ -50,7 +50,7 @@ from jupyter_core.utils import ensure_async
 from tornado.web import HTTPError
 
 from ..errors import InvalidDocumentError, NotFoundError, RefusedError
-from ..memory import release_freed_memory
+from ..memory import TrimSoon
 from ..paths import escapes_root, to_api_path
 from .batch import NotebookBatch, apply_batch, batch_result
 from .cache import CachedNotebook, FileStamp, NotebookCache, stamp_of
@@ -139,6 +139,7 @@ class NotebookStore:
         self.cache = NotebookCache(cache_bytes if self.guard.installed else 0)
         self.guard.on_change.append(self.cache.forget)
         self.trim_memory = trim_memory
+        self._trim = TrimSoon()
         #: The undo of agent calls' changes to open rooms (``undo.py``).
         self.room_undo = RoomUndo()
         #: The agents shown in the awareness of the rooms they change (``presence.py``).
@@ -208,10 +209,11 @@ class NotebookStore:
         """After a large notebook was parsed, saved or dropped: give freed memory back.
 
         Its text, the saved text and the parse's garbage are tens of megabytes that glibc
-        would otherwise keep (``memory.py``); the trim runs on another thread, after the call.
+        would otherwise keep (``memory.py``); the trim runs on another thread, after the call
+        has answered (once for the changes of a burst).
         """
         if self.trim_memory and document.size >= TRIM_AFTER_CHARS:
-            asyncio.get_running_loop().run_in_executor(None, release_freed_memory)
+            self._trim.ask()
 
     async def _load_once(self, api_path: str, path: str) -> _Loaded:
         """Read and parse the notebook; raise ``_Unreadable`` when it is not notebook JSON."""
