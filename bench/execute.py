@@ -16,6 +16,8 @@ server:
    - the python tool: ``POST /api/xcsh/python`` on a warm session (keep-alive connection),
      also with a JupyterLab listening to the server's events (``/api/events/subscribe``), and
      as an MCP ``tools/call`` answered as JSON and as Server-Sent Events;
+   - no kernel at all: ``GET /api/status`` on the same connection, what any authenticated
+     request of the server costs (the part of the tool's time that is not its own);
    targets: the tool's p50 <= 1.3x and p95 <= 1.5x the raw round trip's;
 2. a large print (20 MB and 200 MB): the tool (JSON result) against a raw client draining the
    same output from a plain kernel (the floor), and from a kernel whose streams flush at the
@@ -200,6 +202,13 @@ class Server:
         result = json.loads(response.read())
         assert response.status == 200, result
         return result
+
+    def status(self) -> None:
+        """``GET /api/status`` over the keep-alive connection: a request and nothing more."""
+        self.conn.request("GET", "/api/status", headers=self.headers)
+        response = self.conn.getresponse()
+        response.read()
+        assert response.status == 200, response.status
 
     def mcp_python(self, code: str, *, sse: bool, timeout: float = 600) -> dict:
         """The same call as an MCP ``tools/call`` over the keep-alive connection."""
@@ -461,6 +470,10 @@ def measure_pass(server: Server, rounds: int, block: int) -> list[Row]:
     paths["xcsh REST, a lab listening to events"] = with_lab
     paths["xcsh MCP (JSON)"] = timed(lambda: server.mcp_python("pass", sse=False))
     paths["xcsh MCP (SSE)"] = timed(lambda: server.mcp_python("pass", sse=True))
+    # No kernel: what any authenticated REST request of the server costs (tornado's parse,
+    # jupyter_server's token check, headers and log line, the client's side), for reading
+    # the tool's ratio: its own work is the REST call less this and the raw round trip.
+    paths["a Jupyter Server request alone (GET /api/status)"] = timed(server.status)
     try:
         for run in paths.values():
             run(10)  # warm: kernels, connections, code paths

@@ -104,6 +104,9 @@ class Lab:
     def forget_history(self) -> None:
         """Empty the lab's activity history, so a page opened next restores nothing before."""
         if self.history is not None and self.history.exists():
+            # The server writes finished calls a moment later, together: a read of the history
+            # writes those still waiting first, so none of them comes back after the delete.
+            self.api("GET", "api/xcsh/activity?limit=1")
             with contextlib.closing(sqlite3.connect(self.history, timeout=10)) as db, db:
                 db.execute("DELETE FROM calls")
 
