@@ -136,3 +136,16 @@ async def test_the_server_gives_freed_memory_back_after_a_large_call_only(jp_fet
     result = await run(jp_fetch, f"import sys\n_ = sys.stdout.write('z' * {size})")
     assert result["totalBytes"] == size
     assert trims == [0]
+
+
+async def test_a_session_connection_runs_no_heartbeat_thread(jp_fetch, jp_serverapp):
+    """The tool learns a kernel's death from the kernel manager: its connections start no
+    jupyter_client heartbeat channel (a thread each, pinging every second, which closing the
+    connection joined on the event loop)."""
+    import threading
+
+    await run(jp_fetch, "pass")
+    pool = jp_serverapp.web_app.settings["xcsh"].execution.pool
+    (session,) = pool.find("default")
+    assert getattr(session.connection.client, "_hb_channel", None) is None
+    assert [t for t in threading.enumerate() if type(t).__name__ == "HBChannel"] == []
