@@ -659,8 +659,9 @@ def _write_text(contents_manager: Any, os_path: str, pieces: list[str]) -> None:
         for piece in pieces:
             if len(piece) > WRITE_CHUNK_CHARS:  # a huge cell: a slice at a time
                 for start in range(0, len(piece), WRITE_CHUNK_CHARS):
-                    chunk.append(piece[start : start + WRITE_CHUNK_CHARS])
-                    size += min(WRITE_CHUNK_CHARS, len(piece) - start)
+                    part = piece[start : start + WRITE_CHUNK_CHARS]
+                    chunk.append(part)
+                    size += len(part)
                     if size >= WRITE_CHUNK_CHARS:
                         write_chunk()
                 continue

@@ -111,7 +111,7 @@ class NotebookTool:
         call_id = new_call_id()
         try:
             if request.changes:
-                await self._before_change(request.notebook_path)
+                await self._look_if_kept(request.notebook_path)
                 result = await self.store.change(request, call_id, _agent(caller))
                 self._changed(request.notebook_path, result, caller)
             elif request.action == "find":
@@ -123,10 +123,7 @@ class NotebookTool:
                 result, seen = await self.store.read_with_keys(request, code_of)
                 self._note(self.store.api_path(request), seen)
             if request.action == "find":
-                with contextlib.suppress(XcshError):  # the answer stands; the history waits
-                    resolved = await self.store.resolve(request.notebook_path)
-                    if self.history.knows(resolved[0]):  # else not worth a second load
-                        await self._look(request.notebook_path, resolved=resolved)
+                await self._look_if_kept(request.notebook_path)  # the answer stands
         except XcshError as e:
             self.activity.notebook_call(
                 request.action, request.notebook_path, error=e.message, call_id=call_id
@@ -150,7 +147,7 @@ class NotebookTool:
         require_batch_preconditions(batch, self.require_preconditions)
         call_id = new_call_id()
         try:
-            await self._before_change(batch.notebook_path)
+            await self._look_if_kept(batch.notebook_path)
             result = await self.store.change_batch(batch, call_id, _agent(caller))
             self._changed(batch.notebook_path, result, caller)
         except XcshError as e:
@@ -217,9 +214,13 @@ class NotebookTool:
         by = found if agent is None else "agent"
         self.history.record(api_path, snapshot.keys, by, agent or "")
 
-    async def _before_change(self, path: str) -> None:
-        """Before an agent's change: note what others changed since the last look, if kept."""
-        with contextlib.suppress(XcshError):  # the change itself says what is wrong
+    async def _look_if_kept(self, path: str) -> None:
+        """Note what others changed since the last look, if states of the notebook are kept.
+
+        Before an agent's change and after a find; else not worth a second load. An error is
+        left to the call itself to report (the history waits).
+        """
+        with contextlib.suppress(XcshError):
             resolved = await self.store.resolve(path)
             if self.history.knows(resolved[0]):
                 await self._look(path, resolved=resolved)
