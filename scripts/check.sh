@@ -75,7 +75,8 @@ python3 -m venv "$VENV"
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip
 # Builds the lab extension with npm (hatch-jupyter-builder) and installs the package as users do.
-python -m pip install -q ".[test,dev]"
+# uv installs the other environments (below).
+python -m pip install -q ".[test,dev]" uv
 
 step "installed extensions"
 jupyter server extension list 2>&1 | tee /tmp/xcsh-server-ext.txt
@@ -101,6 +102,63 @@ step "lab extension built and unit-tested on the lowest and the newest JupyterLa
 bounded 10 bash scripts/lab-matrix.sh lowest
 bounded 10 bash scripts/lab-matrix.sh newest
 
+step "the sdist and the wheel, built as a release is; the lowest versions' environment"
+# The sdist and the wheel from it, as a release is; the wheel is installed, with no Node, below,
+# and the other environments install it rather than building the package again.
+rm -rf dist
+python -m pip install -q build
+python -m build --outdir dist . >/tmp/xcsh-build.txt 2>&1 || { cat /tmp/xcsh-build.txt; exit 1; }
+ls dist
+WHEEL=$(ls "$PWD"/dist/jupyter_xcsh-*.whl)
+# uv resolves every requirement pyproject.toml declares to its lowest version (the packages
+# those need to their newest), so a floor that no longer works fails below. It reads the
+# requirements from the source tree (from a wheel they would not count as direct).
+python3 -m venv "$VENV-lowest"
+uv pip install -q --python "$VENV-lowest/bin/python" --resolution lowest-direct ".[test-core]"
+
+# Every other environment is installed in the background while the tests run (a job of its
+# own, one install at a time; its log is printed if it fails): on 2 cores the tests leave the
+# CPU mostly idle, waiting on kernels.
+extra_envs() {
+  set -euo pipefail
+  from_wheel() {  # <virtualenv> <uv pip install arguments...>
+    python3 -m venv "$1"
+    uv pip install -q --python "$1/bin/python" "${@:2}"
+  }
+  from_wheel "$VENV-newest" --upgrade --prerelease allow "$WHEEL[test]"
+  from_wheel "$VENV-mcp" "$WHEEL[mcp-test]"
+  mkdir -p "$VENV-mcp-node"
+  npm install --no-audit --no-fund --prefix "$VENV-mcp-node" @modelcontextprotocol/inspector@2.12.0
+  from_wheel "$VENV-images" "$WHEEL[test,images]"
+  # What users do, with pip: the wheel and JupyterLab in a fresh environment.
+  python3 -m venv "$VENV-wheel"
+  "$VENV-wheel/bin/python" -m pip install -q --upgrade pip
+  "$VENV-wheel/bin/python" -m pip install -q "$WHEEL" jupyterlab pytest pytest-timeout playwright
+  from_wheel "$VENV-eg" "jupyter_enterprise_gateway>=3.2,<4" ipykernel
+  from_wheel "$VENV-hub" "$WHEEL[deploy-test]"
+  [ -x .cache/chp/node_modules/.bin/configurable-http-proxy ] || {
+    mkdir -p .cache/chp
+    npm install --silent --no-audit --no-fund --prefix .cache/chp configurable-http-proxy@5
+  }
+  from_wheel "$VENV-rtc" "$WHEEL[test]" jupyter-collaboration
+  from_wheel "$VENV-rtc4" "$WHEEL[test]" "jupyter-collaboration>=4,<5"
+  from_wheel "$VENV-sdocs" "$WHEEL[test]" jupyter-server-documents
+}
+ENVS_LOG=$(mktemp /tmp/xcsh-envs.XXXXXX)
+extra_envs >"$ENVS_LOG" 2>&1 &
+ENVS_PID=$!
+envs_ready() {  # waits for the environments' job (once); fails the run if it failed
+  [ -z "$ENVS_PID" ] && return 0
+  local rc=0
+  wait "$ENVS_PID" || rc=$?
+  ENVS_PID=
+  if [ "$rc" -ne 0 ]; then
+    cat "$ENVS_LOG"
+    echo "installing the environments failed (rc $rc)"
+    return 1
+  fi
+}
+
 step "tests"
 # pytest exits 5 when it collects no test: set -e makes that a failure, as it must be.
 bounded 30 python -m pytest tests -p no:cacheprovider -q -ra --durations=15
@@ -119,25 +177,31 @@ versions() {  # <python>: the versions of the packages the matrix is about
   "$1" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_](server|client|core|events)|ipykernel|tornado|nbformat|pyzmq|traitlets) "
 }
 
-step "core suites with every fast path off (XCSH_TEST_FAST_PATHS=off: the public API everywhere)"
-XCSH_TEST_FAST_PATHS=off bounded 15 python -m pytest "${CORE_TESTS[@]}" -p no:cacheprovider -q -ra
-
-step "core suites on the lowest declared versions ($VENV-lowest: uv lowest-direct, ipykernel 6.29)"
-# uv resolves every requirement pyproject.toml declares to its lowest version (the packages
-# those need to their newest), so a floor that no longer works fails here. Kernel Gateway 3
-# needs a newer jupyter_server: the gateway tests use the one of the main environment.
-python3 -m venv "$VENV-lowest"
-"$VENV-lowest/bin/python" -m pip install -q --upgrade pip uv
-"$VENV-lowest/bin/python" -m uv pip install -q --python "$VENV-lowest/bin/python" \
-  --resolution lowest-direct ".[test-core]"
+step "core suites twice at once: every fast path off (XCSH_TEST_FAST_PATHS=off), and on the lowest declared versions ($VENV-lowest)"
+# Fast paths off: the public API everywhere. The lowest versions: uv lowest-direct (above),
+# ipykernel 6.29; Kernel Gateway 3 needs a newer jupyter_server, so the gateway tests use the
+# one of the main environment. The two runs share the machine (each mostly waits on kernels;
+# each its own pytest temporary folder); their outputs are printed when both have ended.
 versions "$VENV-lowest/bin/python"
+TWICE=$(mktemp -d /tmp/xcsh-twice.XXXXXX)
+XCSH_TEST_FAST_PATHS=off bounded 25 python -m pytest "${CORE_TESTS[@]}" -p no:cacheprovider -q -ra \
+  --basetemp="$TWICE/fast-paths-off" >"$TWICE/fast-paths-off.txt" 2>&1 &
+off_pid=$!
 XCSH_KERNEL_GATEWAY="$(realpath "$VENV")/bin/jupyter-kernelgateway" \
-  bounded 20 "$VENV-lowest/bin/python" -m pytest "${CORE_TESTS[@]}" -p no:cacheprovider -q -ra
+  bounded 25 "$VENV-lowest/bin/python" -m pytest "${CORE_TESTS[@]}" -p no:cacheprovider -q -ra \
+  --basetemp="$TWICE/lowest" >"$TWICE/lowest.txt" 2>&1 &
+lowest_pid=$!
+off_rc=0 lowest_rc=0
+wait "$off_pid" || off_rc=$?
+wait "$lowest_pid" || lowest_rc=$?
+printf '\n-- every fast path off: exit %s\n' "$off_rc"
+cat "$TWICE/fast-paths-off.txt"
+printf '\n-- the lowest declared versions: exit %s\n' "$lowest_rc"
+cat "$TWICE/lowest.txt"
+if [ "$off_rc" -ne 0 ] || [ "$lowest_rc" -ne 0 ]; then exit 1; fi
 
 step "core suites on the newest releases, pre-releases included ($VENV-newest)"
-python3 -m venv "$VENV-newest"
-"$VENV-newest/bin/python" -m pip install -q --upgrade pip
-"$VENV-newest/bin/python" -m pip install -q --upgrade --pre ".[test]"
+envs_ready
 versions "$VENV-newest/bin/python" | tee /tmp/xcsh-newest-versions.txt
 # Without a pre-release newer than the main environment's releases the two are the same
 # environment, whose whole suite already ran above: the core suites run again only if not.
@@ -153,12 +217,7 @@ VENV="$VENV" bounded 15 bash scripts/fuzz.sh
 step "MCP with the official SDK client ($VENV-mcp)"
 # Its own environment: the SDK's tree (pydantic, httpx2, starlette, ...) is the client's, not
 # the server's, which serves MCP natively (see jupyter_xcsh/mcp/__init__.py).
-python3 -m venv "$VENV-mcp"
-"$VENV-mcp/bin/python" -m pip install -q --upgrade pip
-"$VENV-mcp/bin/python" -m pip install -q ".[mcp-test]"
-# The MCP Inspector's CLI, from npm into a prefix of its own (mcp-tests/test_inspector_cli.py).
-mkdir -p "$VENV-mcp-node"
-npm install --no-audit --no-fund --prefix "$VENV-mcp-node" @modelcontextprotocol/inspector@2.12.0 >/dev/null
+# The MCP Inspector's CLI is in a prefix of its own, from npm (mcp-tests/test_inspector_cli.py).
 XCSH_MCP_INSPECTOR="$(cd "$VENV-mcp-node/node_modules/.bin" && pwd)/mcp-inspector" \
   bounded 10 "$VENV-mcp/bin/python" -m pytest mcp-tests -p no:cacheprovider -q -ra
 
@@ -168,9 +227,6 @@ NODE_PREFIX="$VENV-mcp-node" bounded 10 bash scripts/mcp-conformance.sh
 step "image downscaling with Pillow installed ($VENV-images)"
 # A second environment with the images extra: the tests marked `pillow` run here (the main
 # environment has no Pillow and runs the `without_pillow` ones).
-python3 -m venv "$VENV-images"
-"$VENV-images/bin/python" -m pip install -q --upgrade pip
-"$VENV-images/bin/python" -m pip install -q ".[test,images]"
 bounded 10 "$VENV-images/bin/python" -m pytest tests/test_image_budget.py tests/test_python_images.py \
   -p no:cacheprovider -q -ra
 
@@ -184,13 +240,6 @@ step "the wheel, installed where there is no Node ($VENV-wheel)"
 # only that environment: no node, no npm. Both extensions must be enabled by the package's own
 # files, and a browser smoke test runs against that install.
 WHEEL_VENV="$PWD/$VENV-wheel"
-rm -rf dist
-python -m pip install -q build
-python -m build --outdir dist . >/tmp/xcsh-build.txt 2>&1 || { cat /tmp/xcsh-build.txt; exit 1; }
-ls dist
-python3 -m venv "$WHEEL_VENV"
-"$WHEEL_VENV/bin/python" -m pip install -q --upgrade pip
-"$WHEEL_VENV/bin/python" -m pip install -q dist/jupyter_xcsh-*.whl jupyterlab pytest pytest-timeout playwright
 nodeless() { env PATH="$WHEEL_VENV/bin" "$@"; }
 nodeless python -c "import shutil, sys; sys.exit(shutil.which('node') is not None or shutil.which('npm') is not None)"
 nodeless jupyter server extension list 2>&1 | tee /tmp/xcsh-wheel-server-ext.txt
@@ -206,9 +255,6 @@ XCSH_UI_AUTOENABLE=1 XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/ui-tests-wheel" \
 step "with Enterprise Gateway instead of Kernel Gateway ($VENV-eg)"
 # Enterprise Gateway pins older Jupyter packages: it runs from an environment of its own, the
 # tests' server (this environment) points at it. The gateway half of every kernel suite runs.
-python3 -m venv "$VENV-eg"
-"$VENV-eg/bin/python" -m pip install -q --upgrade pip
-"$VENV-eg/bin/python" -m pip install -q "jupyter_enterprise_gateway>=3.2,<4" ipykernel
 "$VENV-eg/bin/python" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_]enterprise[-_]gateway|jupyter[-_]client) "
 XCSH_ENTERPRISE_GATEWAY="$PWD/$VENV-eg/bin/jupyter-enterprisegateway" bounded 20 \
   python -m pytest -p no:cacheprovider -q -ra -k gateway \
@@ -220,13 +266,6 @@ XCSH_ENTERPRISE_GATEWAY="$PWD/$VENV-eg/bin/jupyter-enterprisegateway" bounded 20
 step "behind a real JupyterHub ($VENV-hub)"
 # A hub with its proxy (configurable-http-proxy, from npm) on 127.0.0.1, single-user servers
 # spawned from this environment; agents reach them only through the hub's public URL.
-python3 -m venv "$VENV-hub"
-"$VENV-hub/bin/python" -m pip install -q --upgrade pip
-"$VENV-hub/bin/python" -m pip install -q ".[deploy-test]"
-[ -x .cache/chp/node_modules/.bin/configurable-http-proxy ] || {
-  mkdir -p .cache/chp
-  npm install --silent --no-audit --no-fund --prefix .cache/chp configurable-http-proxy@5
-}
 "$VENV-hub/bin/python" -m pip list 2>/dev/null | grep -Ei "^(jupyterhub|mcp) "
 XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/hub" \
   bounded 10 "$VENV-hub/bin/python" -m pytest deploy-tests -p no:cacheprovider -q -ra
@@ -236,13 +275,10 @@ XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/hub" \
 # real room (-m collaboration) and the browser tests; the newest also the file-path tests with
 # the extension loaded but no room open (XCSH_TEST_RTC=1; the long save race already ran above:
 # once is enough, they test that a loaded extension with no room changes nothing).
-rtc_checks() {  # <virtualenv> <requirement> [file-paths]
-  python3 -m venv "$1"
-  "$1/bin/python" -m pip install -q --upgrade pip
-  "$1/bin/python" -m pip install -q ".[test]" "$2"
+rtc_checks() {  # <virtualenv> [file-paths]
   "$1/bin/python" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_]collaboration|jupyter[-_]server[-_]ydoc|pycrdt) "
   bounded 10 "$1/bin/python" -m pytest tests -p no:cacheprovider -q -ra -m collaboration
-  if [ "${3:-}" = file-paths ]; then
+  if [ "${2:-}" = file-paths ]; then
     XCSH_TEST_RTC=1 bounded 10 "$1/bin/python" -m pytest tests/test_notebook_*.py -p no:cacheprovider \
       -q -ra -k "not racing"
   fi
@@ -251,10 +287,10 @@ rtc_checks() {  # <virtualenv> <requirement> [file-paths]
 }
 
 step "with jupyter-collaboration, newest release ($VENV-rtc)"
-rtc_checks "$VENV-rtc" "jupyter-collaboration" file-paths
+rtc_checks "$VENV-rtc" file-paths
 
 step "with jupyter-collaboration, newest 4.x release ($VENV-rtc4)"
-rtc_checks "$VENV-rtc4" "jupyter-collaboration>=4,<5"
+rtc_checks "$VENV-rtc4"
 
 step "with jupyter-server-documents, Jupyter AI 3's collaboration backend ($VENV-sdocs)"
 # Installed instead of jupyter-collaboration (which must not be there: both serve
@@ -263,9 +299,6 @@ step "with jupyter-server-documents, Jupyter AI 3's collaboration backend ($VENV
 # its outputs store off and on), then the notebook tool's file-path tests with it loaded and no
 # room open (XCSH_TEST_SERVER_DOCUMENTS=1; runs in place are left out: their new session opens
 # a room, which the server_documents tests cover). ~3 minutes.
-python3 -m venv "$VENV-sdocs"
-"$VENV-sdocs/bin/python" -m pip install -q --upgrade pip
-"$VENV-sdocs/bin/python" -m pip install -q ".[test]" jupyter-server-documents
 "$VENV-sdocs/bin/python" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_]server[-_]documents|jupyter[-_]ydoc|pycrdt) "
 if "$VENV-sdocs/bin/python" -m pip show -q jupyter-collaboration jupyter-server-ydoc 2>/dev/null; then
   echo "jupyter-collaboration is installed in $VENV-sdocs: these tests need it absent"; exit 1

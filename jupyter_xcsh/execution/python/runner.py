@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import InvalidRequestError, NotFoundError
 from ...fast_paths import FastPaths
-from ...memory import TRIM_AFTER_BYTES, release_freed_memory
+from ...memory import TRIM_AFTER_BYTES, TrimSoon
 from ...outputs.artifacts import ArtifactStore
 from ...outputs.images import budget_images
 from ..kernel.cell import CellRun
@@ -84,6 +84,7 @@ class ExecutionService:
         self.max_output_bytes = max_output_bytes
         self.stream_interval = stream_interval
         self.trim_memory = trim_memory
+        self._trim = TrimSoon()
         self.launcher = KernelLauncher(
             kernel_manager,
             log=log,
@@ -227,7 +228,9 @@ class ExecutionService:
             stdin.partial_result = None
         observer.call_finished(result)
         if self.trim_memory and result.get("totalBytes", 0) > TRIM_AFTER_BYTES:
-            release_freed_memory()  # the call's message buffers, else kept at their peak
+            # The call's message buffers, else kept at their peak; on a worker thread once the
+            # call has answered (the trim holds the heap's lock while it walks the heap).
+            self._trim.ask()
         return result
 
 
