@@ -54,10 +54,12 @@ RETENTION = 600.0
 MAX_FINISHED = 200
 #: Seconds a ``run_id`` without ``answer`` follows the run by default, and at most.
 DEFAULT_WAIT, MAX_WAIT = 30.0, 600.0
-#: A run id: the call id (32 hex digits).
-#: Events of one run kept for ``?after=<n>`` at most, and their size in bytes (as JSON): past
-#: either the oldest are dropped (the answer says how many it ``skipped``).
+#: Events of one run kept for ``?after=<n>`` at most, and their size in bytes (as JSON; a chunk
+#: its text's characters, see ``RunEvents``): past either the oldest are dropped (the answer
+#: says how many it ``skipped``).
 MAX_EVENTS, MAX_EVENT_BYTES = 5000, 4 * 1024 * 1024
+#: What a chunk event adds to its text's length in ``RunEvents``' bound (its JSON's keys).
+CHUNK_ENVELOPE = len(json.dumps({"type": "chunk", "index": 0, "text": ""}))
 #: The largest cursor taken (more is past any run's end).
 MAX_CURSOR = 2**53 - 1
 
@@ -169,7 +171,10 @@ class RunEvents(ExecutionObserver):
     """A run's progress as the lines of its stream (``PythonStreamEvent``), numbered from 0.
 
     Bounded: past ``max_events`` events or ``max_bytes`` bytes the oldest are dropped; the
-    numbers of the others do not change, so a cursor (``next``) stays valid.
+    numbers of the others do not change, so a cursor (``next``) stays valid. An event's bytes
+    are its JSON's length, but a chunk of output counts its text's characters plus
+    ``CHUNK_ENVELOPE``: serialising each chunk only to measure it took the event loop ~3 ms a
+    MiB of output, and what the bound limits is the memory the kept text holds.
     """
 
     def __init__(self, max_events: int = MAX_EVENTS, max_bytes: int = MAX_EVENT_BYTES) -> None:
@@ -184,9 +189,13 @@ class RunEvents(ExecutionObserver):
         """The number the next event will have: the cursor of everything so far."""
         return self.first + len(self._events)
 
-    def add(self, event: dict[str, Any]) -> None:
-        """Keep ``event``, dropping the oldest past the bounds (never the newest)."""
-        size = len(json.dumps(event))
+    def add(self, event: dict[str, Any], size: int | None = None) -> None:
+        """Keep ``event``, dropping the oldest past the bounds (never the newest).
+
+        ``size``: what it counts in ``max_bytes``; default, its JSON's length.
+        """
+        if size is None:
+            size = len(json.dumps(event))
         self._events.append((event, size))
         self.bytes += size
         while len(self._events) > 1 and (
@@ -209,7 +218,7 @@ class RunEvents(ExecutionObserver):
         self.add({"type": "cell", "index": index, "status": status})
 
     def chunk(self, index: int, text: str) -> None:  # noqa: D102
-        self.add({"type": "chunk", "index": index, "text": text})
+        self.add({"type": "chunk", "index": index, "text": text}, len(text) + CHUNK_ENVELOPE)
 
     def display(self, index: int, kind: str, data: Any) -> None:  # noqa: D102
         self.add({"type": "display", "index": index, "kind": kind, "data": data})
