@@ -306,6 +306,17 @@ class LabPage:
         self.page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60000)
         self.page.evaluate("() => window.jupyterapp.restored")
 
+    def wait_for_language_info(self) -> None:
+        """Wait until the open notebook holds its kernel's ``language_info``.
+
+        The lab writes it into the notebook's metadata when the kernel's info arrives: a
+        change to the notebook, which a save made before then leaves unsaved.
+        """
+        self.page.wait_for_function(
+            "() => window.jupyterapp.shell.currentWidget.model.getMetadata('language_info')?.name",
+            timeout=60000,
+        )
+
     def open_notebook(self, name: str, sources: list[str]) -> Any:
         """Write a notebook of code cells, open it in the lab; return its cells once shown."""
         self.lab.write_notebook(name, sources)

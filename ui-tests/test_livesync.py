@@ -37,6 +37,8 @@ def test_unsaved_typing_and_agent_edit_are_both_saved_without_a_dialog(lab, lab_
     page = lab_page.page
     cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
     expect(cells).to_have_count(2)
+    # Else the kernel's language_info, arriving after the save, would leave it unsaved.
+    lab_page.wait_for_language_info()
 
     # The person types into cell 0 and does not save.
     editor = cells.nth(0).locator(".cm-content")
@@ -100,10 +102,7 @@ def test_an_agent_edit_of_a_clean_notebook_keeps_the_view_the_active_cell_and_it
     cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
     expect(cells).to_have_count(40)
     # Saved once the lab has added the kernel's language_info to it: nothing is unsaved.
-    page.wait_for_function(
-        "() => window.jupyterapp.shell.currentWidget.model.getMetadata('language_info')?.name",
-        timeout=60000,
-    )
+    lab_page.wait_for_language_info()
 
     # The person edits the cell that ran (JupyterLab marks it), saves, then works further down.
     cells.nth(5).locator(".cm-content").click()

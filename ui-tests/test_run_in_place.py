@@ -111,10 +111,7 @@ def test_a_clean_notebook_stays_clean_and_shows_the_saved_outputs(lab, lab_page)
     expect(cells).to_have_count(3)
     lab_kernel_id(page)
     # Saved once the lab has added the kernel's language_info to it: nothing is unsaved.
-    page.wait_for_function(
-        "() => window.jupyterapp.shell.currentWidget.model.getMetadata('language_info')?.name",
-        timeout=60000,
-    )
+    lab_page.wait_for_language_info()
     cells.nth(0).click()
     page.keyboard.press("Control+s")
     expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0, timeout=20000)
