@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_xcsh.tools.runs import RunEvents
+from jupyter_xcsh.tools.runs import CHUNK_ENVELOPE, RunEvents
 
 from .openapi_check import assert_response_matches
 from .python_tool import REQUEST_TIMEOUT, answer, eventually, run
@@ -180,6 +180,19 @@ def test_the_bytes_bound_drops_old_events_but_never_the_newest():
 
     kept, skipped = events.after(0)
     assert [e["text"][0] for e in kept] == ["b"] and skipped == 1
+
+
+def test_a_chunk_counts_the_text_it_holds_not_its_escaped_json():
+    """A chunk is measured by its text (what it holds in memory) plus the envelope, never by
+    serialising it (which took the event loop ~3 ms a MiB): 200 newlines count 200, where their
+    JSON would be 400 characters and, with the next chunk, past this bound."""
+    events = RunEvents(max_events=100, max_bytes=300)
+    events.chunk(0, "\n" * 200)
+    events.chunk(0, "x")
+
+    assert events.bytes == 201 + 2 * CHUNK_ENVELOPE
+    kept, skipped = events.after(0)
+    assert [len(e["text"]) for e in kept] == [200, 1] and skipped == 0
 
 
 async def test_streamed_the_events_after_the_cursor_then_the_live_ones_then_the_result(jp_fetch):
