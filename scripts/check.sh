@@ -147,11 +147,9 @@ extra_envs() {
 ENVS_LOG=$(mktemp /tmp/xcsh-envs.XXXXXX)
 extra_envs >"$ENVS_LOG" 2>&1 &
 ENVS_PID=$!
-envs_ready() {  # waits for the environments' job (once); fails the run if it failed
-  [ -z "$ENVS_PID" ] && return 0
+envs_ready() {  # waits for the environments' job; fails the run if it failed
   local rc=0
   wait "$ENVS_PID" || rc=$?
-  ENVS_PID=
   if [ "$rc" -ne 0 ]; then
     cat "$ENVS_LOG"
     echo "installing the environments failed (rc $rc)"
