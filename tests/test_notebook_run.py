@@ -163,6 +163,33 @@ async def test_the_labs_session_is_used_before_and_after_its_path_is_patched(
     assert len(await sessions(jp_fetch)) == 1
 
 
+async def test_each_notebook_finds_its_own_session_and_one_whose_kernel_died_is_replaced(
+    jp_fetch, jp_root_dir, jp_serverapp
+):
+    for name in ("a", "b"):
+        write_notebook(jp_root_dir / f"{name}.ipynb", f"import os\nname = {name!r}\nos.getpid()")
+    first = {}
+    for name in ("a", "b"):
+        result = await run_ok(jp_fetch, notebook_path=f"{name}.ipynb", cell_index=0)
+        assert result["kernel"]["started"] is True
+        first[name] = result["kernel"]
+    for name in ("b", "a"):  # each run finds its notebook's session among the others
+        again = await run_ok(jp_fetch, notebook_path=f"{name}.ipynb", cell_index=0)
+        assert again["kernel"] == {**first[name], "started": False}
+
+    # The kernel of a's session dies behind the session manager's back (as a culled kernel):
+    # the session is stale, and a run replaces it with a new lab-style session and kernel.
+    await jp_serverapp.kernel_manager.shutdown_kernel(first["a"]["id"], now=True)
+    result = await run_ok(jp_fetch, notebook_path="a.ipynb", cell_index=0)
+
+    assert result["kernel"]["started"] is True
+    assert result["kernel"]["id"] not in (first["a"]["id"], first["b"]["id"])
+    by_path = {s["path"]: s for s in await sessions(jp_fetch)}
+    assert sorted(by_path) == ["a.ipynb", "b.ipynb"]
+    assert by_path["a.ipynb"]["kernel"]["id"] == result["kernel"]["id"]
+    assert by_path["b.ipynb"]["kernel"]["id"] == first["b"]["id"]
+
+
 async def test_a_busy_kernel_is_waited_for_and_never_interrupted(
     jp_fetch, jp_root_dir, jp_serverapp
 ):

@@ -26,6 +26,7 @@ from functools import partial
 from typing import Any
 
 from jupyter_core.utils import ensure_async
+from tornado import web
 
 from ...errors import InvalidRequestError
 from ..kernel.connection import KernelConnection
@@ -184,7 +185,19 @@ class NotebookKernels:
         return kernel if kernel is not None and kernel.usable else None
 
     async def find_session(self, api_path: str) -> dict[str, Any] | None:
-        """The server session of notebook ``api_path``, the lab's placeholder included."""
+        """The server session of notebook ``api_path``, the lab's placeholder included.
+
+        The session at the path is one query of the session manager (``get_session``, as
+        jupyter_server's own ``POST /api/sessions`` finds it). Only without one are all the
+        sessions listed (``list_sessions`` builds every session's model: a cost that grew with
+        the number of sessions, on every run and read) to find the lab's placeholder.
+        """
+        try:
+            found = await ensure_async(self.session_manager.get_session(path=api_path))
+        except web.HTTPError:  # none at that path (or its kernel is gone: the row was dropped)
+            found = None
+        if found is not None and (found.get("kernel") or {}).get("id"):
+            return dict(found)
         sessions = await ensure_async(self.session_manager.list_sessions())
         with_kernel = [s for s in sessions if (s.get("kernel") or {}).get("id")]
         for session in reversed(with_kernel):  # the newest first
