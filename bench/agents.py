@@ -9,9 +9,10 @@ cell, and an MCP ``tools/call`` of the python tool. Every level first warms its 
 per call grows with the load, or only the waiting) and the loop probe
 (``loopprobe.py``: an idle probe of the same run is the floor).
 
-    python bench/agents.py [--levels 8,16,32] [--seconds 60] [--long]
+    python bench/agents.py [--levels 8,16,32] [--seconds 60] [--long] [--option=--X.y=z ...]
 
-``--long`` measures 5 minutes per level.
+``--long`` measures 5 minutes per level; each ``--option`` is one more server option (e.g.
+``--option=--XcshSettings.freeze_startup_heap=False``).
 """
 
 from __future__ import annotations
@@ -229,13 +230,14 @@ def main() -> None:
     parser.add_argument("--levels", default="8,16,32")
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--long", action="store_true", help="5 minutes per level")
+    parser.add_argument("--option", action="append", default=[], help="a server option")
     args = parser.parse_args()
     levels = [int(n) for n in args.levels.split(",") if n]
     seconds = 300.0 if args.long else args.seconds
 
     with tempfile.TemporaryDirectory() as root:
         write_agent_notebooks(root, max(levels))
-        with serving(root, OPTIONS) as (port, token):
+        with serving(root, (*OPTIONS, *args.option)) as (port, token):
             pid = SERVERS[port]
             idle = LoopProbe.measure_idle(port, token)
             rss_start = rss_mb(pid)

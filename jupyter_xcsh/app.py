@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+from jupyter_server import version_info as server_version
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Instance
 
@@ -36,7 +37,7 @@ from .handlers import runs as runs_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
 from .kernel_tool.logs import KernelLogs
-from .memory import limit_heap_arenas
+from .memory import freeze_startup_heap, limit_heap_arenas
 from .notebook.find import NotebookFinder
 from .notebook.live import LiveDocuments
 from .notebook.reader import ReadLimits
@@ -212,6 +213,10 @@ class XcshApp(ExtensionApp):
             kernel=KernelTool(execution, inplace.kernels, notebook_store),
         )
         self.settings["xcsh"] = self.services
+        if tuple(server_version[:2]) < (2, 16):
+            # Before 2.16 the server never calls ``_start_jupyter_server_extension``: the
+            # extension starts its background work itself when the server's loop starts.
+            server.io_loop.add_callback(self._start_jupyter_server_extension, server)
 
     def _fast_paths(self, settings: XcshSettings) -> FastPaths:
         """Probe the fast paths the settings leave on; log them and the interventions on."""
@@ -242,6 +247,7 @@ class XcshApp(ExtensionApp):
             for what, enabled in (
                 ("collector pause during notebook edits", settings.pause_collector),
                 ("malloc_trim after large calls", settings.trim_memory),
+                ("startup heap frozen once started", settings.freeze_startup_heap),
                 (f"malloc arenas limited to {self.heap_arenas}", self.heap_arenas is not None),
                 ("contents manager save guard", fast.uses("save_guard")),
                 ("kernel activity-watch takeover", fast.uses("activity_watch")),
@@ -264,8 +270,19 @@ class XcshApp(ExtensionApp):
         self.handlers.append((r"/api/xcsh(?:/.*)?", NotFoundHandler, {"services": self.services}))
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
-        """Start background work once the server's event loop runs: artifact retention."""
+        """Once the server's event loop runs: artifact retention, and its heap frozen.
+
+        Every extension has loaded by then (``XcshSettings.freeze_startup_heap``).
+        """
         self._prune_task = asyncio.create_task(self._prune_artifacts())
+        assert self.services is not None
+        if self.services.settings.freeze_startup_heap:
+            frozen = freeze_startup_heap()
+            serverapp.log.info(
+                "jupyter_xcsh: %d objects of the server's startup heap frozen out of the "
+                "garbage collector's full collections (XcshSettings.freeze_startup_heap)",
+                frozen,
+            )
 
     def _remove_leftovers(self, temporaries: TemporaryFiles, started: float) -> None:
         """Remove the temporary files crashed servers left (run on a thread of its own)."""

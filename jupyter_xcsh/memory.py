@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import gc
 import logging
 import os
 import platform
@@ -28,6 +29,7 @@ __all__ = [
     "TRIM_AFTER_BYTES",
     "TRIM_DELAY",
     "TrimSoon",
+    "freeze_startup_heap",
     "libc_function",
     "limit_heap_arenas",
     "release_freed_memory",
@@ -76,6 +78,20 @@ def release_freed_memory() -> bool:
         log.debug("xcsh: malloc_trim failed", exc_info=True)
         return False
     return True
+
+
+def freeze_startup_heap() -> int:
+    """Collect, then keep every object alive now out of later collections; how many are kept.
+
+    The objects a server holds from its start (modules, classes, the applications, their
+    configuration: about 200,000 with JupyterLab) live as long as the process, yet each full
+    collection walked them all. ``gc.freeze`` moves them to the collector's permanent
+    generation: freed by reference counting as before, never walked again. The collection
+    first: garbage alive at the freeze would never be reclaimed.
+    """
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
 
 
 def limit_heap_arenas(count: int) -> int | None:

@@ -170,7 +170,7 @@ VENV="$VENV" bounded 10 bash scripts/server-tests.sh
 # The core suites (notebook tool, python tool, runs in place, stdin, MCP), run
 # again where something other than the code changes: the fast paths, the dependencies.
 CORE_TESTS=(tests/test_notebook_*.py tests/test_python_*.py tests/test_mcp_*.py
-  tests/test_stdin_policy.py tests/test_fast_paths.py)
+  tests/test_stdin_policy.py tests/test_fast_paths.py tests/test_startup_heap.py)
 versions() {  # <python>: the versions of the packages the matrix is about
   "$1" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_](server|client|core|events)|ipykernel|tornado|nbformat|pyzmq|traitlets) "
 }

@@ -43,6 +43,10 @@ def jp_server_config(jp_server_config, jp_root_dir, tmp_path_factory):
     config = Config(jp_server_config)
     extensions = dict(config.ServerApp.get("jpserver_extensions", {}))
     config.ServerApp.jpserver_extensions = {**extensions, "jupyter_xcsh": True}
+    # In-process servers share pytest's process: no freeze of its heap at each server's start
+    # (on jupyter_server < 2.16, where the extension starts it; test_startup_heap.py starts
+    # real server processes with the default).
+    config.XcshSettings.freeze_startup_heap = False
     if fast_paths_off():
         config.XcshSettings.fast_paths = False
     if os.environ.get("XCSH_TEST_RTC") == "1":
