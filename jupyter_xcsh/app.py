@@ -213,10 +213,11 @@ class XcshApp(ExtensionApp):
             kernel=KernelTool(execution, inplace.kernels, notebook_store),
         )
         self.settings["xcsh"] = self.services
-        if tuple(server_version[:2]) < (2, 16):
+        loop = getattr(server, "io_loop", None)  # set before extensions load (init_ioloop)
+        if tuple(server_version[:2]) < (2, 16) and loop is not None:
             # Before 2.16 the server never calls ``_start_jupyter_server_extension``: the
             # extension starts its background work itself when the server's loop starts.
-            server.io_loop.add_callback(self._start_jupyter_server_extension, server)
+            loop.add_callback(self._start_jupyter_server_extension, server)
 
     def _fast_paths(self, settings: XcshSettings) -> FastPaths:
         """Probe the fast paths the settings leave on; log them and the interventions on."""
