@@ -288,7 +288,7 @@ class XcshSettings(Configurable):
             "move the objects left, the server's and the extensions' own (about 200,000), out "
             "of the reach of Python's cyclic garbage collector (gc.freeze; default True). A "
             "full collection walks every object it tracks: with them, one took 60-140 ms of "
-            "the event loop every few seconds under load; without them, 30-80 ms. They are "
+            "the event loop every few seconds under load; without them, 30-90 ms. They are "
             "still freed as usual when no longer referenced; only a reference cycle among them "
             "would never be collected. False leaves the collector as Python starts it."
         ),

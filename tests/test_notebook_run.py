@@ -190,6 +190,25 @@ async def test_each_notebook_finds_its_own_session_and_one_whose_kernel_died_is_
     assert by_path["b.ipynb"]["kernel"]["id"] == first["b"]["id"]
 
 
+async def test_with_two_sessions_at_one_path_the_run_uses_the_one_the_lab_finds(
+    jp_fetch, jp_root_dir, jp_serverapp
+):
+    write_notebook(jp_root_dir / "twice.ipynb", "import os\nos.getpid()")
+    first = await run_ok(jp_fetch, notebook_path="twice.ipynb", cell_index=0)
+    # A second session at the same path (the sessions API would return the first instead).
+    second = await jp_serverapp.session_manager.create_session(
+        path="twice.ipynb", name="twice.ipynb", type="notebook", kernel_name="python3"
+    )
+    assert second["kernel"]["id"] != first["kernel"]["id"]
+
+    again = await run_ok(jp_fetch, notebook_path="twice.ipynb", cell_index=0)
+
+    # The first listed at the path: what the lab's findByPath and POST /api/sessions take.
+    listed = [s for s in await sessions(jp_fetch) if s["path"] == "twice.ipynb"]
+    assert [s["kernel"]["id"] for s in listed] == [first["kernel"]["id"], second["kernel"]["id"]]
+    assert again["kernel"] == {**first["kernel"], "started": False}
+
+
 async def test_a_busy_kernel_is_waited_for_and_never_interrupted(
     jp_fetch, jp_root_dir, jp_serverapp
 ):

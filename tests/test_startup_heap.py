@@ -64,7 +64,11 @@ def started_server_log(tmp_path: Path, *options: str) -> str:
         time.sleep(0.5)
     finally:
         process.terminate()
-        process.wait(30)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(30)
     return log.read_text()
 
 

@@ -187,15 +187,19 @@ class NotebookKernels:
     async def find_session(self, api_path: str) -> dict[str, Any] | None:
         """The server session of notebook ``api_path``, the lab's placeholder included.
 
-        The session at the path is one query of the session manager (``get_session``, as
-        jupyter_server's own ``POST /api/sessions`` finds it). Only without one are all the
-        sessions listed (``list_sessions`` builds every session's model: a cost that grew with
-        the number of sessions, on every run and read) to find the lab's placeholder.
+        The session at the path is one query of the session manager (``get_session``): with
+        two at one path, the first, the one jupyter_server's own ``POST /api/sessions`` and the
+        lab's ``findByPath`` (the first of the listed sessions at the path) take too. Only
+        without one are all the sessions listed (``list_sessions`` builds every session's
+        model: a cost that grew with the number of sessions, on every run and read) to find
+        the lab's placeholder, the newest first.
         """
         try:
             found = await ensure_async(self.session_manager.get_session(path=api_path))
-        except web.HTTPError:  # none at that path (or its kernel is gone: the row was dropped)
-            found = None
+        except web.HTTPError as e:
+            if e.status_code != 404:
+                raise
+            found = None  # none at that path (or its kernel is gone: the row was dropped)
         if found is not None and (found.get("kernel") or {}).get("id"):
             return dict(found)
         sessions = await ensure_async(self.session_manager.list_sessions())
