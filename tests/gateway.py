@@ -14,13 +14,10 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,32 +25,13 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
+from .processes import free_port, stop_process, wait_for_http
+
 #: The kernel runners every execution test module is parametrized over.
 KERNELS = ["local", "gateway"]
 #: Names the ``jupyter-kernelgateway`` program to run (default: the one beside this Python),
 #: so an environment whose packages the gateway cannot share runs one installed elsewhere.
 GATEWAY_VARIABLE = "XCSH_KERNEL_GATEWAY"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for_http(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    end = time.monotonic() + timeout
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"kernel gateway exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            if time.monotonic() > end:
-                raise
-            time.sleep(0.2)
 
 
 #: The gateway's kernel spec whose kernels cannot see the test servers' files (a remote kernel).
@@ -173,15 +151,10 @@ def kernel_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     _HIDDEN_ROOT[url] = hidden_root
     try:
-        _wait_for_http(f"{url}/api", process)
+        wait_for_http(f"{url}/api", process)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
         log.close()
         shutil.rmtree(workdir, ignore_errors=True)
 

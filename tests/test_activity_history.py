@@ -11,7 +11,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -26,10 +25,10 @@ from traitlets.config import Config
 from jupyter_xcsh.events.activity import NOTEBOOK_SCHEMA, PYTHON_SCHEMA
 from jupyter_xcsh.events.history import NO_STDIN_OUTPUT, ActivityHistory
 
-from .gateway import free_port
 from .notebook_run import run_ok, write_notebook
 from .notebooks import jupyter_text, sample_notebook
 from .openapi_check import assert_response_matches
+from .processes import free_port, server_command, stop_process
 from .python_tool import run
 
 
@@ -274,20 +273,7 @@ async def test_a_restarted_server_serves_the_history(
     await asyncio.to_thread(history.flush)
     # Another server process on the same data directory and contents root: a restart.
     port, token = free_port(), "history-restart-token"
-    command = [
-        sys.executable,
-        "-m",
-        "jupyter_server",
-        f"--ServerApp.root_dir={jp_root_dir}",
-        f"--ServerApp.runtime_dir={tmp_path / 'runtime'}",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        "--ServerApp.open_browser=False",
-        f"--IdentityProvider.token={token}",
-        "--ServerApp.jpserver_extensions={'jupyter_xcsh': True}",
-        "--allow-root",
-    ]
+    command = server_command(jp_root_dir, tmp_path / "runtime", port, token)
     env = {**os.environ, "JUPYTER_DATA_DIR": jp_serverapp.data_dir}
     process = subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -296,8 +282,7 @@ async def test_a_restarted_server_serves_the_history(
         url = f"http://127.0.0.1:{port}/api/xcsh/activity"
         body = await asyncio.to_thread(_served_history, url, token, process)
     finally:
-        process.terminate()
-        await asyncio.to_thread(process.wait, 30)
+        await asyncio.to_thread(stop_process, process)
     assert [e["callId"] for e in body["entries"]] == [call_id]
     assert body["entries"][0]["events"][0]["source"] == "still here"
 

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from .gateway import free_port
+from .processes import free_port, server_command, stop_process, wait_for_http
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -28,47 +25,20 @@ INTERVENTIONS = "jupyter_xcsh process-wide interventions on:"
 
 def started_server_log(tmp_path: Path, *options: str) -> str:
     """Start a server with the extension and ``options``; its log once it has answered."""
-    port, token = free_port(), "startup-heap-token"
+    port = free_port()
     log = tmp_path / "server.log"
-    command = [
-        sys.executable,
-        "-m",
-        "jupyter_server",
-        f"--ServerApp.root_dir={tmp_path}",
-        f"--ServerApp.runtime_dir={tmp_path / 'runtime'}",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        "--ServerApp.open_browser=False",
-        f"--IdentityProvider.token={token}",
-        "--ServerApp.jpserver_extensions={'jupyter_xcsh': True}",
-        "--allow-root",
-        *options,
-    ]
+    command = server_command(tmp_path, tmp_path / "runtime", port, "startup-heap-token", *options)
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     try:
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{port}/api/status", headers={"Authorization": f"token {token}"}
-        )
-        deadline = time.monotonic() + 120  # a loaded machine
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                with urllib.request.urlopen(request, timeout=10):
-                    break
-            except (urllib.error.URLError, ConnectionError):
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.2)
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/api", process, timeout=120)  # a loaded machine
+        except (RuntimeError, OSError) as e:
+            raise AssertionError(log.read_text()) from e
         # The freeze runs as the loop starts, before the first answer; a moment for the log.
         time.sleep(0.5)
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(30)
+        stop_process(process)
     return log.read_text()
 
 

@@ -70,6 +70,11 @@ def is_placeholder(session: dict[str, Any], api_path: str) -> bool:
     )
 
 
+def _has_kernel(session: dict[str, Any]) -> bool:
+    """Whether a server session's model names its kernel (a pending one has none yet)."""
+    return bool((session.get("kernel") or {}).get("id"))
+
+
 class KernelActivity:
     """Whether the kernel is executing someone else's request, from its IOPub status messages.
 
@@ -200,10 +205,10 @@ class NotebookKernels:
             if e.status_code != 404:
                 raise
             found = None  # none at that path (or its kernel is gone: the row was dropped)
-        if found is not None and (found.get("kernel") or {}).get("id"):
+        if found is not None and _has_kernel(found):
             return dict(found)
         sessions = await ensure_async(self.session_manager.list_sessions())
-        with_kernel = [s for s in sessions if (s.get("kernel") or {}).get("id")]
+        with_kernel = [s for s in sessions if _has_kernel(s)]
         for session in reversed(with_kernel):  # the newest first
             if session.get("path") == api_path:
                 return session
