@@ -406,12 +406,18 @@ async def test_sources_are_read_when_each_cell_is_sent(jp_fetch, jp_root_dir, no
 
 
 async def test_concurrent_runs_of_one_notebook_queue_in_order(jp_fetch, jp_root_dir):
-    write_notebook(jp_root_dir / "q.ipynb", "import time\ntime.sleep(1)\nn = 1", "n += 1\nn")
-
-    first, second = await asyncio.gather(
-        run_ok(jp_fetch, notebook_path="q.ipynb", all=True),
-        run_ok(jp_fetch, notebook_path="q.ipynb", cell_index=1),
+    write_notebook(
+        jp_root_dir / "q.ipynb",
+        "import time\nopen('started', 'w').close()\ntime.sleep(1)\nn = 1",
+        "n += 1\nn",
     )
+
+    # Two requests sent at once may reach the server in either order: the second is sent once
+    # the first runs (its first cell sleeps 1 s), so it must queue behind the whole first run.
+    first_run = asyncio.ensure_future(run_ok(jp_fetch, notebook_path="q.ipynb", all=True))
+    await wait_until((jp_root_dir / "started").exists)
+    second = await run_ok(jp_fetch, notebook_path="q.ipynb", cell_index=1)
+    first = await first_run
 
     assert first["text"].endswith("2")
     assert second["text"] == "3"
