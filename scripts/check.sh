@@ -95,12 +95,31 @@ npm run lint:check
 step "lab extension unit tests (jest)"
 npm test
 
-step "lab extension built and unit-tested on the lowest and the newest JupyterLab 4.x"
+# Jobs run beside the tests: on 2 cores the tests leave the CPU mostly idle, waiting on kernels.
+# Each writes a log of its own; job_result waits for one, prints its log and fails the run if
+# the job failed.
+job_result() {  # <pid> <log> <what>
+  local rc=0
+  wait "$1" || rc=$?
+  cat "$2"
+  if [ "$rc" -ne 0 ]; then
+    echo "$3 failed (rc $rc)"
+    return 1
+  fi
+}
+
+step "lab extension built and unit-tested on the lowest and the newest JupyterLab 4.x: started, beside the tests"
 # Every @jupyterlab/* package at the floor package.json declares, then at the newest published
 # 4.x (pre-releases included), each in its own copy (.cache/lab-*): types, the prebuilt
-# extension, jest. ~2 minutes each.
-bounded 10 bash scripts/lab-matrix.sh lowest
-bounded 10 bash scripts/lab-matrix.sh newest
+# extension, jest. ~3 minutes each, of CPU mostly: at a lower priority (nice 10) than the tests
+# it runs beside, which it never reads or writes. Its log is printed after the tests.
+LAB_LOG=$(mktemp /tmp/xcsh-lab-matrix.XXXXXX)
+(
+  renice -n 10 -p "$BASHPID" >/dev/null
+  bounded 20 bash scripts/lab-matrix.sh lowest
+  bounded 20 bash scripts/lab-matrix.sh newest
+) >"$LAB_LOG" 2>&1 &
+LAB_PID=$!
 
 step "the sdist and the wheel, built as a release is; the lowest versions' environment"
 # The sdist and the wheel from it, as a release is; the wheel is installed, with no Node, below,
@@ -116,9 +135,8 @@ WHEEL=$(ls "$PWD"/dist/jupyter_xcsh-*.whl)
 python3 -m venv "$VENV-lowest"
 uv pip install -q --python "$VENV-lowest/bin/python" --resolution lowest-direct ".[test-core]"
 
-# Every other environment is installed in the background while the tests run (a job of its
-# own, one install at a time; its log is printed if it fails): on 2 cores the tests leave the
-# CPU mostly idle, waiting on kernels.
+# Every other environment is installed beside the tests (a job of its own, one install at a
+# time; its log is printed if it fails).
 extra_envs() {
   set -euo pipefail
   from_wheel() {  # <virtualenv> <uv pip install arguments...>
@@ -147,19 +165,16 @@ extra_envs() {
 ENVS_LOG=$(mktemp /tmp/xcsh-envs.XXXXXX)
 extra_envs >"$ENVS_LOG" 2>&1 &
 ENVS_PID=$!
-envs_ready() {  # waits for the environments' job; fails the run if it failed
-  local rc=0
-  wait "$ENVS_PID" || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    cat "$ENVS_LOG"
-    echo "installing the environments failed (rc $rc)"
-    return 1
-  fi
-}
 
 step "tests"
 # pytest exits 5 when it collects no test: set -e makes that a failure, as it must be.
 bounded 30 python -m pytest tests -p no:cacheprovider -q -ra --durations=15
+
+step "lab extension on the lowest and the newest JupyterLab 4.x (the job started before the tests)"
+job_result "$LAB_PID" "$LAB_LOG" "the lab extension's matrix"
+# The environments' job ended long before (it takes ~2 minutes); its log only if it failed.
+job_result "$ENVS_PID" "$ENVS_LOG" "installing the environments" >/tmp/xcsh-envs-result.txt \
+  || { cat /tmp/xcsh-envs-result.txt; exit 1; }
 
 step "jupyter_server's own REST API tests with the extension loaded (scripts/server-tests.sh)"
 # Its contents, kernels and sessions API tests, of the installed release (its sdist, cached in
@@ -175,58 +190,63 @@ versions() {  # <python>: the versions of the packages the matrix is about
   "$1" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_](server|client|core|events)|ipykernel|tornado|nbformat|pyzmq|traitlets) "
 }
 
-step "core suites twice at once: every fast path off (XCSH_TEST_FAST_PATHS=off), and on the lowest declared versions ($VENV-lowest)"
-# Fast paths off: the public API everywhere. The lowest versions: uv lowest-direct (above),
-# ipykernel 6.29; Kernel Gateway 3 needs a newer jupyter_server, so the gateway tests use the
-# one of the main environment. The two runs share the machine (each mostly waits on kernels;
-# each its own pytest temporary folder); their outputs are printed when both have ended.
+step "two lanes at once: the core suites on the lowest declared versions ($VENV-lowest); every fast path off (XCSH_TEST_FAST_PATHS=off), then the API fuzzing, the MCP clients and Pillow"
+# The lowest versions: uv lowest-direct (above), ipykernel 6.29; Kernel Gateway 3 needs a newer
+# jupyter_server, so the gateway tests use the one of the main environment. Fast paths off: the
+# public API everywhere. The lowest lane is the longer (~14 against ~10 minutes): the other
+# runs the shorter stages after its suite. Both mostly wait on kernels and servers; each has
+# its own pytest temporary folder and log, printed when both lanes have ended.
 versions "$VENV-lowest/bin/python"
 TWICE=$(mktemp -d /tmp/xcsh-twice.XXXXXX)
-XCSH_TEST_FAST_PATHS=off bounded 25 python -m pytest "${CORE_TESTS[@]}" -p no:cacheprovider -q -ra \
-  --basetemp="$TWICE/fast-paths-off" >"$TWICE/fast-paths-off.txt" 2>&1 &
-off_pid=$!
 XCSH_KERNEL_GATEWAY="$(realpath "$VENV")/bin/jupyter-kernelgateway" \
   bounded 25 "$VENV-lowest/bin/python" -m pytest "${CORE_TESTS[@]}" -p no:cacheprovider -q -ra \
   --basetemp="$TWICE/lowest" >"$TWICE/lowest.txt" 2>&1 &
 lowest_pid=$!
-off_rc=0 lowest_rc=0
-wait "$off_pid" || off_rc=$?
+fast_paths_off_then_the_short_stages() {
+  XCSH_TEST_FAST_PATHS=off bounded 25 python -m pytest "${CORE_TESTS[@]}" -p no:cacheprovider \
+    -q -ra --basetemp="$TWICE/fast-paths-off"
+
+  step "core suites on the newest releases, pre-releases included ($VENV-newest)"
+  versions "$VENV-newest/bin/python" | tee "$TWICE/newest-versions.txt"
+  # Without a pre-release newer than the main environment's releases the two are the same
+  # environment, whose whole suite already ran above: the core suites run again only if not.
+  if versions python | cmp -s - "$TWICE/newest-versions.txt"; then
+    echo "same versions as $VENV (no newer pre-release): covered by the test stage above"
+  else
+    bounded 15 "$VENV-newest/bin/python" -m pytest "${CORE_TESTS[@]}" -p no:cacheprovider -q -ra \
+      --basetemp="$TWICE/newest"
+  fi
+
+  step "API fuzzing (Schemathesis over rest-api.yml, live server, fixed seed)"
+  VENV="$VENV" bounded 15 bash scripts/fuzz.sh
+
+  step "MCP with the official SDK client ($VENV-mcp)"
+  # Its own environment: the SDK's tree (pydantic, httpx2, starlette, ...) is the client's, not
+  # the server's, which serves MCP natively (see jupyter_xcsh/mcp/__init__.py).
+  # The MCP Inspector's CLI is in a prefix of its own, from npm (mcp-tests/test_inspector_cli.py).
+  XCSH_MCP_INSPECTOR="$(cd "$VENV-mcp-node/node_modules/.bin" && pwd)/mcp-inspector" \
+    bounded 10 "$VENV-mcp/bin/python" -m pytest mcp-tests -p no:cacheprovider -q -ra \
+    --basetemp="$TWICE/mcp"
+
+  step "MCP conformance suite for servers (Node 22, scripts/mcp-conformance.sh)"
+  NODE_PREFIX="$VENV-mcp-node" bounded 10 bash scripts/mcp-conformance.sh
+
+  step "image downscaling with Pillow installed ($VENV-images)"
+  # A second environment with the images extra: the tests marked `pillow` run here (the main
+  # environment has no Pillow and runs the `without_pillow` ones).
+  bounded 10 "$VENV-images/bin/python" -m pytest tests/test_image_budget.py \
+    tests/test_python_images.py -p no:cacheprovider -q -ra --basetemp="$TWICE/images"
+}
+fast_paths_off_then_the_short_stages >"$TWICE/fast-paths-off.txt" 2>&1 &
+off_pid=$!
+lowest_rc=0 off_rc=0
 wait "$lowest_pid" || lowest_rc=$?
-printf '\n-- every fast path off: exit %s\n' "$off_rc"
-cat "$TWICE/fast-paths-off.txt"
+wait "$off_pid" || off_rc=$?
 printf '\n-- the lowest declared versions: exit %s\n' "$lowest_rc"
 cat "$TWICE/lowest.txt"
+printf '\n-- every fast path off, then the short stages: exit %s\n' "$off_rc"
+cat "$TWICE/fast-paths-off.txt"
 if [ "$off_rc" -ne 0 ] || [ "$lowest_rc" -ne 0 ]; then exit 1; fi
-
-step "core suites on the newest releases, pre-releases included ($VENV-newest)"
-envs_ready
-versions "$VENV-newest/bin/python" | tee /tmp/xcsh-newest-versions.txt
-# Without a pre-release newer than the main environment's releases the two are the same
-# environment, whose whole suite already ran above: the core suites run again only if not.
-if versions python | cmp -s - /tmp/xcsh-newest-versions.txt; then
-  echo "same versions as $VENV (no newer pre-release): covered by the test stage above"
-else
-  bounded 15 "$VENV-newest/bin/python" -m pytest "${CORE_TESTS[@]}" -p no:cacheprovider -q -ra
-fi
-
-step "API fuzzing (Schemathesis over rest-api.yml, live server, fixed seed)"
-VENV="$VENV" bounded 15 bash scripts/fuzz.sh
-
-step "MCP with the official SDK client ($VENV-mcp)"
-# Its own environment: the SDK's tree (pydantic, httpx2, starlette, ...) is the client's, not
-# the server's, which serves MCP natively (see jupyter_xcsh/mcp/__init__.py).
-# The MCP Inspector's CLI is in a prefix of its own, from npm (mcp-tests/test_inspector_cli.py).
-XCSH_MCP_INSPECTOR="$(cd "$VENV-mcp-node/node_modules/.bin" && pwd)/mcp-inspector" \
-  bounded 10 "$VENV-mcp/bin/python" -m pytest mcp-tests -p no:cacheprovider -q -ra
-
-step "MCP conformance suite for servers (Node 22, scripts/mcp-conformance.sh)"
-NODE_PREFIX="$VENV-mcp-node" bounded 10 bash scripts/mcp-conformance.sh
-
-step "image downscaling with Pillow installed ($VENV-images)"
-# A second environment with the images extra: the tests marked `pillow` run here (the main
-# environment has no Pillow and runs the `without_pillow` ones).
-bounded 10 "$VENV-images/bin/python" -m pytest tests/test_image_budget.py tests/test_python_images.py \
-  -p no:cacheprovider -q -ra
 
 step "browser tests (Playwright + Debian Chromium, a real jupyter lab)"
 command -v chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
