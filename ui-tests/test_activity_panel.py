@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 NOTEBOOK_SCHEMA = "https://events.jupyter.org/jupyter_xcsh/notebook/v1"
@@ -205,10 +206,24 @@ def test_every_panel_action_is_a_command_in_the_palette(lab, lab_page):
             "id => window.jupyterapp.commands.label(id, {kind: 'python'}) === label)",
             label,
         ), label
-    page.keyboard.press("Control+Shift+c")
+    # The lab's launcher opens (and takes the focus) as the restored lab settles; a modal
+    # palette that loses the focus closes. Open it once the launcher is there, and again if
+    # it closed before the item was clicked (at most three times).
+    expect(page.locator(".jp-Launcher")).to_be_visible()
     palette = page.locator("#command-palette")
-    palette.locator("input").fill("agent python")
-    palette.locator(".lm-CommandPalette-item", has_text="Show Agent Python Calls Only").click()
+    item = palette.locator(".lm-CommandPalette-item", has_text="Show Agent Python Calls Only")
+    for attempt in range(3):
+        page.keyboard.press("Control+Shift+c")
+        expect(palette.locator("input")).to_be_visible()
+        palette.locator("input").fill("agent python")
+        try:
+            item.click(timeout=7000)
+            break
+        except PlaywrightTimeoutError:
+            lab_page.screenshot(f"palette-attempt-{attempt}")
+            if attempt == 2:
+                raise
+            page.keyboard.press("Escape")
     panel = lab_page.open_activity()
     expect(panel.locator(".jp-xcsh-Filter select")).to_have_value("python")
     lab_page.screenshot("filtered")
