@@ -10,9 +10,15 @@ per call grows with the load, or only the waiting) and the loop probe
 (``loopprobe.py``: an idle probe of the same run is the floor).
 
     python bench/agents.py [--levels 8,16,32] [--seconds 60] [--long] [--option=--X.y=z ...]
+                           [--stock [KINDS]]
 
 ``--long`` measures 5 minutes per level; each ``--option`` is one more server option (e.g.
-``--option=--XcshSettings.freeze_startup_heap=False``).
+``--option=--XcshSettings.freeze_startup_heap=False``). ``--stock`` is the baseline of the
+server without this project: each agent calls only jupyter_server's own API, in turn: its
+notebook read (``GET /api/contents/<path>``), saved back (``PUT``), the sessions listed and the
+server's status (or only the kinds named: ``--stock status`` is the cheapest authenticated
+request, back to back). The loop probe then shows what the same number of clients costs the
+stock server's event loop.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from run_in_place import notebook_text
 
 #: What each agent calls, in turn (each agent starts at its own place in the cycle).
 KINDS = ("python", "edit", "read", "find", "run", "mcp")
+#: What each agent calls with ``--stock``: jupyter_server's own API only.
+STOCK_KINDS = ("contents", "save", "sessions", "status")
 #: Cells of each agent's notebook.
 AGENT_CELLS = 50
 #: Server options: a session kernel per agent (the default keeps 4, evicting the others).
@@ -49,14 +57,17 @@ class Tally:
 
     times: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    #: What the server answered to the first failed call of each kind.
+    first_error: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, kind: str, ms: float, ok: bool) -> None:
-        """Count one call."""
+    def add(self, kind: str, ms: float, ok: bool, answer: str = "") -> None:
+        """Count one call (``answer``: what the server answered, kept for a first failure)."""
         with self.lock:
             self.times[kind].append(ms)
             if not ok:
                 self.errors[kind] += 1
+                self.first_error.setdefault(kind, answer)
 
     @property
     def calls(self) -> int:
@@ -67,30 +78,45 @@ class Tally:
 class Agent:
     """One client: its connection, session and notebook."""
 
-    def __init__(self, port: int, token: str, number: int) -> None:
+    def __init__(self, port: int, token: str, number: int, kinds: tuple[str, ...] = KINDS) -> None:
         self.port = port
+        self.kinds = kinds
+        #: The notebook's model as the contents API last returned it (``--stock``).
+        self.model: dict[str, object] | None = None
         self.number = number
         self.notebook = f"agent{number}.ipynb"
         self.session = f"agent{number}"
         self.headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-        self.turn = number % len(KINDS)
+        self.turn = number % len(kinds)
         self.mcp_id = 0
+        #: The status and the start of the body of the last answer (for a failure's report).
+        self.last_answer = ""
 
     def _post(
-        self, path: str, body: object, headers: dict[str, str] | None = None
+        self,
+        path: str,
+        body: object,
+        headers: dict[str, str] | None = None,
+        method: str = "POST",
     ) -> tuple[int, bytes]:
         try:
-            self.conn.request("POST", path, body=json.dumps(body), headers=headers or self.headers)
+            data = None if body is None else json.dumps(body)
+            self.conn.request(method, path, body=data, headers=headers or self.headers)
             response = self.conn.getresponse()
-            return response.status, response.read()
-        except (OSError, http.client.HTTPException):
+            raw = response.read()
+            self.last_answer = f"HTTP {response.status} {raw[:400]!r}"
+            return response.status, raw
+        except (OSError, http.client.HTTPException) as e:
             self.conn.close()  # reconnects on the next request
+            self.last_answer = f"no answer: {e!r}"
             return 0, b""
 
     def call(self, kind: str) -> bool:
         """Make one call of ``kind``; whether it succeeded."""
         n = self.turn
+        if kind in STOCK_KINDS:
+            return self.call_stock(kind)
         if kind == "python":
             body = {"cells": [{"code": f"x = sum(range({1000 + n}))\nx"}], "session": self.session}
             status, raw = self._post("/api/xcsh/python", body)
@@ -128,21 +154,39 @@ class Agent:
         status, _ = self._post("/api/xcsh/notebook", notebook)
         return status == 200
 
+    def call_stock(self, kind: str) -> bool:
+        """Make one call of jupyter_server's own API (``--stock``); whether it succeeded."""
+        path = f"/api/contents/{self.notebook}"
+        if kind == "contents" or (kind == "save" and self.model is None):
+            status, raw = self._post(path + "?content=1", None, method="GET")
+            if status == 200:
+                self.model = json.loads(raw)
+            return status == 200
+        if kind == "save":
+            assert self.model is not None
+            body = {"type": "notebook", "format": "json", "content": self.model["content"]}
+            status, _ = self._post(path, body, method="PUT")
+            return status == 200
+        status, _ = self._post(f"/api/{kind}", None, method="GET")
+        return status == 200
+
     def work(self, until: float, tally: Tally | None) -> None:
         """Call in turn until ``until`` (monotonic seconds); count into ``tally`` when given."""
         while time.monotonic() < until:
-            kind = KINDS[self.turn % len(KINDS)]
+            kind = self.kinds[self.turn % len(self.kinds)]
             start = time.perf_counter()
             ok = self.call(kind)
             if tally is not None:
-                tally.add(kind, (time.perf_counter() - start) * 1000, ok)
+                tally.add(kind, (time.perf_counter() - start) * 1000, ok, self.last_answer)
             self.turn += 1
 
     def warm(self) -> None:
         """Start the agent's kernels: one call of each kind."""
-        for kind in KINDS:
+        for kind in self.kinds:
             if not self.call(kind):
-                raise RuntimeError(f"agent {self.number}: the first {kind} call failed")
+                raise RuntimeError(
+                    f"agent {self.number}: the first {kind} call failed: {self.last_answer}"
+                )
 
 
 def write_agent_notebooks(root: str, count: int) -> None:
@@ -203,7 +247,13 @@ def cpu_seconds(pid: int) -> float:
 
 
 def report(
-    level: int, seconds: float, tally: Tally, loop: Summary, idle: Summary, cpu: float
+    level: int,
+    seconds: float,
+    tally: Tally,
+    loop: Summary,
+    idle: Summary,
+    cpu: float,
+    kinds: tuple[str, ...] = KINDS,
 ) -> list[str]:
     """The lines of one level (``cpu``: the server's CPU seconds meanwhile)."""
     errors = sum(tally.errors.values())
@@ -214,13 +264,15 @@ def report(
         f"{per_call:.1f} ms per call",
         loop.line("  loop probe", idle),
     ]
-    for kind in KINDS:
+    for kind in kinds:
         samples = tally.times.get(kind, [])
         lines.append(
             f"  {kind:<7} {len(samples):6d} calls  p50 {percentile(samples, 0.5):7.1f}  "
             f"p99 {percentile(samples, 0.99):7.1f}  max {max(samples, default=0):7.1f} ms"
             f"  errors {tally.errors.get(kind, 0)}"
         )
+    for kind, answer in tally.first_error.items():
+        lines.append(f"  first failed {kind} call: {answer}")
     return lines
 
 
@@ -231,7 +283,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--long", action="store_true", help="5 minutes per level")
     parser.add_argument("--option", action="append", default=[], help="a server option")
+    parser.add_argument(
+        "--stock",
+        nargs="?",
+        const=",".join(STOCK_KINDS),
+        help="jupyter_server's own API only (optionally: which of " + ", ".join(STOCK_KINDS) + ")",
+    )
     args = parser.parse_args()
+    kinds = tuple(k for k in args.stock.split(",") if k) if args.stock else KINDS
+    if not set(kinds) <= set(STOCK_KINDS + KINDS):
+        parser.error(f"unknown kinds in {args.stock}")
     levels = [int(n) for n in args.levels.split(",") if n]
     seconds = 300.0 if args.long else args.seconds
 
@@ -245,7 +306,7 @@ def main() -> None:
             print(f"server RSS at start {rss_start:.0f} MB", flush=True)
             agents: list[Agent] = []
             for level in levels:
-                new = [Agent(port, token, n) for n in range(len(agents), level)]
+                new = [Agent(port, token, n, kinds) for n in range(len(agents), level)]
                 warm_agents(new)
                 agents += new
                 cpu = cpu_seconds(pid)
@@ -253,7 +314,7 @@ def main() -> None:
                     tally = run_agents(agents, seconds)
                 cpu = cpu_seconds(pid) - cpu
                 server = rss_mb(pid)
-                for line in report(level, seconds, tally, probe.summary(), idle, cpu):
+                for line in report(level, seconds, tally, probe.summary(), idle, cpu, kinds):
                     print(line, flush=True)
                 print(
                     f"  server RSS {server:.0f} MB (+{(server - rss_start) / level:.1f} MB per "

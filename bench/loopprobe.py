@@ -58,10 +58,12 @@ class Summary:
     #: Probes slower than 20 ms / 50 ms: loop blocks the issue's targets count.
     over_20: int
     over_50: int
+    #: Probes the server answered with another status than 200, by status.
+    failed: tuple[tuple[int, int], ...] = ()
 
     @classmethod
-    def of(cls, samples: list[float]) -> Summary:
-        """The summary of latencies ``samples`` (milliseconds)."""
+    def of(cls, samples: list[float], failed: dict[int, int] | None = None) -> Summary:
+        """The summary of latencies ``samples`` (milliseconds) and of ``failed`` answers."""
         return cls(
             len(samples),
             percentile(samples, 0.5),
@@ -69,6 +71,7 @@ class Summary:
             max(samples, default=0.0),
             sum(1 for s in samples if s > 20),
             sum(1 for s in samples if s > 50),
+            tuple(sorted((failed or {}).items())),
         )
 
     def line(self, label: str, idle: Summary | None = None) -> str:
@@ -79,6 +82,8 @@ class Summary:
         )
         if idle is not None and idle.p50 > 0 and idle.p99 > 0:
             text += f"  ({self.p50 / idle.p50:4.1f}x / {self.p99 / idle.p99:5.1f}x idle)"
+        if self.failed:
+            text += "  answered " + ", ".join(f"{n}x HTTP {code}" for code, n in self.failed)
         return text
 
 
@@ -93,6 +98,8 @@ class LoopProbe:
         self.interval = interval
         self.path = path
         self.latencies: list[float] = []
+        #: Answers other than 200, by status (counted, timed like the others).
+        self.failed: dict[int, int] = {}
         self._process: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
@@ -119,13 +126,15 @@ class LoopProbe:
         """Stop probing; every probe's latency in milliseconds (also kept in ``latencies``)."""
         assert self._process is not None
         out, _ = self._process.communicate("", timeout=120)
-        self.latencies = [float(t) for t in json.loads(out)]
+        result = json.loads(out)
+        self.latencies = [float(t) for t in result["latencies"]]
+        self.failed = {int(code): n for code, n in result["failed"].items()}
         self._process = None
         return self.latencies
 
     def summary(self) -> Summary:
         """The figures of the last probing."""
-        return Summary.of(self.latencies)
+        return Summary.of(self.latencies, self.failed)
 
     def __enter__(self) -> LoopProbe:
         self.start()
@@ -150,12 +159,17 @@ def probe(
     path: str,
     stop: threading.Event,
     ready: Callable[[], None] = lambda: None,
+    failed: dict[int, int] | None = None,
 ) -> list[float]:
     """GET ``path`` every ``interval`` seconds until ``stop``; each latency in milliseconds.
 
     ``ready`` is called once the first answer came (the connection is open; not counted).
+    An answer other than 200 is timed too and counted by status in ``failed`` (the loop did
+    answer: e.g. jupyter_server 2.x answers 500 to ``/api/status`` while a kernel it starts
+    is in its list without its ``last_activity`` yet, a window of one loop iteration).
     """
     headers = {"Authorization": f"token {token}"}
+    failed = {} if failed is None else failed
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
     latencies: list[float] = []
     following = time.monotonic()
@@ -166,7 +180,7 @@ def probe(
         response = conn.getresponse()
         response.read()
         if response.status != 200:
-            raise RuntimeError(f"the probe got {response.status} from {path}")
+            failed[response.status] = failed.get(response.status, 0) + 1
         if first:  # the connection is open: the workload may start
             ready()
             first = False
@@ -200,12 +214,17 @@ def main() -> None:
 
         threading.Thread(target=wait_for_eof, daemon=True).start()
         ready = functools.partial(print, "ready", flush=True)
-        latencies = probe(args.port, args.token, args.interval, args.path, stop, ready)
-        print(json.dumps([round(t, 3) for t in latencies]), flush=True)
+        failed: dict[int, int] = {}
+        latencies = probe(args.port, args.token, args.interval, args.path, stop, ready, failed)
+        rounded = [round(t, 3) for t in latencies]
+        print(json.dumps({"latencies": rounded, "failed": failed}), flush=True)
         return
     result: list[float] = []
+    failures: dict[int, int] = {}
     worker = threading.Thread(
-        target=lambda: result.extend(probe(args.port, args.token, args.interval, args.path, stop))
+        target=lambda: result.extend(
+            probe(args.port, args.token, args.interval, args.path, stop, failed=failures)
+        )
     )
     worker.start()
     try:
@@ -214,7 +233,7 @@ def main() -> None:
     except KeyboardInterrupt:
         stop.set()
         worker.join()
-    print(Summary.of(result).line(args.path))
+    print(Summary.of(result, failures).line(args.path))
 
 
 if __name__ == "__main__":

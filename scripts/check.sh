@@ -264,7 +264,7 @@ step "with Enterprise Gateway instead of Kernel Gateway ($VENV-eg)"
 # tests' server (this environment) points at it. The gateway half of every kernel suite runs.
 "$VENV-eg/bin/python" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_]enterprise[-_]gateway|jupyter[-_]client) "
 XCSH_ENTERPRISE_GATEWAY="$PWD/$VENV-eg/bin/jupyter-enterprisegateway" bounded 20 \
-  python -m pytest -p no:cacheprovider -q -ra -k gateway \
+  python -m pytest -n 2 -p no:cacheprovider -q -ra -k gateway \
   tests/test_python_execution.py tests/test_python_interrupts.py tests/test_python_stdin.py \
   tests/test_python_recovery.py tests/test_python_kernels_gone.py \
   tests/test_python_remote_kernel.py tests/test_python_streaming.py tests/test_sessions_api.py \
@@ -311,7 +311,7 @@ if "$VENV-sdocs/bin/python" -m pip show -q jupyter-collaboration jupyter-server-
   echo "jupyter-collaboration is installed in $VENV-sdocs: these tests need it absent"; exit 1
 fi
 bounded 10 "$VENV-sdocs/bin/python" -m pytest tests -p no:cacheprovider -q -ra -m server_documents
-XCSH_TEST_SERVER_DOCUMENTS=1 bounded 10 "$VENV-sdocs/bin/python" -m pytest -p no:cacheprovider -q -ra \
+XCSH_TEST_SERVER_DOCUMENTS=1 bounded 10 "$VENV-sdocs/bin/python" -m pytest -n 2 -p no:cacheprovider -q -ra \
   -k "not racing and not test_run_runs_the_cell_with_that_execution_count" \
   $(ls tests/test_notebook_*.py | grep -v -e _run -e _live -e _server_documents)
 
