@@ -88,6 +88,8 @@ def main() -> None:
         watch = Path(__file__).resolve().parent / "loopwatch.py"
         notebook_edit.LAUNCHER[:] = [str(watch), f"--out={os.path.abspath(args.watch)}", "--"]
     only = set(args.only.split(","))
+    if not only <= set(SCENARIOS):
+        parser.error(f"--only: unknown {', '.join(sorted(only - set(SCENARIOS)))}")
     rows: list[tuple[str, Summary, str]] = []
 
     def p50(samples: list[float]) -> str:

@@ -156,16 +156,19 @@ class NotebookTool:
             )
             raise
         previous = result.pop("previousCells")
+        # Each cell as it was, as JSON, in one worker thread: a batch of 100 changes of cells
+        # with ~10 KB of outputs held the event loop ~16 ms encoding them one by one.
+        texts = await asyncio.to_thread(_cells_json, previous)
         changes = []
         budget = MAX_EVENT_BATCH  # one event stays bounded however many changes it lists
-        for request, details, cell in zip(
-            batch.changes, result["details"]["changes"], previous, strict=True
+        for request, details, cell, text in zip(
+            batch.changes, result["details"]["changes"], previous, texts, strict=True
         ):
             source = event_source(details.get("cellSource"))
             if source is not None and len(source) > budget:
                 source = None  # the lab then relies on the server's hash check alone
             budget -= len(source or "")
-            fields, size = await self._previous_cell(cell, min(MAX_EVENT_CELL, budget))
+            fields, size = await self._previous_cell(cell, min(MAX_EVENT_CELL, budget), text)
             budget -= size
             entry = change_entry(
                 details, source=source, restored=request.cell is not None, **fields
@@ -273,15 +276,17 @@ class NotebookTool:
         return {"callId": new_call_id(), "text": _changes_text(details), "details": details}
 
     async def _previous_cell(
-        self, cell: Any, limit: int = MAX_EVENT_CELL
+        self, cell: Any, limit: int = MAX_EVENT_CELL, text: str | None = None
     ) -> tuple[dict[str, Any], int]:
         """The event fields holding the cell as it was, and the characters they carry inline.
 
         Inline up to ``limit`` characters of JSON, else an artifact (when there is a store).
+        ``text``: the cell's JSON when already made (``_cells_json``).
         """
         if cell is None:
             return {}, 0
-        text = json.dumps(cell, ensure_ascii=False)
+        if text is None:
+            text = json.dumps(cell, ensure_ascii=False)
         if len(text) <= limit:
             return {"previous_cell": cell}, len(text)
         if self.artifacts is None:
@@ -303,6 +308,11 @@ class NotebookTool:
             raise
         writer.close()
         return writer.id
+
+
+def _cells_json(cells: list[Any]) -> list[str | None]:
+    """The JSON of each cell (None for none), as ``_previous_cell`` measures it."""
+    return [None if cell is None else json.dumps(cell, ensure_ascii=False) for cell in cells]
 
 
 def _agent(caller: Caller) -> tuple[str, str] | None:
