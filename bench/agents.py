@@ -290,9 +290,11 @@ def main() -> None:
         help="jupyter_server's own API only (optionally: which of " + ", ".join(STOCK_KINDS) + ")",
     )
     args = parser.parse_args()
-    kinds = tuple(k for k in args.stock.split(",") if k) if args.stock else KINDS
-    if not set(kinds) <= set(STOCK_KINDS + KINDS):
-        parser.error(f"unknown kinds in {args.stock}")
+    kinds = KINDS
+    if args.stock is not None:
+        kinds = tuple(k for k in args.stock.split(",") if k)
+        if not kinds or not set(kinds) <= set(STOCK_KINDS):
+            parser.error(f"--stock takes some of {', '.join(STOCK_KINDS)}, got {args.stock!r}")
     levels = [int(n) for n in args.levels.split(",") if n]
     seconds = 300.0 if args.long else args.seconds
 

@@ -87,7 +87,7 @@ def main() -> None:
     if args.watch:
         watch = Path(__file__).resolve().parent / "loopwatch.py"
         notebook_edit.LAUNCHER[:] = [str(watch), f"--out={os.path.abspath(args.watch)}", "--"]
-    only = set(args.only.split(","))
+    only = {name for name in args.only.split(",") if name}
     if not only <= set(SCENARIOS):
         parser.error(f"--only: unknown {', '.join(sorted(only - set(SCENARIOS)))}")
     rows: list[tuple[str, Summary, str]] = []

@@ -164,9 +164,10 @@ def probe(
     """GET ``path`` every ``interval`` seconds until ``stop``; each latency in milliseconds.
 
     ``ready`` is called once the first answer came (the connection is open; not counted).
-    An answer other than 200 is timed too and counted by status in ``failed`` (the loop did
+    A server error (5xx) is timed too and counted by status in ``failed`` (the loop did
     answer: e.g. jupyter_server 2.x answers 500 to ``/api/status`` while a kernel it starts
-    is in its list without its ``last_activity`` yet, a window of one loop iteration).
+    is in its list without its ``last_activity`` yet, a window of one loop iteration); any
+    other answer but 200 (a wrong token or path) stops the probe.
     """
     headers = {"Authorization": f"token {token}"}
     failed = {} if failed is None else failed
@@ -179,13 +180,15 @@ def probe(
         conn.request("GET", path, headers=headers)
         response = conn.getresponse()
         response.read()
-        if response.status != 200:
-            failed[response.status] = failed.get(response.status, 0) + 1
+        if response.status != 200 and (first or response.status < 500):
+            raise RuntimeError(f"the probe got {response.status} from {path}")
         if first:  # the connection is open: the workload may start
             ready()
             first = False
         else:
             latencies.append((time.perf_counter() - start) * 1000)
+            if response.status != 200:
+                failed[response.status] = failed.get(response.status, 0) + 1
         following += interval
         pause = following - time.monotonic()
         if pause > 0:

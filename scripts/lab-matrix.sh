@@ -21,12 +21,14 @@ git ls-files -z -- labextension schema scripts/build-event-types.mjs scripts/bui
 # Run from the work tree: the rewriter uses its node_modules (semver).
 node scripts/lab-matrix.mjs "$dir/package.json" "$which"
 cd "$dir"
-# The lowest release's packages are pinned versions that never change: npm may take what its
-# cache already knows of them without asking the registry again (2:42 -> 0:40 here with a warm
-# cache; a bare machine fetches as before). The newest must ask: its versions are new.
-offline=()
-if [ "$which" = lowest ]; then offline=(--prefer-offline); fi
-npm install --no-audit --no-fund --no-package-lock --loglevel=error "${offline[@]}"
+# The lowest release's @jupyterlab/* packages are pinned to versions that never change: npm
+# may take what its cache already knows without asking the registry again (2:42 -> 0:40 here
+# with a warm cache; a bare machine fetches as before). The other packages, given as ranges,
+# then resolve to the newest versions the cache knows, which on a warm machine may be older
+# than the registry's newest. The newest release must ask: its versions are new.
+offline=
+if [ "$which" = lowest ]; then offline=--prefer-offline; fi
+npm install --no-audit --no-fund --no-package-lock --loglevel=error $offline
 node -e 'for (const p of ["application", "notebook", "services", "translation"])
   console.log(`@jupyterlab/${p}`, require(`@jupyterlab/${p}/package.json`).version)'
 # Types, the prebuilt (federated) extension, the unit tests.

@@ -11,7 +11,7 @@ from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
 from .mcp_client import TRANSPORTS, request, tool_via_mcp
-from .notebook_run import run_ok, shared_with_a_person, write_notebook
+from .notebook_run import run_ok, shared_with_a_person, wait_until, write_notebook
 from .openapi_check import assert_response_matches
 from .python_tool import REQUEST_TIMEOUT, eventually, run, sessions
 
@@ -172,6 +172,37 @@ async def test_a_notebook_kernel_busy_with_a_persons_cell_is_waited_for_or_busy(
         # It waited for the person's cell to end: the name it defines last is there.
         assert "y" in {v["name"] for v in waited["details"]["variables"]}
         assert (await other.reply(msg_id))["status"] == "ok"
+    finally:
+        other.close()
+
+
+async def test_a_probe_queued_behind_a_persons_cell_not_yet_seen_answers_busy_uninterrupted(
+    jp_fetch, jp_root_dir, jp_serverapp
+):
+    # The race: a person's cell began a moment before the request, its busy status not read
+    # yet by the tool's connection, which then takes the kernel for idle and sends its probe.
+    # Injected: once the connection has read the busy, it is made to forget it.
+    path = jp_root_dir / "unseen.ipynb"
+    person_code = "import time\ntime.sleep(6)\nz = 3"
+    other = await shared_with_a_person(jp_fetch, jp_serverapp, path, "z = 1")
+    try:
+        msg_id = await other.execute(person_code)
+        kernels = jp_serverapp.web_app.settings["xcsh"].inplace.kernels
+        connected = kernels.connected(other.kernel_id)
+        assert connected is not None
+        await wait_until(lambda: connected.activity.busy)
+        connected.activity.reset()  # its busy "not read yet"
+
+        status, busy = await kernel_tool(jp_fetch)(
+            {"action": "variables", "notebook_path": "unseen.ipynb", "timeout": 0.5}
+        )
+
+        assert status == 409 and busy["reason"] == "kernel_busy", busy
+        # The person's cell was never interrupted: it ends as it would have.
+        assert (await other.reply(msg_id))["status"] == "ok"
+        after = await ok(jp_fetch, action="variables", notebook_path="unseen.ipynb", timeout=60)
+        found = {v["name"]: v for v in after["details"]["variables"]}
+        assert found["z"]["repr"] == "3"
     finally:
         other.close()
 

@@ -36,11 +36,6 @@ __all__ = ["NotebookTarget", "SessionTarget", "busy_error", "normal_cwd"]
 
 #: Least seconds given to open a connection to a notebook's kernel (one round trip).
 OPEN_WAIT = 1.0
-#: Seconds the connection reads what the kernel already sent before a probe trusts that no
-#: cell runs: a person's cell that began a moment before the request has its ``busy`` status
-#: at the server, but the connection's reader may not have taken it yet (the probe would then
-#: wait behind that cell, past the request's ``timeout``).
-SETTLE_SECONDS = 0.005
 
 
 def normal_cwd(cwd: str | None) -> str | None:
@@ -194,7 +189,6 @@ class NotebookTarget:
         else:
             await kernel.lock.acquire()  # free: taken at once, whatever the timeout
         try:
-            await asyncio.sleep(SETTLE_SECONDS)
             if not await kernel.activity.wait_idle(deadline):
                 raise busy_error(self.what, timeout)
             yield kernel.connection

@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import gc
 import heapq
+import json
 import threading
 import time
 import weakref
@@ -54,7 +55,7 @@ from ..memory import TrimSoon
 from ..paths import escapes_root, to_api_path
 from .batch import NotebookBatch, apply_batch, batch_result
 from .cache import CachedNotebook, FileStamp, NotebookCache, stamp_of
-from .cells import NotebookRequest, apply_changes
+from .cells import ChangeResult, NotebookRequest, apply_changes
 from .document import NoCellsError, NotebookDocument, NotJSONError
 from .live import LiveDocuments, in_transaction, wait_until_free
 from .model import CellDocument, CellKey, Snapshot
@@ -406,18 +407,23 @@ class NotebookStore:
         One save of the file, or one transaction on the live document; nothing when a change
         fails. ``call_id`` and ``agent`` as ``change``'s. Returns ``{text, details}`` and
         ``previousCells`` (per change, the cell as it was before an edit or a delete, else
-        None) for the tool's event and ``cellKeys`` (as ``change``'s), not for the caller.
+        None) and ``previousCellsJson`` (their JSON, made with the change: for a file on its
+        worker thread, not on the event loop) for the tool's event, and ``cellKeys`` (as
+        ``change``'s), not for the caller.
         """
-        outcome = await self.update(
-            batch.notebook_path,
-            lambda d: (apply_batch(d, batch), d.cell_keys()),
-            call_id=call_id,
-            agent=agent,
-        )
-        changes, keys = outcome.value
+
+        def mutate(
+            d: CellDocument,
+        ) -> tuple[list[ChangeResult], Sequence[CellKey], list[str | None]]:
+            changes = apply_batch(d, batch)
+            return changes, d.cell_keys(), cells_json([c.previous for c in changes])
+
+        outcome = await self.update(batch.notebook_path, mutate, call_id=call_id, agent=agent)
+        changes, keys, texts = outcome.value
         result = batch_result(changes)
         result["details"].update(via=outcome.via, lastModified=outcome.last_modified)
         result["previousCells"] = [change.previous for change in changes]
+        result["previousCellsJson"] = texts
         result["cellKeys"] = keys
         return result
 
@@ -624,6 +630,15 @@ def _mutate_file(
     """
     before = trust.signature(document.data) if known is _UNKNOWN else known
     return mutate(document), before
+
+
+def cells_json(cells: list[Any]) -> list[str | None]:
+    """The JSON of each cell (None for none), as the tool's events measure a cell as it was.
+
+    The cells are never changed in place once made (an edit makes a new cell), so another
+    thread may encode them while the document goes on.
+    """
+    return [None if cell is None else json.dumps(cell, ensure_ascii=False) for cell in cells]
 
 
 def _recent(modified: Any) -> bool:

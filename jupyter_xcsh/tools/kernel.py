@@ -21,12 +21,13 @@ from ..execution.kernel.connection import (
     ConnectionClosedError,
     KernelConnection,
     KernelLostError,
+    NotBegunError,
 )
 from ..execution.kernel.messages import string_expression
 from ..execution.python.runner import ExecutionService
 from ..kernel_tool.probe import probe_expression, render_inspection, render_variables
 from ..kernel_tool.request import KernelRequest, parse_kernel_request
-from ..kernel_tool.targets import NotebookTarget, SessionTarget
+from ..kernel_tool.targets import NotebookTarget, SessionTarget, busy_error
 from ..notebook.store import NotebookStore
 from .caller import Caller
 
@@ -47,6 +48,10 @@ PERMISSION = {
 PROBE_SECONDS = 30.0
 #: Characters of one variable's repr in a listing, and of the one variable ``inspect`` shows.
 LIST_REPR_CHARS, INSPECT_REPR_CHARS = 200, 5000
+#: Least seconds a probe of a notebook's kernel is given to begin once sent: a kernel that runs
+#: nobody's cell begins it at once; one that does (a person's cell began just before, its
+#: ``busy`` not read yet) makes the call busy, as a cell seen running does.
+BEGIN_WAIT = 1.0
 #: Seconds ``status`` waits for a kernel it has no connection to (it answers between cells).
 STATUS_WAIT = 2.0
 #: Seconds after a ``change`` before the old kernel's connection is closed.
@@ -117,8 +122,9 @@ class KernelTool:
                 "max_variables": request.max_variables,
                 "repr_chars": LIST_REPR_CHARS,
             }
+        deadline = time.monotonic() + request.timeout
         async with target.quiet(request.timeout) as connection:
-            found = await self._run_probe(connection, target, args)
+            found = await self._run_probe(connection, target, args, deadline, request.timeout)
         if request.action == "variables":
             result = render_variables(found, target.what, request.max_chars)
         else:
@@ -135,12 +141,27 @@ class KernelTool:
         connection: KernelConnection,
         target: SessionTarget | NotebookTarget,
         args: dict[str, Any],
+        deadline: float,
+        timeout: float,
     ) -> dict[str, Any]:
+        """Run the probe; a notebook's kernel must begin it by ``deadline`` (else busy).
+
+        A probe left queued behind someone's cell is never interrupted (that would interrupt
+        their cell): the call answers busy, and the probe runs, unseen, once the cell ends.
+        """
         expression = probe_expression(args)
+        begin_by = None
+        if isinstance(target, NotebookTarget):
+            begin_by = max(deadline, time.monotonic() + BEGIN_WAIT)
         try:
             reply = await connection.run_silently(
-                "", time.monotonic() + PROBE_SECONDS, user_expressions={"xcsh": expression}
+                "",
+                time.monotonic() + PROBE_SECONDS,
+                user_expressions={"xcsh": expression},
+                begin_by=begin_by,
             )
+        except NotBegunError:
+            raise busy_error(target.what, timeout) from None
         except TimeoutError:
             kernel_id = _kernel_id(target)
             if kernel_id is not None:

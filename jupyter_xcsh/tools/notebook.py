@@ -156,18 +156,20 @@ class NotebookTool:
             )
             raise
         previous = result.pop("previousCells")
-        # Each cell as it was, as JSON, in one worker thread: a batch of 100 changes of cells
-        # with ~10 KB of outputs held the event loop ~16 ms encoding them one by one.
-        texts = await asyncio.to_thread(_cells_json, previous)
+        # Each cell as it was, as JSON, made with the change (for a file, on its worker thread:
+        # a batch of 100 changes of cells with ~10 KB of outputs held the event loop ~16 ms
+        # encoding them here one by one); each text is let go once used.
+        texts = result.pop("previousCellsJson")
         changes = []
         budget = MAX_EVENT_BATCH  # one event stays bounded however many changes it lists
-        for request, details, cell, text in zip(
-            batch.changes, result["details"]["changes"], previous, texts, strict=True
+        for i, (request, details, cell) in enumerate(
+            zip(batch.changes, result["details"]["changes"], previous, strict=True)
         ):
             source = event_source(details.get("cellSource"))
             if source is not None and len(source) > budget:
                 source = None  # the lab then relies on the server's hash check alone
             budget -= len(source or "")
+            text, texts[i] = texts[i], None
             fields, size = await self._previous_cell(cell, min(MAX_EVENT_CELL, budget), text)
             budget -= size
             entry = change_entry(
@@ -281,7 +283,7 @@ class NotebookTool:
         """The event fields holding the cell as it was, and the characters they carry inline.
 
         Inline up to ``limit`` characters of JSON, else an artifact (when there is a store).
-        ``text``: the cell's JSON when already made (``_cells_json``).
+        ``text``: the cell's JSON when already made (``store.cells_json``).
         """
         if cell is None:
             return {}, 0
@@ -308,11 +310,6 @@ class NotebookTool:
             raise
         writer.close()
         return writer.id
-
-
-def _cells_json(cells: list[Any]) -> list[str | None]:
-    """The JSON of each cell (None for none), as ``_previous_cell`` measures it."""
-    return [None if cell is None else json.dumps(cell, ensure_ascii=False) for cell in cells]
 
 
 def _agent(caller: Caller) -> tuple[str, str] | None:

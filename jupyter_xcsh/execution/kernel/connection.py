@@ -30,6 +30,7 @@ __all__ = [
     "Handler",
     "KernelConnection",
     "KernelLostError",
+    "NotBegunError",
     "Route",
     "probe_socket_views",
 ]
@@ -67,6 +68,13 @@ class KernelLostError(RuntimeError):
 
 class ConnectionClosedError(RuntimeError):
     """The connection was closed (its session shut down) while a request was outstanding."""
+
+
+class NotBegunError(TimeoutError):
+    """The kernel had not begun a request by the time asked: it waits behind another execution.
+
+    The request stays queued in the kernel (nothing takes it back); its answer is dropped.
+    """
 
 
 class KernelConnection:
@@ -238,12 +246,19 @@ class KernelConnection:
         return msg_id
 
     async def run_silently(
-        self, code: str, deadline: float, *, user_expressions: dict[str, str] | None = None
+        self,
+        code: str,
+        deadline: float,
+        *,
+        user_expressions: dict[str, str] | None = None,
+        begin_by: float | None = None,
     ) -> dict[str, Any]:
         """Run ``code`` silently (no history, no stdin) to its end; return the reply content.
 
         Raises ``TimeoutError`` past ``deadline``, ``KernelLostError`` if the kernel dies and
-        ``ConnectionClosedError`` if the connection is closed meanwhile.
+        ``ConnectionClosedError`` if the connection is closed meanwhile. With ``begin_by``,
+        ``NotBegunError`` when the kernel has not begun it by then (its ``busy`` status for
+        it not seen: it is queued behind someone else's execution).
         """
         queue: asyncio.Queue[Route] = asyncio.Queue()
         msg_id = self.execute(
@@ -255,16 +270,25 @@ class KernelConnection:
         try:
             reply: dict[str, Any] | None = None
             idle = False
+            began = begin_by is None
             while reply is None or not idle:
-                remaining = deadline - time.monotonic()
+                waiting_to_begin = not began and begin_by is not None and begin_by < deadline
+                limit = begin_by if waiting_to_begin and begin_by is not None else deadline
+                remaining = limit - time.monotonic()
                 if remaining <= 0:
+                    if waiting_to_begin:
+                        raise NotBegunError("the kernel runs another execution first")
                     raise TimeoutError("Kernel initialisation timed out")
-                channel, msg = await asyncio.wait_for(queue.get(), remaining)
+                try:
+                    channel, msg = await asyncio.wait_for(queue.get(), remaining)
+                except TimeoutError:
+                    continue  # which limit passed is told above
                 if channel == "closed":
                     raise ConnectionClosedError("the kernel connection was closed")
                 if channel == "lost":
                     raise KernelLostError(self.lost or "kernel lost")
                 kind = msg.get("msg_type")
+                began = True  # any message of the request: the kernel has it in hand
                 if channel == "shell" and kind == "execute_reply":
                     reply = msg["content"]
                 elif kind == "status" and msg["content"].get("execution_state") == "idle":
