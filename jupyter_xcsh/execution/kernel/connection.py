@@ -270,13 +270,13 @@ class KernelConnection:
         try:
             reply: dict[str, Any] | None = None
             idle = False
-            began = begin_by is None
             while reply is None or not idle:
-                waiting_to_begin = not began and begin_by is not None and begin_by < deadline
-                limit = begin_by if waiting_to_begin and begin_by is not None else deadline
+                # ``begin_by`` holds only until the kernel has begun the request (cleared below).
+                limit = deadline if begin_by is None else min(begin_by, deadline)
+                begins_first = limit != deadline
                 remaining = limit - time.monotonic()
                 if remaining <= 0:
-                    if waiting_to_begin:
+                    if begins_first:
                         raise NotBegunError("the kernel runs another execution first")
                     raise TimeoutError("Kernel initialisation timed out")
                 try:
@@ -288,7 +288,7 @@ class KernelConnection:
                 if channel == "lost":
                     raise KernelLostError(self.lost or "kernel lost")
                 kind = msg.get("msg_type")
-                began = True  # any message of the request: the kernel has it in hand
+                begin_by = None  # any message of the request: the kernel has it in hand
                 if channel == "shell" and kind == "execute_reply":
                     reply = msg["content"]
                 elif kind == "status" and msg["content"].get("execution_state") == "idle":
