@@ -78,8 +78,17 @@ class Tally:
 class Agent:
     """One client: its connection, session and notebook."""
 
-    def __init__(self, port: int, token: str, number: int, kinds: tuple[str, ...] = KINDS) -> None:
+    def __init__(
+        self,
+        port: int,
+        token: str,
+        number: int,
+        kinds: tuple[str, ...] = KINDS,
+        prefix: str = "",
+    ) -> None:
         self.port = port
+        #: The server's base URL path before ``/api/...`` (behind a hub: ``/user/<name>``).
+        self.prefix = prefix
         self.kinds = kinds
         #: The notebook's model as the contents API last returned it (``--stock``).
         self.model: dict[str, object] | None = None
@@ -102,7 +111,9 @@ class Agent:
     ) -> tuple[int, bytes]:
         try:
             data = None if body is None else json.dumps(body)
-            self.conn.request(method, path, body=data, headers=headers or self.headers)
+            self.conn.request(
+                method, self.prefix + path, body=data, headers=headers or self.headers
+            )
             response = self.conn.getresponse()
             raw = response.read()
             self.last_answer = f"HTTP {response.status} {raw[:400]!r}"
@@ -175,7 +186,11 @@ class Agent:
         while time.monotonic() < until:
             kind = self.kinds[self.turn % len(self.kinds)]
             start = time.perf_counter()
-            ok = self.call(kind)
+            try:
+                ok = self.call(kind)
+            except (ValueError, KeyError, TypeError) as e:  # a 200 answer not of the tool's shape
+                ok = False
+                self.last_answer += f" ({e!r})"
             if tally is not None:
                 tally.add(kind, (time.perf_counter() - start) * 1000, ok, self.last_answer)
             self.turn += 1
@@ -201,7 +216,8 @@ def run_agents(agents: list[Agent], seconds: float) -> Tally:
     """All ``agents`` calling at once for ``seconds``; what they measured."""
     tally = Tally()
     until = time.monotonic() + seconds
-    threads = [threading.Thread(target=a.work, args=(until, tally)) for a in agents]
+    # Daemons: a run interrupted (Ctrl-C, SIGTERM) ends without waiting for the agents' clock.
+    threads = [threading.Thread(target=a.work, args=(until, tally), daemon=True) for a in agents]
     for thread in threads:
         thread.start()
     for thread in threads:
