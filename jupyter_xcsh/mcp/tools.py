@@ -135,7 +135,13 @@ class McpTool:
 
 
 async def _notebook_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    return await context.services.notebook.call(arguments, context.caller)
+    tool = context.services.notebook
+    if arguments.get("run") is not True:
+        return await tool.call(arguments, context.caller)
+    # A change that runs its cell: a run, with MCP's defaults and prompts as action "run".
+    arguments = _with_mcp_defaults(context, arguments)
+    result = await tool.call(arguments, context.caller, context.observer, context.control)
+    return await _ask_prompts(context, result, tool.follow_ups)
 
 
 async def _python_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +181,10 @@ KERNEL = Operation("/api/xcsh/kernel", ("read", "kernels"), _kernel_call)
 
 
 async def _notebook(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    operation = NOTEBOOK_ACTIONS.get(str(arguments.get("action")))
+    action = arguments.get("action")
+    if action is None and "run_id" in arguments:
+        action = "run"  # a follow-up of any run the tool started (its text says so)
+    operation = NOTEBOOK_ACTIONS.get(str(action))
     if operation is None:
         return await NOTEBOOK.run(context, arguments)
     body = {key: value for key, value in arguments.items() if key != "action"}
