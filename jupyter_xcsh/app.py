@@ -50,6 +50,7 @@ from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.files import FilesTool
 from .tools.kernel import KernelTool
+from .tools.python import NotebookScratch
 from .tools.run import RunTool
 from .tools.runs import RunInputTool, RunRegistry
 
@@ -175,6 +176,14 @@ class XcshApp(ExtensionApp):
         workspace = Workspace(
             server.contents_manager, notebook_store.guard, FileLimits(max_chars=limits.max_chars)
         )
+        run = RunTool(
+            inplace,
+            notebook_store,
+            activity,
+            runs,
+            input_timeout=settings.input_timeout,
+            stream_interval=settings.stream_interval / 1000,
+        )
         self.services = XcshServices(
             settings=settings,
             fast_paths=fast,
@@ -189,6 +198,8 @@ class XcshApp(ExtensionApp):
                 artifact_store,
                 NotebookFinder(notebook_store, limits, regex),
                 kernel_logs=KernelLogs(inplace.kernels),
+                run=run,
+                kernels=execution.launcher,
             ),
             python=PythonTool(
                 execution,
@@ -196,19 +207,13 @@ class XcshApp(ExtensionApp):
                 settings,
                 runs,
                 contents_manager=server.contents_manager,
+                notebooks=NotebookScratch(inplace, notebook_store),
             ),
             artifacts=ArtifactTool(artifact_store),
             runs=runs,
             run_inputs=RunInputTool(runs),
             inplace=inplace,
-            run=RunTool(
-                inplace,
-                notebook_store,
-                activity,
-                runs,
-                input_timeout=settings.input_timeout,
-                stream_interval=settings.stream_interval / 1000,
-            ),
+            run=run,
             files=FilesTool(workspace, FileSearch(workspace, regex)),
             kernel=KernelTool(execution, inplace.kernels, notebook_store),
         )

@@ -24,6 +24,13 @@ class DenyWritesAuthorizer(Authorizer):
         return action == "read"
 
 
+class DenyContentsWritesAuthorizer(Authorizer):
+    """Allow everything but writing contents: code runs, notebooks stay as they are."""
+
+    def is_authorized(self, handler, user, action, resource):  # type: ignore[no-untyped-def]
+        return not (action == "write" and resource == "contents")
+
+
 class DenyAllAuthorizer(Authorizer):
     """Refuse everything (``ServerApp.authorizer_class``)."""
 

@@ -231,6 +231,33 @@ async def test_outputs_of_a_run_in_place_go_into_the_room(notebook, room, jp_ser
         assert person.sources()[3] == "c = 3"
 
 
+async def test_an_insert_that_runs_its_cell_goes_into_the_room_as_one_call(
+    notebook_tool, notebook, room
+):
+    """``run: true`` in a room: the cell is inserted into the live document, run, and its
+    outputs written there; a markdown cell with ``run`` leaves the room untouched."""
+    async with room() as person:
+        body = {"action": "insert", "after_cell_id": "c1", "content": "print(6 * 7)"}
+        result = await _ok(notebook_tool, **body, run=True, timeout=60)
+
+        assert result["change"]["via"] == "document" and result["notebook"]["via"] == "document"
+        assert result["text"].endswith("\n\n42") and result["isError"] is False
+        index = result["change"]["cellIndex"]
+
+        def ran():
+            cell = person.doc.get_cell(index)
+            return "".join(o.get("text", "") for o in cell["outputs"]) == "42\n"
+
+        await person.wait_for(ran, "the inserted cell's output")
+        assert person.sources()[index] == "print(6 * 7)"
+        before = person.sources()
+        markdown = {"action": "insert", "cell_index": 0, "content": "# t", "cell_type": "markdown"}
+        status, refused = await notebook_tool({"notebook_path": P, **markdown, "run": True})
+        assert (status, refused["message"]) == (400, f"Cell 0 is not a code cell in {P}")
+        await asyncio.sleep(0.2)
+        assert person.sources() == before
+
+
 async def test_a_run_in_place_writes_into_the_room_while_its_cell_runs(
     notebook_tool, notebook, room, jp_fetch, tmp_path
 ):

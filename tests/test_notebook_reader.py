@@ -96,3 +96,44 @@ def test_ansi_escapes_in_tracebacks_are_removed():
     nb.cells[1].outputs = [nbformat.from_dict({**error, "traceback": []})]
     text = _read(nb)["text"]
     assert "[error] ValueError: bad" in text and "\x1b" not in text
+
+
+def test_a_read_with_images_leaves_a_placeholder_per_image_and_collects_them():
+    nb = sample_notebook()
+    svg = "<svg xmlns='http://www.w3.org/2000/svg' width='2' height='2'/>"
+    # One figure offered as PNG and SVG is one image; an SVG alone is one too.
+    nb.cells[1].outputs.append(
+        nbformat.v4.new_output(
+            "display_data", data={"image/svg+xml": svg, "image/png": PNG_1x1, "text/plain": "f"}
+        )
+    )
+    nb.cells[2].outputs.append(nbformat.v4.new_output("display_data", data={"image/svg+xml": svg}))
+
+    result = _read(nb, images=True)
+
+    images = result["images"]
+    assert [(i.cell_index, i.mime_type) for i in images] == [
+        (1, "image/png"),
+        (2, "image/png"),
+        (2, "image/svg+xml"),
+    ]
+    assert images[0].value == PNG_1x1 and "".join(images[2].value) == svg
+    text = result["text"]
+    assert "[stdout] 1\n[display_data] f\n\ue0000\ue001" in text
+    assert "[display_data] <Fig>\n\ue0001\ue001\n[display_data] \ue0002\ue001" in text
+    assert "not shown" not in text and PNG_1x1 not in text
+    # Without images, the view is as it always was, and has no images.
+    assert "images" not in _read(nb)
+
+
+def test_a_read_with_images_collects_only_the_cells_it_shows():
+    nb = sample_notebook()
+    nb.cells = [nb.cells[2].copy() for _ in range(30)]
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"c{i}"
+
+    result = _read(nb, images=True, max_chars=600)
+
+    shown = result["details"]["endIndex"]
+    assert 0 < shown < 30
+    assert [i.cell_index for i in result["images"]] == list(range(shown))

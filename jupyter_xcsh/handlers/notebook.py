@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..services import XcshServices
 from .base import XcshAPIHandler
+from .python import PythonHandler
 
 
-class NotebookHandler(XcshAPIHandler):
-    """Edit, insert, delete, move or read notebook cells (docs/contract.md §2).
+class NotebookHandler(PythonHandler):
+    """Edit, insert, delete, move, read or create notebook cells (docs/contract.md §2).
 
     Body: a JSON object (see ``rest-api.yml``). Answers 200 with ``{"text", "details"}``; 400 for
     a malformed body, a bad field or an index out of range; 403 for a path outside the root or a
     caller not allowed to write; 404 for a missing (or hidden) notebook or unknown cell id; 409
     for a stale read (``expected_source_hash``, ``expected_revision``, ``old_content``), with
-    the cell as it is now; 422 for a file that is not notebook JSON.
+    the cell as it is now, or a notebook that ``create`` finds; 422 for a file that is not
+    notebook JSON. An insert or edit with ``run: true`` answers as a run in place (§6), as a
+    stream with ``Accept: application/x-ndjson``; a client that disconnects interrupts it.
     """
 
     auth_resource = "contents"
@@ -27,9 +31,11 @@ class NotebookHandler(XcshAPIHandler):
     @authorized("read")
     async def post(self) -> None:
         """Run one notebook tool request; changes also need ``write`` on ``contents``."""
-        with self.domain_errors():
-            result = await self.services.notebook.call(self.json_body(), self.caller)
-        self.finish(json.dumps(result))
+        await self.call_tool(self.services.notebook)
+
+    def streams(self, body: Any) -> bool:
+        """Only a change that runs its cell streams (``run: true``)."""
+        return isinstance(body, dict) and body.get("run") is True
 
 
 class NotebookUndoHandler(XcshAPIHandler):

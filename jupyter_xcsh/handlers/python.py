@@ -144,7 +144,7 @@ class PythonHandler(XcshAPIHandler):
         """Call ``tool`` (a tool with the python tool's call and result) and write its answer."""
         body = self.json_body()
         self.control = CallControl()
-        if NDJSON not in self.request.headers.get("Accept", ""):
+        if NDJSON not in self.request.headers.get("Accept", "") or not self.streams(body):
             with self.domain_errors():
                 result = await tool.call(body, self.caller, control=self.control)
             self.finish(json.dumps(result))
@@ -165,6 +165,10 @@ class PythonHandler(XcshAPIHandler):
         writer.send(line)
         if not self.gone:
             self.finish()
+
+    def streams(self, body: Any) -> bool:
+        """Whether a call with ``body`` runs code, and so may answer as a stream."""
+        return True
 
     def flushed(self, future: Any) -> None:
         """Notice a failed flush (the client went away) and cancel the call."""

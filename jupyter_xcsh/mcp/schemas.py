@@ -250,9 +250,24 @@ def merge_actions(base: Schema, actions: Mapping[str, Schema]) -> Schema:
                 note = field.get("description", "").strip()
                 field["description"] = f"{action} only: {note}" if note else f"{action} only."
                 properties[name] = field
+            else:  # a field some actions share with this one: it is this one's too
+                properties[name] = _also_used_by(properties[name], action)
         required &= {*schema.get("required", []), "action"}
     merged["required"] = [name for name in merged.get("required", []) if name in required]
     return merged
+
+
+def _also_used_by(field: Schema, action: str) -> Schema:
+    """``field`` whose ``<actions> only:`` note (``_note_users``) names ``action`` too."""
+    description = field.get("description", "")
+    users, only, rest = description.partition(" only")
+    if (
+        not only
+        or rest[:1] not in (":", ".")
+        or not all(user.strip().isidentifier() for user in users.split(","))
+    ):
+        return field
+    return {**field, "description": f"{users}, {action} only{rest}"}
 
 
 #: MCP argument names for the artifact operation's path and query parameters.

@@ -135,7 +135,13 @@ class McpTool:
 
 
 async def _notebook_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    return await context.services.notebook.call(arguments, context.caller)
+    tool = context.services.notebook
+    if arguments.get("run") is not True:
+        return await tool.call(arguments, context.caller)
+    # A change that runs its cell: a run, with MCP's defaults and prompts as action "run".
+    arguments = _with_mcp_defaults(context, arguments)
+    result = await tool.call(arguments, context.caller, context.observer, context.control)
+    return await _ask_prompts(context, result, tool.follow_ups)
 
 
 async def _python_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +181,10 @@ KERNEL = Operation("/api/xcsh/kernel", ("read", "kernels"), _kernel_call)
 
 
 async def _notebook(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    operation = NOTEBOOK_ACTIONS.get(str(arguments.get("action")))
+    action = arguments.get("action")
+    if action is None and "run_id" in arguments:
+        action = "run"  # a follow-up of any run the tool started (its text says so)
+    operation = NOTEBOOK_ACTIONS.get(str(action))
     if operation is None:
         return await NOTEBOOK.run(context, arguments)
     body = {key: value for key, value in arguments.items() if key != "action"}
@@ -193,13 +202,16 @@ NOTEBOOK_DESCRIPTION = """\
 Read or change cells of a Jupyter notebook (.ipynb) in the server's contents root, saved \
 through the server (a notebook open in JupyterLab shows the change live).
 - read: an agent-friendly view of the cells (index, id, type, source, output summaries), \
-from cell_index (default 0) to end_index, bounded by max_chars with a "continue at" notice.
+from cell_index (default 0) to end_index, bounded by max_chars with a "continue at" notice; \
+images: true returns the cells' images too.
 - find: the cells whose source contains pattern (regex: true for a Python regex; cell_type to \
 search one type), with each matching line and its number; bounded like read.
 - edit: replace the source of cell_index (or cell_id); type, outputs and id are kept; a \
 different cell_type converts the cell.
 - insert: a new cell at cell_index (0..N), or after_cell_id / before_cell_id (ids stay right \
-while people edit), code unless cell_type says otherwise.
+while people edit), code unless cell_type says otherwise. With run: true an insert or edit \
+then runs the cell (one call; the answer is the run's).
+- create: a new empty notebook (kernel_name: its kernel spec); never over an existing file.
 - delete: remove a cell; its source is returned.
 - move: move a cell to to_index, or to_after_cell_id / to_before_cell_id.
 - changes: what changed since since_revision (a revision of an earlier answer): the cells \
@@ -222,7 +234,8 @@ of the same session; mode "per-call" uses a fresh kernel). A failing cell stops 
 later cells do not run. Output is bounded: past the limit the text keeps its tail and names an \
 artifact://<id> holding everything (read it with the artifact tool). timeout is one deadline \
 in seconds for the whole call (default 30, at most 600); reset restarts the kernel first. \
-Images are returned as image content. status(op, **data) in the code reports progress."""
+Images are returned as image content. status(op, **data) in the code reports progress. \
+notebook_path runs the cells on that notebook's own kernel (its variables), adding no cell."""
 
 FILES_DESCRIPTION = """\
 Work with the files and folders of the Jupyter server's contents root (through the server, so \

@@ -117,7 +117,7 @@ def _parse_change(change: Any, path: str) -> NotebookRequest:
     if own_path is not None and own_path != path:
         raise InvalidRequestError(f"notebook_path {own_path} is not the batch's ({path})")
     action = change.get("action")
-    if isinstance(action, str) and action in ("read", "find"):
+    if isinstance(action, str) and action in ("read", "find", "create"):
         raise InvalidRequestError(
             f"Invalid action in a batch: {action} (a batch holds edit, insert, delete and move)"
         )

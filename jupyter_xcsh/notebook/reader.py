@@ -2,7 +2,9 @@
 
 Images, HTML and other rich outputs are described (type and size), never inlined, and the whole
 view stops at a cell boundary once its character budget is spent, so a huge notebook cannot
-flood the caller.
+flood the caller. A read with ``images`` collects the image outputs of the cells it shows
+(``ReadImage``) and leaves a placeholder (``IMAGE_MARK``) where each is summarised: the tool
+budgets them as the python tool's images and puts each image's line there.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError
-from ..outputs.imageinfo import image_size
+from ..outputs.imageinfo import IMAGE_FORMATS, image_size
+from ..outputs.images import pick_image
 from ..outputs.sink import sanitize
 from ..outputs.sizes import format_size
 from .cells import NotebookRequest, locate_cell
@@ -22,6 +25,20 @@ from .model import CellDocument, notebook_revision, source_hash
 from .stale import stale_cells
 
 _TEXT_MIMES = ("text/plain", "text/markdown", "text/latex")
+_IMAGE_MIMES = frozenset(f.mime_type for f in IMAGE_FORMATS)
+
+#: Around the number of an image in a read's text: private-use characters, which no cell's
+#: text is expected to hold (a placeholder a clipped summary cut in two is dropped).
+IMAGE_MARK = ("\ue000", "\ue001")
+
+
+@dataclass(frozen=True)
+class ReadImage:
+    """An image output of a cell a read shows: the cell, the MIME type, the bundle's value."""
+
+    cell_index: int
+    mime_type: str
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -62,12 +79,19 @@ def _png_size(data: str) -> str:
     return size
 
 
-def _describe_bundle(bundle: dict[str, Any]) -> list[str]:
-    """Render a MIME bundle: plain text shown, rich types described and never inlined."""
+def _describe_bundle(bundle: dict[str, Any], images: ImageSink | None = None) -> list[str]:
+    """Render a MIME bundle: plain text shown, rich types described and never inlined.
+
+    With ``images``, the bundle's image (one figure, whatever formats it comes in) goes there
+    and a placeholder stands in its place.
+    """
     lines: list[str] = []
     shown = next((m for m in _TEXT_MIMES if m in bundle), None)
+    picked = pick_image(bundle) if images is not None else None
+    if images is not None and picked is not None:
+        lines.append(images(*picked))
     for mime, value in bundle.items():
-        if mime == shown:
+        if mime == shown or (picked is not None and mime in _IMAGE_MIMES):
             continue
         if mime == "image/png" and isinstance(value, str):
             lines.append(f"[{mime} {_png_size(value)} not shown]")
@@ -79,8 +103,12 @@ def _describe_bundle(bundle: dict[str, Any]) -> list[str]:
     return lines
 
 
-def describe_output(output: Any) -> str:
-    """Describe one nbformat output as text for an agent."""
+#: Takes an image output (MIME type, value) and returns the placeholder standing for it.
+ImageSink = Callable[[str, Any], str]
+
+
+def describe_output(output: Any, images: ImageSink | None = None) -> str:
+    """Describe one nbformat output as text for an agent (``images``: see ``_describe_bundle``)."""
     if not isinstance(output, dict):
         return "[unreadable output]"
     kind = output.get("output_type")
@@ -90,15 +118,22 @@ def describe_output(output: Any) -> str:
         return f"[error] {output.get('ename', 'Error')}: {output.get('evalue', '')}"
     if kind in ("execute_result", "display_data"):
         data = output.get("data")
-        body = _describe_bundle(data) if isinstance(data, dict) else []
+        body = _describe_bundle(data, images) if isinstance(data, dict) else []
         return f"[{kind}] " + "\n".join(body) if body else f"[{kind}] (empty)"
     return f"[{kind}]"
 
 
-def render_cell(index: int, cell: Any, limits: ReadLimits, stale: str | None = None) -> str:
+def render_cell(
+    index: int,
+    cell: Any,
+    limits: ReadLimits,
+    stale: str | None = None,
+    images: list[ReadImage] | None = None,
+) -> str:
     """Render one cell: a header line, its source, and a summary of its outputs.
 
     ``stale``: why the cell's outputs are stale (said in the header), if they are.
+    ``images``: where the cell's image outputs go (a placeholder each in the summary).
     """
     if not isinstance(cell, dict):
         return f"--- cell {index} · unreadable ---"
@@ -114,7 +149,15 @@ def render_cell(index: int, cell: Any, limits: ReadLimits, stale: str | None = N
     parts = [header + " ---", clip_middle(_text(cell.get("source")), limits.max_source_chars)]
     outputs = cell.get("outputs")
     if isinstance(outputs, list) and outputs:
-        summary = "\n".join(describe_output(o) for o in outputs)
+        sink = None
+        if images is not None:
+            found = images
+
+            def sink(mime_type: str, value: Any) -> str:
+                found.append(ReadImage(index, mime_type, value))
+                return f"{IMAGE_MARK[0]}{len(found) - 1}{IMAGE_MARK[1]}"
+
+        summary = "\n".join(describe_output(o, sink) for o in outputs)
         parts.append(f">>> outputs ({len(outputs)}):")
         parts.append(clip_middle(sanitize(summary), limits.max_output_chars))
     return "\n".join(parts)
@@ -130,7 +173,9 @@ def read_view(
 
     ``details`` carries the notebook's ``revision``, each shown cell's ``sourceHash`` and, as
     ``sourceHash``, the first shown cell's (the cell a read by index or id addresses), and the
-    stale code cells (``staleCells``; see ``stale.py``, ``code_of`` the kernel's log).
+    stale code cells (``staleCells``; see ``stale.py``, ``code_of`` the kernel's log). With
+    ``request.images``, also ``images``: the image outputs of the cells shown (``ReadImage``),
+    each numbered by its placeholder in the text.
     """
     keys = document.cell_keys()
     total = len(keys)
@@ -152,11 +197,15 @@ def read_view(
     cells: list[dict[str, Any]] = []
     used = 0
     stop = end
+    images: list[ReadImage] | None = [] if request.images else None
     for index in range(start, end):
         cell = document.cells[index]
-        block = render_cell(index, cell, limits, stale.get(index))
+        seen = len(images) if images is not None else 0
+        block = render_cell(index, cell, limits, stale.get(index), images)
         if blocks and used + len(block) + 1 > budget:
             stop = index
+            if images is not None:
+                del images[seen:]  # the cell is not shown: neither are its images
             break
         blocks.append(block)
         used += len(block) + 1
@@ -182,7 +231,10 @@ def read_view(
         "revision": notebook_revision(keys),
         "staleCells": list(stale),
     }
-    return {"text": text, "details": details}
+    view: dict[str, Any] = {"text": text, "details": details}
+    if images is not None:
+        view["images"] = images
+    return view
 
 
 def _cell_entry(index: int, cell: Any, stale: str | None = None) -> dict[str, Any]:

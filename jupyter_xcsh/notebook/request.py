@@ -19,7 +19,7 @@ from ..fields import action_fields
 from .counts import check_execution_count
 from .model import CellDocument, notebook_revision, revision_of, source_hash
 
-ACTIONS = ("edit", "insert", "delete", "move", "read", "find")
+ACTIONS = ("edit", "insert", "delete", "move", "read", "find", "create")
 CHANGE_ACTIONS = ("edit", "insert", "delete", "move")
 CELL_TYPES = ("code", "markdown", "raw")
 
@@ -47,6 +47,8 @@ FIELDS = {
     "changes": list,
     "since_revision": str,  # the changes action's (tools/notebook.py), null elsewhere
     "execution_count": int,
+    "kernel_name": str,  # create's
+    "images": bool,  # read's
 }
 _STALE_CHECKS = {"expected_source_hash", "expected_revision"}
 #: A ``sourceHash`` or ``revision`` as responses carry them.
@@ -83,8 +85,9 @@ _ACCEPTED = {
         "to_before_cell_id",
         *_STALE_CHECKS,
     },
-    "read": {"cell_index", "cell_id", "execution_count", "end_index", "max_chars"},
+    "read": {"cell_index", "cell_id", "execution_count", "end_index", "max_chars", "images"},
     "find": {"pattern", "regex", "cell_type", "cell_index", "end_index", "max_chars"},
+    "create": {"kernel_name"},
 }
 #: Where an insert goes, and where a move takes its cell: exactly one of each is given.
 INSERT_PLACES = ("cell_index", "after_cell_id", "before_cell_id")
@@ -130,6 +133,10 @@ class NotebookRequest:
     regex: bool | None = None
     #: edit, read: the code cell whose execution count (``[12]``) this is.
     execution_count: int | None = None
+    #: create: the kernel spec the new notebook names (default: the server's default).
+    kernel_name: str | None = None
+    #: read: the image outputs of the cells read come back as images (within the budget).
+    images: bool | None = None
 
     @property
     def changes(self) -> bool:
@@ -190,7 +197,7 @@ def parse_request(body: dict[str, Any]) -> NotebookRequest:
         raise InvalidRequestError(f"max_chars must be positive, got {body['max_chars']}")
     for name in sorted(_STALE_CHECKS & body.keys()):
         check_expected(name, body[name])
-    for name in ("old_content", *ID_FIELDS):
+    for name in ("old_content", "kernel_name", *ID_FIELDS):
         if body.get(name) == "":
             raise InvalidRequestError(f"{name} must not be empty")
     cell_type = body.get("cell_type")

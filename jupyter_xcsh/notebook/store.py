@@ -39,6 +39,7 @@ import contextlib
 import gc
 import heapq
 import json
+import posixpath
 import threading
 import time
 import weakref
@@ -50,7 +51,7 @@ from typing import Any, TypeVar
 from jupyter_core.utils import ensure_async
 from tornado.web import HTTPError
 
-from ..errors import InvalidDocumentError, NotFoundError, RefusedError
+from ..errors import ConflictError, InvalidDocumentError, NotFoundError, RefusedError
 from ..memory import TrimSoon
 from ..paths import escapes_root, to_api_path
 from .batch import NotebookBatch, apply_batch, batch_result
@@ -373,6 +374,7 @@ class NotebookStore:
         request: NotebookRequest,
         call_id: str | None = None,
         agent: tuple[str, str] | None = None,
+        then: Callable[[CellDocument, ChangeResult], Any] | None = None,
     ) -> dict[str, Any]:
         """Apply an edit/insert/delete/move request (all or nothing) and describe it.
 
@@ -380,21 +382,49 @@ class NotebookStore:
         undone (``undo``). Returns ``{text, details}``, ``cellKeys`` (every cell's key after the
         change, for the tool's history) and, for edit and delete, ``previousCell``: the cell as
         it was, which the tool reports on the event bus (for the lab's revert); neither is for
-        the caller.
+        the caller. ``then`` (pure) looks at the notebook as the change left it, in the same
+        step: what it returns is ``then``'s entry; when it raises, nothing is kept (a change
+        followed by a run of its cell is accepted as one).
         """
-        outcome = await self.update(
-            request.notebook_path,
-            lambda d: (apply_changes(d, [request]), d.cell_keys()),
-            call_id=call_id,
-            agent=agent,
-        )
-        results, keys = outcome.value
+
+        def mutate(d: CellDocument) -> tuple[list[ChangeResult], Sequence[CellKey], Any]:
+            results = apply_changes(d, [request])
+            after = then(d, results[0]) if then is not None else None
+            return results, d.cell_keys(), after
+
+        outcome = await self.update(request.notebook_path, mutate, call_id=call_id, agent=agent)
+        results, keys, after = outcome.value
         result = results[0]
         details = dict(result.details, via=outcome.via, lastModified=outcome.last_modified)
         changed: dict[str, Any] = {"text": result.text, "details": details, "cellKeys": keys}
         if result.previous is not None:
             changed["previousCell"] = result.previous
+        if then is not None:
+            changed["then"] = after
         return changed
+
+    async def create(self, path: str, notebook: dict[str, Any]) -> dict[str, Any]:
+        """Write ``notebook`` (nbformat JSON) as a new file; never over an existing one.
+
+        Through the contents manager, under the file's lock and save lock (no other write of
+        that path between the check and the save). 404 ``Folder not found: <dir>`` for a
+        missing folder, 409 ``Notebook already exists: <p>`` (reason ``exists``) when the path
+        is taken. Returns the API path and the saved model's ``last_modified``.
+        """
+        api_path, key = await self.resolve(path)
+        cm = self.contents_manager
+        folder = posixpath.dirname(api_path)
+        if folder and not await ensure_async(cm.dir_exists(folder)):
+            raise NotFoundError(f"Folder not found: {folder}")
+        async with self._lock(key), self.guard.holding(key):
+            taken = await ensure_async(cm.file_exists(api_path)) or await ensure_async(
+                cm.dir_exists(api_path)
+            )
+            if taken:
+                raise ConflictError(f"Notebook already exists: {path}", reason="exists")
+            model = {"type": "notebook", "format": "json", "content": notebook}
+            saved = await self.guard.save_replacing(model, api_path)
+        return {"path": api_path, "lastModified": _timestamp(saved.get("last_modified"))}
 
     async def change_batch(
         self,

@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
 import re
 import time
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import nbformat
 
 from ..errors import ConflictError, InvalidRequestError, XcshError
 from ..events.activity import (
@@ -39,17 +42,24 @@ from ..events.activity import (
     event_source,
     new_call_id,
 )
-from ..fields import known_fields
+from ..execution.inplace.request import AcceptedRun, RunRequest, accept_run, parse_run_request
+from ..execution.kernel.control import CallControl
+from ..execution.kernel.launcher import KernelLauncher
+from ..execution.kernel.observer import ExecutionObserver
+from ..fields import check_type, known_fields
 from ..kernel_tool.logs import KernelLogs
 from ..notebook.batch import parse_batch, require_batch_preconditions
-from ..notebook.cells import parse_request
+from ..notebook.cells import ChangeResult, NotebookRequest, parse_request
 from ..notebook.find import NotebookFinder
-from ..notebook.model import CellKey, Snapshot, notebook_revision
+from ..notebook.model import CellDocument, CellKey, Snapshot, notebook_revision
+from ..notebook.reader import IMAGE_MARK, ReadImage
 from ..notebook.request import is_batch, require_preconditions
 from ..notebook.store import NotebookStore
 from ..outputs.artifacts import ArtifactStore
+from ..outputs.images import CapturedImage, ImageCapture, ImageResult, budget_images
 from ..paths import to_api_path
 from .caller import Caller
+from .run import RunTool
 
 __all__ = ["NotebookHistory", "NotebookTool", "Step", "cell_changes", "describe_changes"]
 
@@ -61,6 +71,15 @@ UNDO_FIELDS: dict[str, type] = {"path": str, "call_id": str, "cell_id": str}
 
 #: The authorizer resource of the notebook tool (as the server's contents API).
 RESOURCE = "contents"
+
+#: The actions whose change may run its cell (``run: true``), and the fields of that run.
+RUN_ACTIONS = ("edit", "insert")
+RUN_FIELDS = ("timeout", "stdin", "detach")
+
+#: A placeholder of an image in a read's text (``notebook/reader.py``), and its halves left
+#: over where a clipped output summary cut one.
+_IMAGE_PLACEHOLDER = re.compile(f"{IMAGE_MARK[0]}(\\d+){IMAGE_MARK[1]}")
+_IMAGE_MARK_LEFT = re.compile(f"{IMAGE_MARK[0]}\\d*|{IMAGE_MARK[1]}")
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +100,15 @@ class NotebookTool:
         artifacts: ArtifactStore | None = None,
         finder: NotebookFinder | None = None,
         kernel_logs: KernelLogs | None = None,
+        *,
+        run: RunTool | None = None,
+        kernels: KernelLauncher | None = None,
     ) -> None:
         """``require_preconditions`` is ``XcshSettings.require_preconditions``.
 
         ``kernel_logs`` tell a read what the notebook's kernel ran (for its stale cells).
+        ``run`` runs a changed cell (``run: true``); ``kernels`` names a new notebook's kernel
+        spec (``create``); without them, those are refused.
         """
         self.store = store
         self.activity = activity
@@ -93,26 +117,71 @@ class NotebookTool:
         self.finder = finder or NotebookFinder(store, store.limits)
         self.history = NotebookHistory()
         self.kernel_logs = kernel_logs
+        self.run = run
+        self.kernels = kernels
 
-    async def call(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    @property
+    def follow_ups(self) -> Any:
+        """What answers and follows a run a change started (``run: true``): the run tool's."""
+        assert self.run is not None
+        return self.run.follow_ups
+
+    async def call(
+        self,
+        body: dict[str, Any],
+        caller: Caller,
+        observer: ExecutionObserver | None = None,
+        control: CallControl | None = None,
+    ) -> dict[str, Any]:
         """Validate ``body``, check the caller may, run it; return ``{callId, text, details}``.
 
-        Reads and finds need ``read`` on ``contents``, changes and batches ``write``. Raises the
-        domain errors of ``jupyter_xcsh.errors`` (a bad request, a missing notebook, a refusal,
-        a stale read).
+        Reads and finds need ``read`` on ``contents``, changes, batches and ``create``
+        ``write``. An insert or edit with ``run: true`` then runs its cell in place: the answer
+        is the run's (``observer`` and ``control`` follow it, as the run tool's), its text
+        starting with the change's summary and the change's details under ``change``. Raises
+        the domain errors of ``jupyter_xcsh.errors`` (a bad request, a missing notebook, a
+        refusal, a stale read).
         """
         if is_batch(body):
+            if body.get("run") is not None:
+                raise InvalidRequestError(
+                    "run: true goes with a single insert or edit, not a batch (run the cells "
+                    'afterwards with action "run")'
+                )
             return await self._call_batch(body, caller)
         if body.get("action") == "changes":
             return await self._call_changes(body, caller)
+        body, run = _split_run(body)
         request = parse_request(body)
+        if run is not None:
+            if request.action not in RUN_ACTIONS:
+                raise InvalidRequestError(
+                    f"Field run is not accepted by the {request.action} action (run: true goes "
+                    "with insert or edit)"
+                )
+            return await self._change_and_run(request, run, caller, observer, control)
+        if request.action == "create":
+            return await self._create(request, caller)
         await caller.require("write" if request.changes else "read", RESOURCE)
         require_preconditions(request, self.require_preconditions)
+        return await self._single(request, caller)
+
+    async def _single(
+        self,
+        request: NotebookRequest,
+        caller: Caller,
+        then: Callable[[CellDocument, ChangeResult], Any] | None = None,
+    ) -> dict[str, Any]:
+        """One change, read or find (authorized), reported on the event bus; its answer.
+
+        ``then``: for a change, what ``NotebookStore.change`` looks at next in the same step
+        (its value is the answer's ``then``, not for the caller).
+        """
         call_id = new_call_id()
         try:
             if request.changes:
                 await self._look_if_kept(request.notebook_path)
-                result = await self.store.change(request, call_id, _agent(caller))
+                result = await self.store.change(request, call_id, _agent(caller), then)
                 self._changed(request.notebook_path, result, caller)
             elif request.action == "find":
                 result = await self.finder.find(request)
@@ -130,6 +199,7 @@ class NotebookTool:
             )
             raise
         previous = result.pop("previousCell", None)
+        found = result.pop("images", None)
         self.activity.notebook_call(
             request.action,
             self.store.api_path(request),
@@ -138,7 +208,127 @@ class NotebookTool:
             restored=request.cell is not None,
             **(await self._previous_cell(previous))[0],
         )
+        if found is not None:
+            result = await self._with_images(result, found)
         return {"callId": call_id, **result}
+
+    async def _change_and_run(
+        self,
+        request: NotebookRequest,
+        fields: dict[str, Any],
+        caller: Caller,
+        observer: ExecutionObserver | None,
+        control: CallControl | None,
+    ) -> dict[str, Any]:
+        """An insert or edit, then a run in place of its cell: one call (``run: true``).
+
+        Everything is checked before the change (the run's fields, both tools' rights, no run
+        of the notebook waiting for input); the run is accepted against the notebook as the
+        change left it, in the same step, so a cell that cannot run (not code) leaves the
+        notebook unchanged. The answer is the run's, as ``action: "run"`` gives it.
+        """
+        if self.run is None:
+            raise InvalidRequestError("run: true is not available on this server")
+        detach = fields.pop("detach", False)
+        if not isinstance(detach, bool):
+            raise InvalidRequestError("detach must be a boolean")
+        # A placeholder selection: the cell is the one the change leaves (its index then).
+        run = parse_run_request({"notebook_path": request.notebook_path, "cell_index": 0, **fields})
+        await caller.require("write", RESOURCE)
+        require_preconditions(request, self.require_preconditions)
+        api_path = await self.run.admit(run, caller)
+
+        def accept(document: CellDocument, change: ChangeResult) -> AcceptedRun:
+            return accept_run(_run_of(run, change.details["cellIndex"]), document)
+
+        result = await self._single(request, caller, accept)
+        details = result["details"]
+        answer = await self.run.start(
+            _run_of(run, details["cellIndex"]),
+            api_path,
+            details["via"],
+            result["then"],
+            caller,
+            observer,
+            control,
+            detach,
+        )
+        # A copy: the run keeps its own result for those who follow it later.
+        return {**answer, "text": f"{result['text']}\n\n{answer['text']}", "change": details}
+
+    async def _create(self, request: NotebookRequest, caller: Caller) -> dict[str, Any]:
+        """``create``: a new empty notebook naming a kernel spec, never over an existing file."""
+        await caller.require("write", RESOURCE)
+        call_id = new_call_id()
+        path = request.notebook_path
+        try:
+            if not path.endswith(".ipynb"):
+                raise InvalidRequestError(f"notebook_path must end with .ipynb, got {path}")
+            spec = await self._kernel_spec(request.kernel_name)
+            metadata: dict[str, Any] = {"kernelspec": {k: v for k, v in spec.items() if v}}
+            if spec["language"]:
+                metadata["language_info"] = {"name": spec["language"]}
+            notebook = nbformat.v4.new_notebook(metadata=metadata)  # type: ignore[no-untyped-call]
+            saved = await self.store.create(path, notebook)
+        except XcshError as e:
+            self.activity.notebook_call("create", path, error=e.message, call_id=call_id)
+            raise
+        details = {
+            "action": "create",
+            "path": saved["path"],
+            "kernelName": spec["name"],
+            "totalCells": 0,
+            "revision": notebook_revision([]),
+            "lastModified": saved["lastModified"],
+            "via": "file",
+        }
+        result = {
+            "text": f"Created {saved['path']} (kernel {spec['name']}, no cells).",
+            "details": details,
+        }
+        self.activity.notebook_call("create", saved["path"], result, call_id=call_id)
+        self.history.record(saved["path"], (), "agent", caller.agent)
+        return {"callId": call_id, **result}
+
+    async def _kernel_spec(self, name: str | None) -> dict[str, str]:
+        """``{name, display_name, language}`` of kernel spec ``name`` (None: the default)."""
+        if self.kernels is None:
+            raise InvalidRequestError("create is not available on this server")
+        name = name or self.kernels.default_kernel_name
+        spec = await self.kernels.kernel_spec(name)
+        if spec is None:
+            raise InvalidRequestError(f"No such kernel: {name}")
+        return spec
+
+    async def _with_images(self, result: dict[str, Any], found: list[ReadImage]) -> dict[str, Any]:
+        """A read's answer with its images (``images: true``), as the python tool returns them.
+
+        The images whose placeholder the text still holds, in order, are kept as artifacts and
+        budgeted (at most 4 inlined, downscaled or linked past the limits: ``images.py``); each
+        placeholder becomes the image's line.
+        """
+        text = result["text"]
+        shown = [found[int(k)] for k in _IMAGE_PLACEHOLDER.findall(text)]
+        capture = ImageCapture(self.artifacts, "notebook")
+
+        def keep() -> list[CapturedImage | None]:
+            return [capture.capture(i.cell_index, i.mime_type, i.value) for i in shown]
+
+        kept = await asyncio.to_thread(keep)
+        budgeted = iter(await budget_images([c for c in kept if c is not None], self.artifacts))
+        lines: list[str | ImageResult] = [
+            f"[{image.mime_type} not shown: unreadable]" if captured is None else next(budgeted)
+            for image, captured in zip(shown, kept, strict=True)
+        ]
+        images = [item for item in lines if isinstance(item, ImageResult)]
+        numbered = iter(lines)
+
+        def line(match: re.Match[str]) -> str:
+            item = next(numbered)
+            return item if isinstance(item, str) else item.marker()
+
+        text = _IMAGE_MARK_LEFT.sub("", _IMAGE_PLACEHOLDER.sub(line, text))
+        return {**result, "text": text, "images": [image.to_json() for image in images]}
 
     async def _call_batch(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Apply a batch (``changes``) as one atomic change; one event lists its changes."""
@@ -310,6 +500,25 @@ class NotebookTool:
             raise
         writer.close()
         return writer.id
+
+
+def _split_run(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A body without ``run`` and its fields; those fields (None without ``run: true``)."""
+    run = body.get("run")
+    fields = {name: body[name] for name in RUN_FIELDS if body.get(name) is not None}
+    rest = {k: v for k, v in body.items() if k != "run" and k not in RUN_FIELDS}
+    if run is None or check_type("run", run, bool) is False:
+        if fields:
+            raise InvalidRequestError(
+                f"{next(iter(fields))} goes with run: true (an insert or edit that runs its cell)"
+            )
+        return rest, None
+    return rest, fields
+
+
+def _run_of(run: RunRequest, index: int) -> RunRequest:
+    """The run request of one cell, the one at ``index``."""
+    return dataclasses.replace(run, cell_index=index)
 
 
 def _agent(caller: Caller) -> tuple[str, str] | None:

@@ -2,22 +2,38 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from ..errors import InvalidRequestError
 from ..events.activity import ActivityEvents, PythonCallEvents
+from ..execution.inplace.request import kernelspec_name
+from ..execution.inplace.service import InPlaceService
 from ..execution.kernel.control import CallControl
 from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
 from ..execution.kernel.stdin import StdinPolicy
 from ..execution.python.request import PythonRequest, parse_python_request
 from ..execution.python.runner import ExecutionService
+from ..notebook.store import NotebookStore
 from ..settings import XcshSettings
 from .caller import Caller
 from .runs import RunInputTool, RunRegistry, session_waiting, take_run_fields
 
-__all__ = ["PythonTool"]
+__all__ = ["NotebookScratch", "PythonTool"]
 
 #: The authorizer resource and action of running code (as the server's kernels API).
 RESOURCE, ACTION = "kernels", "execute"
+
+#: What code on a notebook's kernel needs: as a run in place, the notebook's and the kernel's.
+NOTEBOOK_PERMISSIONS = (("write", "contents"), ("execute", "kernels"))
+
+
+@dataclass(frozen=True)
+class NotebookScratch:
+    """What the python tool's ``notebook_path`` runs with: the in-place engine, the notebooks."""
+
+    inplace: InPlaceService
+    store: NotebookStore
 
 
 class PythonTool:
@@ -31,7 +47,13 @@ class PythonTool:
         runs: RunRegistry,
         *,
         contents_manager: Any,
+        notebooks: NotebookScratch | None = None,
     ) -> None:
+        """Run calls on ``execution``'s sessions, or (``notebooks``) on a notebook's kernel.
+
+        Without ``notebooks``, ``notebook_path`` is refused.
+        """
+        self.notebooks = notebooks
         self.execution = execution
         self.activity = activity
         self.settings = settings
@@ -64,10 +86,73 @@ class PythonTool:
             default_mode=self.settings.kernel_mode,
             allow_hidden=self.contents_manager.allow_hidden,
         )
+        if request.notebook_path is not None:
+            return await self._start_scratch(request, caller, observer, control, detach)
         await caller.require(ACTION, RESOURCE)
         if request.mode == "session" and self.runs.waiting_on(request.session, request.cwd):
             raise session_waiting(request.session)
         return await self._start_run(request, observer, control, detach)
+
+    async def _start_scratch(
+        self,
+        request: PythonRequest,
+        caller: Caller,
+        observer: ExecutionObserver | None,
+        control: CallControl | None,
+        detach: bool,
+    ) -> dict[str, Any]:
+        """Run the cells on the notebook's own kernel (``notebook_path``), as scratch code.
+
+        The notebook's turn and kernel as a run in place takes them (``scratch.py`` of the
+        in-place engine); its rights too. 404 for a missing notebook, 409 while a run of it
+        waits for an answer to a prompt.
+        """
+        notebooks, path = self.notebooks, request.notebook_path
+        assert path is not None
+        if notebooks is None:
+            raise InvalidRequestError("notebook_path is not available on this server")
+        for action, resource in NOTEBOOK_PERMISSIONS:
+            await caller.require(action, resource)
+        api_path, _ = await notebooks.store.resolve(path)
+        if self.runs.waiting_in(api_path) is not None:
+            raise session_waiting(path)
+        # The notebook's kernel spec names the kernel to start when it has none (as a run's).
+        outcome = await notebooks.store.view(path, lambda d: kernelspec_name(d.metadata))
+        kernel_name = outcome.value
+        codes = [(cell.title, cell.code) for cell in request.cells]
+        refusal = session_waiting(path)
+
+        async def work(
+            relay: ExecutionObserver, run_control: CallControl, stdin: StdinPolicy, call_id: str
+        ) -> dict[str, Any]:
+            events = PythonCallEvents(
+                self.activity,
+                call_id,
+                self.execution.stream_interval,
+                reads_stdin=stdin.spec.reads,
+            )
+            return await notebooks.inplace.scratch(
+                codes,
+                api_path=api_path,
+                kernel_name=kernel_name,
+                timeout=request.timeout,
+                stdin_spec=request.stdin,
+                observer=ObserverGroup(relay, events),
+                control=run_control,
+                call_id=call_id,
+                stdin=stdin,
+            )
+
+        return await self.runs.start(
+            work,
+            request.stdin,
+            self.settings.input_timeout,
+            observer,
+            control,
+            detach=detach,
+            reject_queued=lambda: notebooks.inplace.reject_queued(api_path, refusal),
+            notebook=api_path,
+        )
 
     async def _run(
         self,

@@ -70,19 +70,48 @@ class RunTool:
         if follow is not None:
             return await self.follow_ups.follow_up(follow, caller, observer, control)
         request = parse_run_request(body)
-        for action, resource in PERMISSIONS:
-            await caller.require(action, resource)
-        api_path, _ = await self.store.resolve(request.notebook_path)
-        if self.runs.waiting_in(api_path) is not None:
-            raise session_waiting(request.notebook_path)
+        api_path = await self.admit(request, caller)
         # The cells as people see them (a room's unsaved typing included), checked against
         # what the caller expects in the same step.
         code_of = await self.kernel_logs.code_of(api_path) if request.stale else None
         outcome = await self.store.view(
             request.notebook_path, lambda document: accept_run(request, document, code_of)
         )
-        presence = await self._presence(api_path, outcome.via, outcome.value, caller)
-        run = _Run(request, api_path, outcome.via, outcome.value, presence)
+        return await self.start(
+            request, api_path, outcome.via, outcome.value, caller, observer, control, detach
+        )
+
+    async def admit(self, request: RunRequest, caller: Caller) -> str:
+        """Check the caller may run cells in place and the notebook takes a run; its API path.
+
+        ``ForbiddenError`` without ``write`` on ``contents`` and ``execute`` on ``kernels``;
+        409 while a run of the notebook waits for an answer to a prompt.
+        """
+        for action, resource in PERMISSIONS:
+            await caller.require(action, resource)
+        api_path, _ = await self.store.resolve(request.notebook_path)
+        if self.runs.waiting_in(api_path) is not None:
+            raise session_waiting(request.notebook_path)
+        return api_path
+
+    async def start(
+        self,
+        request: RunRequest,
+        api_path: str,
+        via: str,
+        accepted: AcceptedRun,
+        caller: Caller,
+        observer: ExecutionObserver | None = None,
+        control: CallControl | None = None,
+        detach: bool = False,
+    ) -> dict[str, Any]:
+        """Run the cells of a request ``admit``-ted and accepted against its notebook.
+
+        ``via`` says where the notebook was read (the file, or a room's live document).
+        Returns as ``call`` does: at the run's end, or (``ask``) at its first prompt.
+        """
+        presence = await self._presence(api_path, via, accepted, caller)
+        run = _Run(request, api_path, via, accepted, presence)
         return await self._start_run(run, observer, control, detach)
 
     async def _presence(

@@ -86,9 +86,9 @@ class CellExecution:
         """The ``execute_reply`` content (empty until it arrived)."""
         return self.state.reply or {}
 
-    def send(self, source: str) -> str:
-        """Send the execute request; return its id."""
-        self.msg_id = self.connection.execute(source, self.handle)
+    def send(self, source: str, store_history: bool = True) -> str:
+        """Send the execute request; return its id (``store_history`` False: scratch code)."""
+        self.msg_id = self.connection.execute(source, self.handle, store_history=store_history)
         return self.msg_id
 
     def close(self) -> None:

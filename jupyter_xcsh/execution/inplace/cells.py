@@ -65,8 +65,17 @@ class InPlaceRun:
         control: CallControl,
         observer: ExecutionObserver,
         stdin: StdinPolicy,
+        *,
+        scratch: bool = False,
     ) -> None:
+        """A run of ``outcome``'s cells on ``kernel`` (held), writing outputs to ``target``.
+
+        ``scratch``: the cells are code of no notebook cell (the python tool's on the
+        notebook's kernel): sent with ``store_history`` false, an empty one sent too, and
+        titled by the caller.
+        """
         self.settings = settings
+        self.scratch = scratch
         self.kernel = kernel
         self.request = request
         self.outcome = outcome
@@ -117,7 +126,7 @@ class InPlaceRun:
             observer.cell_status(cell.index, "skipped")
             return None
         now = await self.live.target.locate(cell.selected)
-        if now is None or now.cell_type != "code" or not now.source.strip():
+        if now is None or now.cell_type != "code" or not (now.source.strip() or self.scratch):
             if now is None:
                 reason = "deleted"
             else:
@@ -125,7 +134,9 @@ class InPlaceRun:
             cell.skip(reason)
             observer.cell_status(cell.index, "skipped")
             return None
-        cell.selected, cell.code, cell.title = now, now.source, f"cell {now.index}"
+        cell.selected, cell.code = now, now.source
+        if not self.scratch:
+            cell.title = f"cell {now.index}"
         if not await self.control.guard(self.kernel.activity.wait_idle(deadline)):
             what = f"cell {now.index} was not run" if outcome.sent else "nothing was run"
             outcome.nothing_sent(
@@ -161,9 +172,11 @@ class InPlaceRun:
         cell.status = "running"
         observer.cell_status(cell.index, "running")
         started = time.monotonic()
-        msg_id = execution.send(now.source)
+        msg_id = execution.send(now.source, store_history=not self.scratch)
         # No await since the send: the kernel's status for it cannot have been read yet.
         kernel.activity.own.add(msg_id)
+        if self.scratch:
+            kernel.executed.uncounted.add(msg_id)
         live.mark({key})
         control.attach(execution.state.wake.set)
         following = False

@@ -42,6 +42,9 @@ class ExecutionLog:
         self.running: Running | None = None
         #: How many times a new kernel process was seen (a restart empties the log).
         self.restarts = 0
+        #: Requests sent with ``store_history`` false (scratch code): their ``execute_input``
+        #: names the next count, which they do not take, so it is not recorded.
+        self.uncounted: set[str] = set()
 
     def on_iopub(self, msg: dict[str, Any]) -> None:
         """Take one IOPub message of the kernel."""
@@ -54,6 +57,8 @@ class ExecutionLog:
             if not isinstance(code, str):
                 return
             count = count if isinstance(count, int) and not isinstance(count, bool) else None
+            if parent in self.uncounted:
+                count = None
             self.running = Running(parent, code, count)
             if count is not None:
                 self._codes[count] = code_hash(code)
@@ -65,8 +70,10 @@ class ExecutionLog:
             state = content.get("execution_state")
             if state in ("starting", "restarting"):
                 self.reset()
-            elif state == "idle" and self.running is not None and parent == self.running.msg_id:
-                self.running = None
+            elif state == "idle":
+                self.uncounted.discard(parent)
+                if self.running is not None and parent == self.running.msg_id:
+                    self.running = None
 
     def reset(self) -> None:
         """Forget everything: the kernel process is a new one."""

@@ -22,7 +22,7 @@ from ...notebook.stale import stale_cells
 from ..kernel.cell import parse_timeout
 from ..kernel.stdin import StdinSpec, parse_stdin
 
-__all__ = ["AcceptedRun", "RunRequest", "accept_run", "parse_run_request"]
+__all__ = ["AcceptedRun", "RunRequest", "accept_run", "kernelspec_name", "parse_run_request"]
 
 #: The hash of the code the notebook's kernel ran as ``[n]`` (None: not seen).
 CodeOf = Callable[[int], str | None]
@@ -198,7 +198,8 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
     )
 
 
-def _kernelspec_name(metadata: dict[str, Any]) -> str | None:
+def kernelspec_name(metadata: dict[str, Any]) -> str | None:
+    """The kernel spec a notebook's metadata names (``kernelspec.name``), if any."""
     spec = metadata.get("kernelspec")
     name = spec.get("name") if isinstance(spec, dict) else None
     return name if isinstance(name, str) and name else None
@@ -279,5 +280,5 @@ def accept_run(
         cells=cells,
         revision=revision_of(document),
         total_cells=len(document.cell_keys()),
-        kernel_name=_kernelspec_name(document.metadata),
+        kernel_name=kernelspec_name(document.metadata),
     )

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import posixpath
 import time
 import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...notebook.outputs import SelectedCell
@@ -27,12 +29,13 @@ from ..kernel.connection import ConnectionClosedError, KernelLostError
 from ..kernel.control import CallCancelledError, CallControl
 from ..kernel.observer import ExecutionObserver, report_input
 from ..kernel.result import partial_result, whole_seconds
-from ..kernel.stdin import StdinPolicy
+from ..kernel.stdin import StdinPolicy, StdinSpec
 from .cells import InPlaceRun, RunSettings
 from .kernels import NotebookKernel, NotebookKernels
 from .live_outputs import OutputsTarget
 from .request import RunRequest
 from .result import NotebookCellRun, RunOutcome, assemble_run_result, failure_summary
+from .scratch import ScratchOutcome, ScratchTarget, assemble_scratch_result, scratch_cells
 
 __all__ = ["InPlaceService", "OutputsTarget"]
 
@@ -141,10 +144,6 @@ class InPlaceService:
         (by default as ``request.stdin`` says); while one of its prompts waits for an answer,
         ``stdin.partial_result()`` gives the result so far.
         """
-        observer = observer or ExecutionObserver()
-        control = control or CallControl()
-        stdin = stdin or StdinPolicy(request.stdin)
-        deadline = time.monotonic() + request.timeout
         run_cells = [
             NotebookCellRun(i, f"cell {c.index}", c.source, cell_id=c.cell_id, selected=c)
             for i, c in enumerate(cells)
@@ -152,26 +151,114 @@ class InPlaceService:
         outcome = RunOutcome(
             cells=run_cells, max_output_bytes=self.max_output_bytes, path=api_path, via=target.via
         )
+        started = {
+            "callId": call_id,
+            "path": api_path,
+            "cells": [
+                {"index": c.index, "title": c.title, "code": c.code, "cellId": c.cell_id}
+                for c in run_cells
+            ],
+        }
+        return await self._execute(
+            request,
+            outcome,
+            target,
+            kernel_name,
+            started,
+            lambda o: _assemble(o, target),
+            observer=observer,
+            control=control,
+            call_id=call_id,
+            stdin=stdin,
+        )
+
+    async def scratch(
+        self,
+        codes: Sequence[tuple[str, str]],
+        *,
+        api_path: str,
+        kernel_name: str | None,
+        timeout: float,
+        stdin_spec: StdinSpec,
+        observer: ExecutionObserver | None = None,
+        control: CallControl | None = None,
+        call_id: str | None = None,
+        stdin: StdinPolicy | None = None,
+    ) -> dict[str, Any]:
+        """Run ``codes`` (``(title, code)`` pairs) on notebook ``api_path``'s kernel; the result.
+
+        Scratch code (``scratch.py``): the notebook's turn and kernel as a run's, nothing
+        written, no execution count taken; the python tool's result shape. ``kernel_name`` as
+        ``run``'s; ``timeout`` one deadline for it all; ``stdin_spec`` what the call's
+        ``stdin`` asked for.
+        """
+        request = RunRequest(
+            notebook_path=api_path,
+            cell_id=None,
+            cell_index=None,
+            cell_ids=None,
+            end_index=None,
+            all=True,
+            timeout=timeout,
+            stop_on_error=True,
+            kernel_name=kernel_name,
+            stdin=stdin_spec,
+        )
+        cells: list[NotebookCellRun] = list(scratch_cells(list(codes)))
+        outcome = ScratchOutcome(
+            cells=cells, max_output_bytes=self.max_output_bytes, path=api_path, via="kernel"
+        )
+        started = {
+            "callId": call_id,
+            "session": api_path,  # what the lab names the call by: the notebook
+            "path": api_path,
+            "cells": [{"index": c.index, "title": c.title, "code": c.code} for c in cells],
+        }
+        return await self._execute(
+            request,
+            outcome,
+            ScratchTarget(posixpath.dirname(api_path)),
+            kernel_name,
+            started,
+            assemble_scratch_result,
+            observer=observer,
+            control=control,
+            call_id=call_id,
+            stdin=stdin,
+            scratch=True,
+        )
+
+    async def _execute(
+        self,
+        request: RunRequest,
+        outcome: RunOutcome,
+        target: OutputsTarget,
+        kernel_name: str | None,
+        started: dict[str, Any],
+        assemble: Callable[[RunOutcome], dict[str, Any]],
+        *,
+        observer: ExecutionObserver | None,
+        control: CallControl | None,
+        call_id: str | None,
+        stdin: StdinPolicy | None,
+        scratch: bool = False,
+    ) -> dict[str, Any]:
+        """Run ``outcome``'s cells in the notebook's turn; the result ``assemble`` makes."""
+        observer = observer or ExecutionObserver()
+        control = control or CallControl()
+        stdin = stdin or StdinPolicy(request.stdin)
+        deadline = time.monotonic() + request.timeout
         stdin.partial_result = lambda: partial_result(
-            outcome, stdin, call_id, self.artifact_store, lambda o: _assemble(o, target)
+            outcome, stdin, call_id, self.artifact_store, assemble
         )
         unlisten = stdin.listen(lambda: report_input(stdin, observer))
-        observer.call_started(
-            {
-                "callId": call_id,
-                "path": api_path,
-                "cells": [
-                    {"index": c.index, "title": c.title, "code": c.code, "cellId": c.cell_id}
-                    for c in run_cells
-                ],
-            }
-        )
+        observer.call_started(started)
         try:
             await self._run_queued(
-                request, outcome, target, kernel_name, deadline, control, observer, stdin
+                request, outcome, target, kernel_name, deadline, control, observer, stdin, scratch
             )
             outcome.image_results = await budget_images(outcome.images, self.artifact_store)
-            result = _assemble(outcome, target)
+            result = assemble(outcome)
             result["callId"] = call_id
         except BaseException as e:
             # The lab's activity panel must see every call end, failed or not.
@@ -193,6 +280,7 @@ class InPlaceService:
         control: CallControl,
         observer: ExecutionObserver,
         stdin: StdinPolicy,
+        scratch: bool = False,
     ) -> None:
         if not any(c.selected and c.selected.cell_type == "code" for c in outcome.cells):
             # Nothing to run: no kernel is looked for, let alone started.
@@ -207,7 +295,15 @@ class InPlaceService:
             return
         try:
             run = InPlaceRun(
-                self.run_settings, kernel, request, outcome, target, control, observer, stdin
+                self.run_settings,
+                kernel,
+                request,
+                outcome,
+                target,
+                control,
+                observer,
+                stdin,
+                scratch=scratch,
             )
             await run.run(deadline)
         finally:

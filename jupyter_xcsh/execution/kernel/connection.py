@@ -228,12 +228,17 @@ class KernelConnection:
         *,
         silent: bool = False,
         user_expressions: dict[str, str] | None = None,
+        store_history: bool | None = None,
     ) -> str:
-        """Send an ``execute_request`` whose messages go to ``handler``; return its id."""
+        """Send an ``execute_request`` whose messages go to ``handler``; return its id.
+
+        ``store_history`` (default: not ``silent``) False runs code that shows its output but
+        takes no execution count and stays out of the kernel's history (scratch code).
+        """
         content = {  # what jupyter_client's execute() sends
             "code": code,
             "silent": silent,
-            "store_history": not silent,
+            "store_history": not silent if store_history is None else store_history,
             "user_expressions": user_expressions or {},
             "allow_stdin": not silent,
             "stop_on_error": False,

@@ -133,6 +133,35 @@ class KernelLauncher:
             self.log.warning("xcsh: could not look up kernel spec %s: %s", kernel_name, e)
         return True
 
+    async def kernel_spec(self, kernel_name: str) -> dict[str, str] | None:
+        """``{name, display_name, language}`` of kernel spec ``kernel_name``; None if unknown.
+
+        A spec manager that cannot answer (a gateway down) gives the name alone (display name
+        the name, language unknown): a new notebook still names its kernel.
+        """
+        found = {"name": kernel_name, "display_name": kernel_name, "language": ""}
+        specs = getattr(self.km, "kernel_spec_manager", None)
+        if specs is None:
+            return found
+        try:
+            spec = await ensure_async(specs.get_kernel_spec(kernel_name))
+        except KeyError:  # NoSuchKernel locally, KeyError for a gateway's 404
+            return None
+        except Exception as e:
+            self.log.warning("xcsh: could not look up kernel spec %s: %s", kernel_name, e)
+            return found
+        if isinstance(spec, dict):  # a gateway's model: {name, spec: {display_name, ...}}
+            inner = spec["spec"] if isinstance(spec.get("spec"), dict) else spec
+            display, language = inner.get("display_name"), inner.get("language")
+        else:
+            display = getattr(spec, "display_name", None)
+            language = getattr(spec, "language", None)
+        if isinstance(display, str) and display:
+            found["display_name"] = display
+        if isinstance(language, str):
+            found["language"] = language
+        return found
+
     async def start(self, kernel_name: str, path: str) -> str:
         """Start a kernel in API ``path``; retry once on an HTTP 5xx and once on EMFILE."""
         retried_5xx = retried_fd = False

@@ -14,7 +14,19 @@ from ..kernel.stdin import StdinSpec, parse_stdin
 
 __all__ = ["DEFAULT_TIMEOUT", "CellSpec", "PythonRequest", "parse_python_request"]
 
-_FIELDS = {"cells", "timeout", "cwd", "reset", "session", "mode", "kernel_name", "stdin"}
+_FIELDS = {
+    "cells",
+    "timeout",
+    "cwd",
+    "reset",
+    "session",
+    "mode",
+    "kernel_name",
+    "stdin",
+    "notebook_path",
+}
+#: What a call on a notebook's kernel (``notebook_path``) cannot be combined with.
+_NOT_WITH_NOTEBOOK = ("session", "mode", "reset", "cwd", "kernel_name")
 
 #: A session name: 1..200 characters, not only dots (``.`` and ``..`` cannot be addressed in a
 #: URL), no ``/`` and no control characters. rest-api.yml states the same pattern.
@@ -43,6 +55,8 @@ class PythonRequest:
     mode: str
     kernel_name: str | None
     stdin: StdinSpec = field(default_factory=StdinSpec)
+    #: Run on this notebook's kernel (the one its runs in place use) instead of a session.
+    notebook_path: str | None = None
 
 
 def _resolve_cwd(raw: str, root_dir: str) -> tuple[str, str]:
@@ -74,6 +88,16 @@ def parse_python_request(
     unknown = sorted(set(body) - _FIELDS)
     if unknown:
         raise InvalidRequestError(f"Unknown field(s): {', '.join(unknown)}")
+    notebook_path = body.get("notebook_path")
+    if notebook_path is not None:
+        if not isinstance(notebook_path, str) or not notebook_path:
+            raise InvalidRequestError("notebook_path must be a non-empty string")
+        given = [name for name in _NOT_WITH_NOTEBOOK if body.get(name) is not None]
+        if given:
+            raise InvalidRequestError(
+                f"notebook_path runs the cells on the notebook's own kernel: not with "
+                f"{', '.join(given)}"
+            )
     if "cells" not in body:
         raise InvalidRequestError("cells is required")
     raw_cells = body["cells"]
@@ -129,4 +153,5 @@ def parse_python_request(
         mode=mode,
         kernel_name=kernel_name,
         stdin=parse_stdin(body.get("stdin", "notice")),
+        notebook_path=notebook_path,
     )
