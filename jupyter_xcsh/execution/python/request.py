@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import InvalidRequestError, RefusedError
+from ...fields import unknown_fields
 from ...paths import check_path
 from ..kernel.cell import DEFAULT_TIMEOUT, parse_timeout
 from ..kernel.stdin import StdinSpec, parse_stdin
@@ -15,6 +16,8 @@ from ..kernel.stdin import StdinSpec, parse_stdin
 __all__ = ["DEFAULT_TIMEOUT", "CellSpec", "PythonRequest", "parse_python_request"]
 
 _FIELDS = {"cells", "timeout", "cwd", "reset", "session", "mode", "kernel_name", "stdin"}
+#: What an agent sending these meant: the code goes in a cell (as other tools' ``code``).
+_HINTS = dict.fromkeys(("code", "source", "title", "content"), 'cells: [{"code": ...}]')
 
 #: A session name: 1..200 characters, not only dots (``.`` and ``..`` cannot be addressed in a
 #: URL), no ``/`` and no control characters. rest-api.yml states the same pattern.
@@ -73,7 +76,9 @@ def parse_python_request(
     """
     unknown = sorted(set(body) - _FIELDS)
     if unknown:
-        raise InvalidRequestError(f"Unknown field(s): {', '.join(unknown)}")
+        raise InvalidRequestError(
+            unknown_fields(unknown, sorted(_FIELDS), prefix="Unknown field(s)", hints=_HINTS)
+        )
     if "cells" not in body:
         raise InvalidRequestError("cells is required")
     raw_cells = body["cells"]
