@@ -5,17 +5,35 @@ field, unused ones as null); ``action`` names one of the tool's actions, each of
 its own fields; each field has one JSON type. The tools' own rules (which fields go together,
 ranges) follow in their request modules (``notebook/request.py``, ``files/request.py``,
 ``kernel_tool/request.py``). Pure.
+
+A refusal teaches: an unknown field or action keeps its message's prefix (``Unknown field: x``,
+``Invalid action: x``, what callers recognise) and goes on, in parentheses, with the nearest
+valid name (``did you mean …?``) and the valid ones, taken from the same sets the check uses, so
+an agent corrects itself in one retry.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from .errors import InvalidRequestError
 
-__all__ = ["action_fields", "as_integer", "check_type", "known_fields", "type_name"]
+__all__ = [
+    "ALIASES",
+    "InvalidActionError",
+    "action_fields",
+    "as_integer",
+    "check_type",
+    "invalid_action",
+    "known_fields",
+    "nearest",
+    "not_accepted",
+    "type_name",
+    "unknown_fields",
+]
 
 #: A value's JSON type as error messages name it, with its article.
 _KINDS = {
@@ -26,8 +44,105 @@ _KINDS = {
     dict: "an object",
     list: "an array",
 }
+#: The fields agents often mean by another name (from other tools' schemas), most likely first.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "path": ("notebook_path", "path"),
+    "notebook": ("notebook_path",),
+    "notebook_path": ("path",),
+    "file": ("path", "notebook_path"),
+    "filename": ("path", "notebook_path"),
+    "source": ("content",),
+    "code": ("content",),
+    "text": ("content",),
+    "new_source": ("content",),
+    "index": ("cell_index",),
+    "id": ("cell_id", "id"),
+    "type": ("cell_type",),
+    "query": ("pattern",),
+    "search": ("pattern",),
+    "destination": ("new_path", "to_index"),
+    "kernel": ("kernel_name",),
+    "variable": ("name",),
+}
 #: Characters of a refused scalar value an error message shows.
 _SHOWN_CHARS = 200
+
+
+def nearest(name: str, valid: Iterable[str], hints: Mapping[str, str] | None = None) -> str | None:
+    """The valid name ``name`` most likely meant, if any.
+
+    A tool's own hint first (the python tool's ``code`` is a cell's), then a name agents use
+    for a field of another name (``ALIASES``), then the closest spelling.
+    """
+    if hints and name in hints:
+        return hints[name]
+    names = list(valid)
+    alias = next((a for a in ALIASES.get(name, ()) if a in names), None)
+    if alias is not None:
+        return alias
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _help(
+    name: str, guess_from: Iterable[str], listed: str, hints: Mapping[str, str] | None
+) -> str:
+    guess = nearest(name, guess_from, hints)
+    return f" (did you mean {guess}? {listed})" if guess else f" ({listed})"
+
+
+def unknown_fields(
+    names: Collection[str],
+    valid: Iterable[str],
+    *,
+    prefix: str = "Unknown field",
+    takes: str = "fields",
+    guess_from: Iterable[str] | None = None,
+    hints: Mapping[str, str] | None = None,
+) -> str:
+    """``<prefix>: <names> (did you mean <nearest>? <takes>: <valid>)``, for a 400.
+
+    ``valid`` are the names the request may have (``takes`` says whose: ``fields``, or ``read
+    takes``), ``guess_from`` where the nearest name is looked for (default ``valid``).
+    """
+    shown = list(valid)
+    first = next(iter(names))
+    listed = f"{takes}: {', '.join(shown)}"
+    guesses = shown if guess_from is None else guess_from
+    return f"{prefix}: {', '.join(names)}" + _help(first, guesses, listed, hints)
+
+
+def not_accepted(name: str, action: str, takes: Iterable[str]) -> str:
+    """``Field <name> is not accepted by the <action> action (<action> takes: …)``."""
+    return f"Field {name} is not accepted by the {action} action ({action} takes: " + (
+        ", ".join(takes) + ")"
+    )
+
+
+def invalid_action(action: Any, actions: Iterable[str]) -> str:
+    """``Invalid action: <action> (did you mean <nearest>? actions: …)``."""
+    shown = list(actions)
+    listed = f"actions: {', '.join(shown)}"
+    if not isinstance(action, str):
+        return f"Invalid action: {action} ({listed})"
+    return f"Invalid action: {action}" + _help(action, shown, listed, None)
+
+
+class InvalidActionError(InvalidRequestError):
+    """An ``action`` the tool does not have; ``actions`` are those it has.
+
+    A transport that offers more actions than the tool (MCP's notebook tool has ``run``, served
+    by another operation) raises it again with its own list (``widened``).
+    """
+
+    def __init__(self, action: Any, actions: Iterable[str]) -> None:
+        self.action = action
+        self.actions = tuple(actions)
+        super().__init__(invalid_action(action, self.actions))
+
+    def widened(self, more: Iterable[str]) -> InvalidActionError:
+        """The same refusal, listing ``more`` actions too."""
+        return InvalidActionError(self.action, [*self.actions, *more])
 
 
 def type_name(value: Any) -> str:
@@ -83,27 +198,44 @@ def action_fields(
     *,
     always: Collection[str] = ("action",),
     first: Callable[[str, dict[str, Any]], None] | None = None,
+    more_actions: Collection[str] = (),
 ) -> tuple[str, dict[str, Any]]:
     """The body's action and its given fields, typed; a 400 for the first thing wrong.
 
     ``fields`` maps every field of the tool to its JSON type, ``accepted`` every action to the
-    fields it takes besides those in ``always``. In this order: an unknown field, no or an
-    unknown ``action``, then ``first(action, body)`` (a tool's check that must come before the
-    others), then a field the action does not take or of the wrong type. Integer fields
-    given as ``2.0`` come back as ``2``, number fields as ``float``; nulls are dropped.
+    fields it takes besides those in ``always``; ``more_actions`` are the tool's actions served
+    before this check (named when an action is refused). In this order: an unknown field, no
+    or an unknown ``action``, then ``first(action, body)`` (a tool's check that must come
+    before the others), then a field the action does not take or of the wrong type. Integer
+    fields given as ``2.0`` come back as ``2``, number fields as ``float``; nulls are dropped.
     """
-    given = _given(body, fields)
+    action = body.get("action")
+    known = isinstance(action, str) and action in accepted
+
+    def takes(name: str) -> bool:
+        return name != "action" and (name in always or name in accepted[str(action)])
+
+    unknown = [name for name in body if name not in fields]
+    if unknown:
+        if known:
+            valid = [name for name in fields if takes(name)]
+            raise InvalidRequestError(
+                unknown_fields(unknown[:1], valid, takes=f"{action} takes", guess_from=fields)
+            )
+        raise InvalidRequestError(unknown_fields(unknown[:1], fields))
+    given = {name: value for name, value in body.items() if value is not None}
     action = given.get("action")
     if action is None:
         raise InvalidRequestError("action is required")
     if not isinstance(action, str) or action not in accepted:
-        raise InvalidRequestError(f"Invalid action: {action}")
+        raise InvalidActionError(action, [*accepted, *more_actions])
     if first is not None:
         first(action, given)
     typed: dict[str, Any] = {}
     for name, value in given.items():
         if name not in always and name not in accepted[action]:
-            raise InvalidRequestError(f"Field {name} is not accepted by the {action} action")
+            valid = [field for field in fields if takes(field)]
+            raise InvalidRequestError(not_accepted(name, action, valid))
         expected = fields[name]
         typed[name] = check_type(name, as_integer(value) if expected is int else value, expected)
     return action, typed
@@ -128,5 +260,5 @@ def _given(body: Mapping[str, Any], fields: Mapping[str, type]) -> dict[str, Any
     """The body's non-null fields; a 400 for a field not in ``fields``."""
     unknown = next((name for name in body if name not in fields), None)
     if unknown is not None:
-        raise InvalidRequestError(f"Unknown field: {unknown}")
+        raise InvalidRequestError(unknown_fields([unknown], fields))
     return {name: value for name, value in body.items() if value is not None}

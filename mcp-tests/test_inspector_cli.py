@@ -110,7 +110,7 @@ async def test_integer_boolean_and_array_arguments_arrive_typed(
         "timeout=120",
     )
     assert run["structuredContent"]["isError"] is False, run
-    assert run["structuredContent"]["text"] == "42"
+    assert run["content"][0]["text"] == "42"
 
     # A boolean that the tool checks strictly: regex=true (a string "true" would be refused).
     found = await inspector(

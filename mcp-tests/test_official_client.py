@@ -64,10 +64,17 @@ async def test_initialize_negotiates_and_lists_the_tools_with_valid_schemas(conn
     ]
     for tool in listed.tools:
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+        jsonschema.Draft202012Validator.check_schema(tool.output_schema)
         assert tool.input_schema["type"] == "object"
+        assert tool.output_schema["type"] == "object"  # the SDK validates every result by it
         assert tool.description
+    # What every conversation pays for the tools (issue 38: at most 8,000 characters).
+    tools = [
+        tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools
+    ]
+    assert len(json.dumps(tools)) <= 8000
     python = next(tool for tool in listed.tools if tool.name == "python")
-    assert python.input_schema["required"] == []  # cells, or run_id (a follow-up)
+    assert python.input_schema.get("required", []) == []  # cells, or run_id (a follow-up)
 
 
 async def test_notebook_edit_then_read(connect, jp_root_dir):
@@ -81,7 +88,8 @@ async def test_notebook_edit_then_read(connect, jp_root_dir):
 
     assert edit.is_error is False
     assert text_of(edit) == "Replaced cell 1 (code). Notebook now has 2 cells."
-    assert edit.structured_content["details"]["cellSource"] == ["y = 2"]
+    assert edit.structured_content["details"]["cellId"] == "b2"
+    assert "cellSource" not in edit.structured_content["details"]  # the summary: no sources
     assert "y = 2" in text_of(read)
     assert read.structured_content["details"]["totalCells"] == 2
 
@@ -123,11 +131,30 @@ async def test_kernel_lists_a_sessions_variables_and_refuses_a_bad_action(connec
         refused = await client.call_tool("kernel", {"action": "dance"})
 
     assert listed.is_error is False
-    assert listed.structured_content["details"]["variables"] == [
-        {"name": "x", "type": "int", "repr": "41"}
-    ]
+    assert "x: int = 41" in text_of(listed) or "41" in text_of(listed)
+    assert listed.structured_content["details"]["total"] == 1
+    assert "variables" not in listed.structured_content["details"]  # listed in the text
     assert refused.is_error is True
-    assert text_of(refused).startswith("Invalid action: dance")
+    assert text_of(refused).startswith("Invalid action: dance (actions: variables, inspect,")
+
+
+async def test_structured_content_is_a_bounded_summary_or_the_body_when_asked(connect):
+    code = "def f(n):\n    return f(n + 1)\nf(0)"
+    body = {"jupyter-xcsh/structured": "body"}
+    async with connect() as client:
+        summary = await client.call_tool("python", {"cells": [{"code": code}]})
+        whole = await client.call_tool("python", {"cells": [{"code": code}]}, meta=body)
+        refused = await client.call_tool("python", {"code": "1 + 1"})
+
+    # The SDK validated each against the python tool's outputSchema.
+    assert summary.is_error is True and "RecursionError" in text_of(summary)
+    assert len(json.dumps(summary.structured_content)) <= 2048  # the body: hundreds of KB
+    assert summary.structured_content["cells"][0]["error"] == {"ename": "RecursionError"}
+    assert whole.structured_content["text"] == text_of(whole)
+    assert text_of(refused).startswith(
+        'Unknown field(s): code (did you mean cells: [{"code": ...}]? fields: cells,'
+    )
+    assert refused.structured_content == {"reason": None, "status": 400}
 
 
 async def test_an_error_in_the_code_and_bad_arguments_are_error_results(connect):
@@ -152,6 +179,9 @@ async def test_an_image_output_arrives_as_image_content(connect):
 
     images = [c for c in result.content if c.type == "image"]
     assert [(image.mime_type, image.data) for image in images] == [("image/png", PNG)]
+    # Sent once: the structured summary names the image, without its data.
+    assert "data" not in result.structured_content["images"][0]
+    assert PNG not in json.dumps(result.structured_content)
     # The text names the image as the python tool's result does (docs/contract.md §7.5).
     assert text_of(result) == "<Figure>\n[image 1: 1x1 PNG, 69B]"
 
@@ -361,11 +391,13 @@ async def test_files_list_write_read_and_a_stale_write_through_the_sdk(connect, 
         outside = await client.call_tool("files", {"action": "read", "path": "../x"})
 
     assert listed.is_error is False
-    assert [e["name"] for e in listed.structured_content["details"]["entries"]] == ["notes.txt"]
-    assert read.structured_content["details"]["content"] == "one\ntwo\n"
+    assert "notes.txt" in text_of(listed)
+    assert "entries" not in listed.structured_content["details"]  # listed in the text
+    assert "one\ntwo" in text_of(read) and "content" not in read.structured_content["details"]
     assert written.is_error is False
     assert (jp_root_dir / "notes.txt").read_text(encoding="utf-8") == "three\n"
     assert stale.is_error is True and stale.structured_content["reason"] == "stale_file"
     assert stale.structured_content["status"] == 409
-    assert found.structured_content["details"]["matches"][0]["text"] == "three"
+    assert found.structured_content["details"]["matches"][0]["path"] == "notes.txt"
+    assert "three" in text_of(found)
     assert outside.is_error is True and outside.structured_content["status"] == 403

@@ -112,7 +112,9 @@ async def test_changes_after_a_persons_save_and_another_agents_edit(connect, jp_
         )
 
         result = await client.call_tool(
-            "notebook", {"action": "changes", "notebook_path": path, "since_revision": since}
+            "notebook",
+            {"action": "changes", "notebook_path": path, "since_revision": since},
+            meta={"jupyter-xcsh/structured": "body"},  # the REST body, sources included
         )
 
     assert result.is_error is False

@@ -7,7 +7,19 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import jsonschema
 from tornado.httpclient import HTTPClientError
+
+from jupyter_xcsh.mcp.summary import (
+    BODY,
+    LEFT_OUT,
+    LIMIT,
+    OUTPUT_SCHEMAS,
+    STRUCTURED_META,
+    counted,
+    summarize,
+)
+from jupyter_xcsh.mcp.summary import size as json_size
 
 from .openapi_check import assert_response_matches, spec
 
@@ -71,15 +83,48 @@ async def request(jp_fetch: Any, method: str, params: Any = None, request_id: An
     return response
 
 
-async def call_tool(jp_fetch: Any, name: str, arguments: Any) -> dict[str, Any]:
-    """``tools/call``: the tool result (a JSON-RPC error fails the test)."""
-    response = await request(jp_fetch, "tools/call", {"name": name, "arguments": arguments})
+async def call_tool(
+    jp_fetch: Any, name: str, arguments: Any, *, whole: bool = False
+) -> dict[str, Any]:
+    """``tools/call``: the tool result (a JSON-RPC error fails the test).
+
+    ``structuredContent`` is checked as every client may check it: valid for the tool's
+    ``outputSchema``, within ``LIMIT``, no text, output or image data in it. With ``whole`` it
+    is the REST body instead (asked for in ``_meta``), and its summary is checked so.
+    """
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if whole:
+        params["_meta"] = {STRUCTURED_META: BODY}
+    response = await request(jp_fetch, "tools/call", params)
     assert "result" in response, response
-    return response["result"]  # type: ignore[no-any-return]
+    result: dict[str, Any] = response["result"]
+    structured = result.get("structuredContent")
+    if structured is not None and name in OUTPUT_SCHEMAS:
+        check_summary(name, summarize(structured) if whole else structured)
+        if whole:  # a REST body fits the outputSchema too
+            jsonschema.validate(structured, OUTPUT_SCHEMAS[name])
+    return result
+
+
+def check_summary(name: str, summary: Any) -> None:
+    """``summary`` is what tool ``name``'s ``structuredContent`` may be (``mcp/summary.py``)."""
+    jsonschema.validate(summary, OUTPUT_SCHEMAS[name])
+    assert json_size(summary) <= LIMIT, json_size(summary)
+    assert not LEFT_OUT & set(_keys(summary)), summary
+
+
+def _keys(node: Any) -> list[str]:
+    """The keys of ``node`` whose values may be text or data (a count is neither)."""
+    if isinstance(node, dict):
+        own = [key for key, value in node.items() if not counted(value)]
+        return [*own, *(k for value in node.values() for k in _keys(value))]
+    if isinstance(node, list):
+        return [k for value in node for k in _keys(value)]
+    return []
 
 
 def as_rest(result: dict[str, Any]) -> tuple[int, Any]:
-    """A tool result as REST would have answered: ``(status, body)``.
+    """A tool result asked for ``whole`` as REST would have answered: ``(status, body)``.
 
     Checks what MCP adds: the first content is the text (or the error message), and
     ``isError`` agrees with the body.
@@ -102,7 +147,7 @@ def tool_via_mcp(jp_fetch: Any, name: str) -> Callable[..., Awaitable[tuple[int,
 
     async def call(body: Any, raw: bytes | None = None, **kwargs: Any) -> tuple[int, Any]:
         assert raw is None, "raw bodies are a REST matter"
-        return as_rest(await call_tool(jp_fetch, name, body))
+        return as_rest(await call_tool(jp_fetch, name, body, whole=True))
 
     return call
 

@@ -51,7 +51,7 @@ async def test_an_mcp_python_call_asks_for_execute_once(jp_fetch, asked):
     result = await call_tool(jp_fetch, "python", {"cells": [{"code": "print(6 * 7)"}]})
 
     assert result["isError"] is False, result
-    assert "42" in result["structuredContent"]["text"]
+    assert "42" in result["content"][0]["text"]
     assert asked[("execute", "kernels")] == 1
     assert asked[("read", "api")] == 1  # the MCP endpoint's own verb
 

@@ -277,7 +277,11 @@ async def test_null_fields_of_other_actions_are_accepted_by_server_and_spec(fetc
 async def test_an_unknown_field_is_refused_even_when_null(fetch, notebook):
     body = {"action": "read", "notebook_path": "dir/a.ipynb", "bogus": None}
     assert not request_is_valid(NOTEBOOK, "POST", body)
-    await _refused(fetch, NOTEBOOK, 400, "Unknown field: bogus", body=body)
+    message = (
+        "Unknown field: bogus "
+        "(read takes: notebook_path, cell_index, cell_id, end_index, max_chars, execution_count)"
+    )
+    await _refused(fetch, NOTEBOOK, 400, message, body=body)
 
 
 # --- artifacts query and Range (handlers/artifacts.py) -----------------------------------
@@ -337,7 +341,7 @@ async def test_a_percent_sign_comes_back_as_sent_from_every_endpoint(
     ]
     assert [(status, body["message"]) for status, _, body in answers] == [
         (404, "Notebook not found: 100%s%d.ipynb"),
-        (400, "Invalid action: %s"),
+        (400, "Invalid action: %s (actions: edit, insert, delete, move, read, find, changes)"),
         (400, "Working directory does not exist: 50%"),
         (400, "Working directory is not a directory: 100%"),
         (400, "mode must be 'session' or 'per-call', not '100%'"),

@@ -81,7 +81,8 @@ async def test_a_tool_call_works_without_initialize_or_session(jp_fetch, noteboo
 
     assert result["isError"] is False
     assert result["structuredContent"]["details"]["totalCells"] == 4
-    assert result["content"][0] == {"type": "text", "text": result["structuredContent"]["text"]}
+    assert result["content"][0]["text"].startswith("Notebook a.ipynb")
+    assert "text" not in result["structuredContent"]  # said once, in content
 
 
 async def test_delete_and_a_get_without_event_stream_are_405(jp_fetch):
@@ -227,13 +228,17 @@ async def test_an_unknown_tool_or_non_object_arguments_are_protocol_errors(jp_fe
 async def test_bad_arguments_are_error_results_with_the_rest_message_and_status(jp_fetch, notebook):
     result = await call_tool(jp_fetch, "notebook", {"action": "explode", "notebook_path": "a"})
 
+    message = (
+        "Invalid action: explode "
+        "(actions: edit, insert, delete, move, read, find, changes, run)"  # MCP's: run too
+    )
     assert result["isError"] is True
-    assert result["content"] == [{"type": "text", "text": "Invalid action: explode"}]
-    assert result["structuredContent"] == {
-        "message": "Invalid action: explode",
-        "reason": None,
-        "status": 400,
-    }
+    assert result["content"] == [{"type": "text", "text": message}]
+    assert result["structuredContent"] == {"reason": None, "status": 400}
+    whole = await call_tool(
+        jp_fetch, "notebook", {"action": "explode", "notebook_path": "a"}, whole=True
+    )
+    assert whole["structuredContent"] == {"message": message, "reason": None, "status": 400}
     missing = await call_tool(jp_fetch, "notebook", {"action": "read", "notebook_path": "no.ipynb"})
     assert missing["structuredContent"]["status"] == 404
 
@@ -338,8 +343,8 @@ class TestToolsDenied:
         for name, (arguments, message) in calls.items():
             result = await call_tool(jp_fetch, name, arguments)
             assert result["isError"] is True, name
-            refusal = {"message": message, "reason": None, "status": 403}
-            assert result["structuredContent"] == refusal
+            assert result["content"] == [{"type": "text", "text": message}]
+            assert result["structuredContent"] == {"reason": None, "status": 403}
         edit = {"action": "edit", "notebook_path": "a.ipynb", "cell_index": 0, "content": "x"}
         result = await call_tool(jp_fetch, "notebook", edit)
         assert result["structuredContent"]["status"] == 403

@@ -99,7 +99,17 @@ def test_a_python_result_becomes_text_images_and_links_to_its_artifacts():
     result = call_result(body, "2025-11-25")
 
     assert result["isError"] is True
-    assert result["structuredContent"] is body
+    assert result["structuredContent"] == {  # the summary: no text, no image data
+        "isError": True,
+        "artifactId": "A",
+        "cells": [{"index": 0, "artifactId": "A"}, {"index": 1, "artifactId": "B"}],
+        "images": [
+            {"mimeType": "image/png", "artifactId": "C"},
+            {"mimeType": "image/png", "omitted": True, "artifactId": "D"},
+            {"mimeType": "image/png"},
+        ],
+    }
+    assert call_result(body, "2025-11-25", whole=True)["structuredContent"] is body
     content = result["content"]
     assert content[0] == {"type": "text", "text": "out"}
     assert content[1] == {"type": "image", "data": "iVBO", "mimeType": "image/png"}
@@ -118,21 +128,22 @@ def test_before_2025_06_18_a_result_has_no_structured_content_or_links():
     assert result == {"content": [{"type": "text", "text": "t"}], "isError": False}
 
 
-def test_a_domain_error_is_an_error_result_with_its_rest_body_and_status():
-    stale = ConflictError("Cell 1 changed", reason="stale_cell", details={"cellIndex": 1})
+def test_a_domain_error_is_an_error_result_with_its_message_and_status():
+    details = {"cellIndex": 1, "cellSource": "x = 1\n" * 1000}
+    stale = ConflictError("Cell 1 changed", reason="stale_cell", details=details)
 
     assert error_result(stale, "2025-11-25") == {
         "content": [{"type": "text", "text": "Cell 1 changed"}],
         "isError": True,
-        "structuredContent": {
-            "message": "Cell 1 changed",
-            "reason": "stale_cell",
-            "details": {"cellIndex": 1},
-            "status": 409,
-        },
+        "structuredContent": {"reason": "stale_cell", "details": {"cellIndex": 1}, "status": 409},
+    }
+    assert error_result(stale, "2025-11-25", whole=True)["structuredContent"] == {
+        "message": "Cell 1 changed",
+        "reason": "stale_cell",
+        "details": details,
+        "status": 409,
     }
     assert error_result(NotFoundError("gone"), "2025-11-25")["structuredContent"] == {
-        "message": "gone",
         "reason": None,
         "status": 404,
     }

@@ -87,7 +87,7 @@ async def test_read_gives_the_read_view_of_the_notebook(jp_fetch, notebooks):
     (content,) = response["result"]["contents"]
     assert content["uri"] == "notebook:///sub/B%20c.ipynb"
     assert content["mimeType"] == "text/plain"
-    assert content["text"] == view["structuredContent"]["text"]
+    assert content["text"] == view["content"][0]["text"]
 
 
 @pytest.mark.parametrize("uri", ["notebook:///missing.ipynb", "notebook:///.h/x.ipynb"])

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from jupyter_xcsh.mcp import tools as mcp_tools
-from jupyter_xcsh.mcp.schemas import flatten, merge_actions, resolve, single_typed
+from jupyter_xcsh.mcp.schemas import flatten, merge_actions, resolve
 from jupyter_xcsh.tools import Caller
 
 from .mcp_client import VERSION, as_rest, call_tool, post, request, sse_messages, stream_call
@@ -133,11 +133,13 @@ async def test_the_tools_are_listed_with_valid_json_schemas(jp_fetch):
 
     assert list(tools) == ["notebook", "python", "artifact", "files", "kernel"]
     for tool in tools.values():
-        schema = tool["inputSchema"]
-        jsonschema.Draft202012Validator.check_schema(schema)
-        assert schema["type"] == "object"
-        assert "$ref" not in json.dumps(schema)  # self-contained
+        for schema in (tool["inputSchema"], tool["outputSchema"]):
+            jsonschema.Draft202012Validator.check_schema(schema)
+            assert schema["type"] == "object"
+            assert "$ref" not in json.dumps(schema)  # self-contained
         assert tool["description"] and tool["title"]
+        assert "title" not in tool.get("annotations", {})  # said once
+    assert tools["artifact"]["annotations"] == {"readOnlyHint": True}
 
 
 async def test_every_tool_schema_has_one_type_per_property_and_no_alternatives(jp_fetch):
@@ -149,13 +151,33 @@ async def test_every_tool_schema_has_one_type_per_property_and_no_alternatives(j
     assert notebook["cell_index"]["type"] == "integer"
     assert notebook["all"]["type"] == "boolean"
     assert notebook["cell_ids"]["type"] == "array"
-    assert notebook["cell"]["type"] == "object"
-    assert notebook["cell"]["description"].startswith("insert and edit, instead of `content`")
+    assert notebook["changes"] == {"type": "array", "items": {"type": "object"}}  # x-mcp-brief
     assert tools["python"]["inputSchema"]["properties"]["stdin"]["enum"] == [
         "notice",
         "eof",
         "ask",
     ]
+
+
+#: Fields the tools take but do not list (``x-mcp-listed: false``): the lab's whole cell, the
+#: addressing by ``[n]``, and ``detach`` (MCP's default, true, is what agents want).
+UNLISTED = {"cell", "execution_count", "detach"}
+
+
+async def test_unlisted_fields_are_still_accepted(jp_fetch, jp_root_dir):
+    tools = await listed_tools(jp_fetch)
+    write_notebook(jp_root_dir / "u.ipynb", "x = 1", "y = 2")
+
+    listed = {name for tool in tools.values() for name in tool["inputSchema"]["properties"]}
+    assert not UNLISTED & listed
+    cell = {"cell_type": "markdown", "source": "# back", "metadata": {}}
+    edit = {"action": "edit", "notebook_path": "u.ipynb", "cell_index": 0, "cell": cell}
+    edited = await call_tool(jp_fetch, "notebook", edit)
+    ran = await call_tool(jp_fetch, "python", {"cells": [{"code": "print(1)"}], "detach": False})
+
+    assert edited["isError"] is False, edited
+    assert json.loads((jp_root_dir / "u.ipynb").read_text())["cells"][0]["source"] == "# back"
+    assert (ran["isError"], ran["content"][0]["text"]) == (False, "1")
 
 
 async def test_null_arguments_are_taken_as_not_given(jp_fetch, jp_root_dir):
@@ -174,24 +196,59 @@ async def test_null_arguments_are_taken_as_not_given(jp_fetch, jp_root_dir):
     assert read["structuredContent"]["details"]["totalCells"] == 2
 
 
+def rest_descriptions(schema, name):
+    """What MCP may say of property ``name`` of a REST request schema: each occurrence's
+    ``x-mcp-description``, else its ``description``, stripped (absent: None)."""
+    found = set()
+
+    def visit(node):
+        if isinstance(node, dict):
+            field = node.get("properties", {}).get(name)
+            if isinstance(field, dict):
+                said = field.get("x-mcp-description", field.get("description"))
+                found.add(said.strip() or None if isinstance(said, str) else None)
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(schema)
+    return found
+
+
+def assert_listed_from_rest(listed, *rests):
+    """``listed`` (an MCP input schema) says what the REST request schemas ``rests`` say.
+
+    The same properties (but those not listed), the type REST gives first, and a description
+    from rest-api.yml (its ``x-mcp-description`` where it has one).
+    """
+    properties = {}
+    for rest in rests:
+        for name, field in rest_properties(rest).items():
+            properties.setdefault(name, field)
+    assert set(listed["properties"]) == set(properties) - UNLISTED
+    for name, field in listed["properties"].items():
+        described = set().union(*(rest_descriptions(rest, name) for rest in rests))
+        assert field.get("description") in described, name
+        rest_type = properties[name].get("type")
+        if isinstance(rest_type, str) and rest_type != "null":
+            assert field["type"] == rest_type, name
+
+
 async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
     tools = await listed_tools(jp_fetch)
 
-    assert tools["python"]["inputSchema"] == single_typed(flatten(rest_request("/api/xcsh/python")))
+    assert_listed_from_rest(tools["python"]["inputSchema"], rest_request("/api/xcsh/python"))
     notebook, rest = tools["notebook"]["inputSchema"], rest_request("/api/xcsh/notebook")
     run_rest = rest_request("/api/xcsh/notebook/run")
-    assert set(rest_properties(rest)) | set(rest_properties(run_rest)) == set(
-        notebook["properties"]
-    )
+    assert_listed_from_rest(notebook, rest, run_rest)
     shapes = leaf_requests(rest)
     actions = {
         a["properties"]["action"]["const"] for a in shapes if "const" in a["properties"]["action"]
     }
     # A batch has no action of its own (left out); every single request has one, run its own.
     assert set(notebook["properties"]["action"]["enum"]) == actions | {"run"}
-    described = notebook["properties"]["action"]["description"]
-    assert re.search(r"\((\w+, )+run\)", described), described  # every action is listed
-    assert all(action in described for action in actions | {"run"})
     for alternative in shapes:
         assert set(notebook["required"]) <= set(alternative["required"])
     assert notebook["additionalProperties"] is False
@@ -208,18 +265,16 @@ async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
     assert not mcp.is_valid({"action": "read", "notebook_path": "a.ipynb", "colour": 1})
 
     artifact = tools["artifact"]["inputSchema"]
-    operation = spec()["paths"]["/api/xcsh/artifacts/{artifact_id}"]["get"]
-    parameters = {p["name"]: stripped(p) for p in operation["parameters"]}
-    for name in ("offset", "limit"):
-        expected = {**parameters[name]["schema"], "description": parameters[name]["description"]}
-        assert artifact["properties"][name] == expected
-    assert artifact["required"] == ["id"]
-    rest_id = parameters["artifact_id"]["schema"]
-    for value in ("20250101T120000-0123456789ab", "../etc/passwd", "artifact://x"):
-        rest_ok = re.search(rest_id["pattern"], value) is not None
-        assert (re.search(artifact["properties"]["id"]["pattern"], value) is not None) is rest_ok
-        linked = re.search(artifact["properties"]["id"]["pattern"], f"artifact://{value}")
-        assert (linked is not None) is rest_ok
+    assert artifact == {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["id"],
+        "properties": {
+            "id": {"type": "string"},
+            "offset": {"type": "integer"},
+            "limit": {"type": "integer"},
+        },
+    }
 
 
 def test_an_action_served_by_another_operation_is_one_entry(monkeypatch):
@@ -255,7 +310,7 @@ def test_an_action_served_by_another_operation_is_one_entry(monkeypatch):
     tool = mcp_tools.build_tools(fake_spec)["notebook"]
     schema = tool.input_schema
     assert schema["properties"]["action"]["enum"][-1] == "run"
-    assert schema["properties"]["all"]["description"] == "run only: Every code cell."
+    assert schema["properties"]["all"]["description"] == "Every code cell."
     assert schema["required"] == ["notebook_path"]  # a batch (changes) has no action
     context = mcp_tools.ToolContext(None, Caller.trusted(), None, None)  # type: ignore[arg-type]
     body = {"action": "run", "notebook_path": "a.ipynb", "all": True}
@@ -297,7 +352,7 @@ def test_alternative_request_shapes_become_one_flat_object():
     assert merged["properties"]["action"]["enum"] == ["edit", "run"]
 
 
-def test_one_schema_per_action_becomes_one_object_saying_who_uses_what():
+def test_one_schema_per_action_becomes_one_object_with_every_field():
     def shape(action, **fields):
         properties = {"action": {"const": action}, "notebook_path": {"type": "string"}}
         for name, field in fields.items():
@@ -323,15 +378,13 @@ def test_one_schema_per_action_becomes_one_object_saying_who_uses_what():
 
     assert "discriminator" not in flat
     assert flat["properties"]["action"] == {"type": "string", "enum": ["move", "read", "edit"]}
+    # The description is the field's own, never its placeholder's (a field of another action).
     assert flat["properties"]["to_index"] == {
         "type": ["integer", "null"],
         "minimum": 0,
-        "description": "move only: Where.",
+        "description": "Where.",
     }
-    assert flat["properties"]["mode"] == {
-        "anyOf": [{"enum": ["a"]}, {"type": "string"}],
-        "description": "read, edit only.",
-    }
+    assert flat["properties"]["mode"] == {"anyOf": [{"enum": ["a"]}, {"type": "string"}]}
     assert flat["required"] == ["action", "notebook_path"]
 
 
@@ -451,7 +504,7 @@ async def test_notifications_cancelled_interrupts_a_run_in_place(jp_fetch, jp_ro
     result = messages[-1]["result"]
     body = result["structuredContent"]
     assert body["cancelled"] is True and result["isError"] is True
-    assert "Command cancelled" in body["text"]
+    assert "Command cancelled" in result["content"][0]["text"]
     assert body["cells"][1]["status"] == "pending"  # never started
     assert not (jp_root_dir / "finished").exists()
 
@@ -573,7 +626,19 @@ async def test_images_arrive_as_image_content(jp_fetch):
         {"type": "text", "text": f"<Figure>\n[image 1: 1x1 PNG, {size}B]"},
         {"type": "image", "data": PNG, "mimeType": "image/png"},
     ]
-    assert result["structuredContent"]["images"][0]["data"] == PNG
+    # Once: as image content, not again (base64) in structuredContent.
+    assert [c for c in result["content"] if c["type"] == "image"] == [result["content"][1]]
+    assert result["structuredContent"]["images"] == [
+        {
+            "mimeType": "image/png",
+            "width": 1,
+            "height": 1,
+            "bytes": size,
+            "artifactId": result["structuredContent"]["images"][0]["artifactId"],
+            "omitted": False,
+        }
+    ]
+    assert PNG not in json.dumps(result["structuredContent"])
 
 
 async def test_an_image_artifact_is_linked_and_read_as_an_image(jp_fetch):
@@ -590,6 +655,9 @@ async def test_an_image_artifact_is_linked_and_read_as_an_image(jp_fetch):
     assert read["result"]["contents"] == [{"uri": uri, "mimeType": "image/png", "blob": PNG}]
     described = await call_tool(jp_fetch, "artifact", {"id": uri})
     assert described["content"][0]["text"].startswith(f"{uri} is an image (1x1 PNG, ")
+    assert described["content"][0]["text"].endswith("not text; shown below")
+    assert described["content"][1] == {"type": "image", "data": PNG, "mimeType": "image/png"}
+    assert "/api/" not in described["content"][0]["text"]  # an MCP agent has no REST path
 
 
 async def test_a_cut_output_links_its_artifact_readable_by_tool_and_as_a_resource(jp_fetch):
@@ -626,7 +694,7 @@ async def test_the_notebook_tool_runs_cells_in_place(jp_fetch, jp_root_dir):
     write_notebook(path, "print(6 * 7)", "1 / 0")
     arguments = {"action": "run", "notebook_path": "m.ipynb", "cell_index": 0}
 
-    status, body = as_rest(await call_tool(jp_fetch, "notebook", arguments))
+    status, body = as_rest(await call_tool(jp_fetch, "notebook", arguments, whole=True))
 
     assert status == 200 and body["text"] == "42"
     assert body["notebook"]["via"] == "file" and body["kernel"]["started"] is True
@@ -634,11 +702,12 @@ async def test_the_notebook_tool_runs_cells_in_place(jp_fetch, jp_root_dir):
     assert stored["outputs"] == [{"name": "stdout", "output_type": "stream", "text": ["42\n"]}]
     assert stored["execution_count"] == 1
     # A failing cell is an error result with the run's body; a stale read is REST's 409.
-    status, failed = as_rest(await call_tool(jp_fetch, "notebook", {**arguments, "cell_index": 1}))
+    failing = {**arguments, "cell_index": 1}
+    status, failed = as_rest(await call_tool(jp_fetch, "notebook", failing, whole=True))
     assert status == 200 and failed["isError"] is True
     assert failed["cells"][0]["error"]["ename"] == "ZeroDivisionError"
     stale = {**arguments, "expected_revision": "0" * 16}
-    status, refused = as_rest(await call_tool(jp_fetch, "notebook", stale))
+    status, refused = as_rest(await call_tool(jp_fetch, "notebook", stale, whole=True))
     assert status == 409 and refused["reason"] == "stale_notebook"
     assert refused["details"]["revision"] == body["notebook"]["revision"]
 
@@ -661,7 +730,7 @@ async def test_the_files_tool_schema_is_rest_api_ymls_in_the_simple_subset(jp_fe
     files = tools["files"]["inputSchema"]
     rest = rest_request("/api/xcsh/files")
 
-    assert files == single_typed(flatten(rest))
+    assert_listed_from_rest(files, rest)
     assert subset_violations(files) == []
     assert files["properties"]["action"]["enum"] == [
         "list",

@@ -184,7 +184,9 @@ async def test_move_next_to_a_cell_id(notebook_tool, notebook, anchor, expected)
         (
             {"action": "edit", "cell_id": "c1", "after_cell_id": "c0", "content": "x"},
             400,
-            "Field after_cell_id is not accepted by the edit action",
+            "Field after_cell_id is not accepted by the edit action (edit takes: notebook_path, "
+            "cell_index, cell_id, content, cell_type, expected_source_hash, expected_revision, "
+            "old_content, cell, execution_count)",
         ),
         (
             {"action": "insert", "cell_index": 0, "content": "x", "expected_source_hash": "0" * 16},
@@ -332,7 +334,11 @@ async def test_a_five_change_batch_whose_fourth_change_fails_leaves_the_file_byt
             400,
             "Invalid action in a batch: read (a batch holds edit, insert, delete and move)",
         ),
-        ({"action": "explode"}, 400, "Invalid action: explode"),
+        (
+            {"action": "explode"},
+            400,
+            "Invalid action: explode (actions: edit, insert, delete, move)",
+        ),
         (
             {"action": "edit", "cell_id": "c2", "content": "x", "expected_revision": "0" * 16},
             400,

@@ -51,7 +51,13 @@ def test_a_non_integer_cell_index_is_refused(value):
 
 
 def test_an_unknown_action_is_refused_with_the_exact_message():
-    assert _error({"action": "rename", "notebook_path": P}) == "Invalid action: rename"
+    # The tool's actions (changes is served before the request is parsed), the nearest first.
+    actions = "actions: edit, insert, delete, move, read, find, changes"
+    assert _error({"action": "rename", "notebook_path": P}) == f"Invalid action: rename ({actions})"
+    assert _error({"action": "raed", "notebook_path": P}) == (
+        f"Invalid action: raed (did you mean read? {actions})"
+    )
+    assert _error({"action": 5, "notebook_path": P}) == f"Invalid action: 5 ({actions})"
 
 
 def test_content_is_required_for_edit_and_insert():
@@ -66,9 +72,22 @@ def test_null_fields_count_as_missing():
 
 
 def test_unknown_fields_and_fields_foreign_to_the_action_are_refused():
-    assert _error({"action": "read", "notebook_path": P, "path": "x"}) == "Unknown field: path"
+    # Each names the nearest field and the ones the action takes (all, without an action).
+    read = "read takes: notebook_path, cell_index, cell_id, end_index, max_chars, execution_count"
+    assert _error({"action": "read", "notebook_path": P, "path": "x"}) == (
+        f"Unknown field: path (did you mean notebook_path? {read})"
+    )
+    assert _error({"action": "read", "notebook_path": P, "colour": 1}) == (
+        f"Unknown field: colour ({read})"
+    )
+    assert _error({"notebook_path": P, "source": "x"}).startswith(
+        "Unknown field: source (did you mean content? fields: action, notebook_path, cell_index,"
+    )
     body = {"action": "delete", "notebook_path": P, "cell_index": 0, "content": "x"}
-    assert _error(body) == "Field content is not accepted by the delete action"
+    assert _error(body) == (
+        "Field content is not accepted by the delete action (delete takes: notebook_path, "
+        "cell_index, cell_id, expected_source_hash, expected_revision)"
+    )
 
 
 def test_missing_path_index_and_bad_cell_type_are_explained():

@@ -138,7 +138,13 @@ async def test_string_sources_and_unknown_fields_of_other_cells_survive(notebook
             400,
             "Content is required for edit action",
         ),
-        ({"action": "explode", "notebook_path": "dir/a.ipynb"}, 400, "Invalid action: explode"),
+        (
+            {"action": "explode", "notebook_path": "dir/a.ipynb"},
+            400,
+            # The tool's actions; over MCP run too (another operation serves it).
+            "Invalid action: explode "
+            "(actions: edit, insert, delete, move, read, find, changes{run})",
+        ),
         (
             {"action": "delete", "notebook_path": "dir/a.ipynb", "cell_index": 1.5},
             400,
@@ -162,10 +168,12 @@ async def test_string_sources_and_unknown_fields_of_other_cells_survive(notebook
     ],
 )
 async def test_errors_have_exact_messages_and_change_nothing(
-    notebook_tool, notebook, body, status, message
+    notebook_tool, transport, notebook, body, status, message
 ):
     before = notebook.read_bytes()
-    await _fails(notebook_tool, body, status, message)
+    await _fails(
+        notebook_tool, body, status, message.replace("{run}", ", run" * (transport == "mcp"))
+    )
     assert notebook.read_bytes() == before
 
 

@@ -98,7 +98,7 @@ async def test_no_cell_with_that_count_is_404_and_several_are_400(notebook_tool,
         ({"action": "read", "execution_count": 0}, "execution_count must be positive, got 0"),
         (
             {"action": "insert", "execution_count": 3, "cell_index": 0, "content": ""},
-            "Field execution_count is not accepted by the insert action",
+            "Field execution_count is not accepted by the insert action (insert takes: ",
         ),
         ({"action": "read", "execution_count": "3"}, "execution_count must be an integer"),
         ({"action": "edit", "content": ""}, "cell_index, cell_id or execution_count is required"),

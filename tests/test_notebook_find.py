@@ -176,7 +176,11 @@ async def test_a_cell_with_many_matching_lines_shows_the_first_and_counts_the_re
         ({"pattern": "x" * 1001}, "pattern must be at most 1000 characters, got 1001"),
         ({"pattern": "x", "regex": "yes"}, "regex must be a boolean, got string: 'yes'"),
         ({"pattern": 3}, "pattern must be a string, got integer: 3"),
-        ({"pattern": "x", "content": "y"}, "Field content is not accepted by the find action"),
+        (
+            {"pattern": "x", "content": "y"},
+            "Field content is not accepted by the find action (find takes: notebook_path, "
+            "cell_index, cell_type, end_index, max_chars, pattern, regex)",
+        ),
         (
             {"pattern": "x", "cell_type": "code block"},
             "Invalid cell_type: code block (expected one of code, markdown, raw)",

@@ -203,7 +203,8 @@ async def test_old_content_replaces_its_one_occurrence_and_refuses_zero_or_two(
         ),
         (
             {"action": "delete", "cell_index": 0, "old_content": "x"},
-            "Field old_content is not accepted by the delete action",
+            "Field old_content is not accepted by the delete action (delete takes: notebook_path, "
+            "cell_index, cell_id, expected_source_hash, expected_revision)",
         ),
     ],
 )

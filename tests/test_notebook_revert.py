@@ -221,7 +221,8 @@ async def test_a_whole_cell_whose_id_is_taken_is_a_409_and_changes_nothing(noteb
         ),
         (
             {"action": "delete", "cell_index": 0, "cell": {"cell_type": "raw"}},
-            "Field cell is not accepted by the delete action",
+            "Field cell is not accepted by the delete action (delete takes: notebook_path, "
+            "cell_index, cell_id, expected_source_hash, expected_revision)",
         ),
     ],
     ids=["not-valid", "bad-type", "not-an-object", "with-content", "other-id", "delete"],

@@ -230,7 +230,16 @@ async def test_hidden_working_directories_follow_the_servers_hidden_file_policy(
         ({"cells": [], "timeout": "5"}, "timeout must be a number of seconds"),
         ({"cells": [], "mode": "forever"}, "mode must be 'session' or 'per-call', not 'forever'"),
         ({"cells": [], "reset": "yes"}, "reset must be a boolean"),
-        ({"cells": [], "colour": 1}, "Unknown field(s): colour"),
+        (
+            {"cells": [], "colour": 1},
+            "Unknown field(s): colour "
+            "(fields: cells, cwd, kernel_name, mode, reset, session, stdin, timeout)",
+        ),
+        (
+            {"code": "1 + 1"},
+            'Unknown field(s): code (did you mean cells: [{"code": ...}]? '
+            "fields: cells, cwd, kernel_name, mode, reset, session, stdin, timeout)",
+        ),
     ],
 )
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -375,7 +375,7 @@ async def test_answering_checks_its_body_and_the_run(jp_fetch):
     status, body = await answer(jp_fetch, run_id, None, body=json.dumps({"value": 1}))
     assert (status, body["message"]) == (400, "value must be a string")
     status, body = await answer(jp_fetch, run_id, None, body=json.dumps({"value": "a", "x": 1}))
-    assert (status, body["message"]) == (400, "Unknown field(s): x")
+    assert (status, body["message"]) == (400, "Unknown field(s): x (fields: value)")
     _, done = await answer(jp_fetch, run_id, "bob")
     assert done["text"].endswith("hello bob")
     assert (await follow(jp_fetch, run_id))["text"] == done["text"]  # kept after its end

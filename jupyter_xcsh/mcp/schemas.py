@@ -11,6 +11,23 @@ of ``required``), no ``oneOf``/``anyOf``/``allOf``. Clients that build forms or 
 from a schema (the MCP Inspector, several IDEs) cannot fill ``["integer", "null"]`` or an
 ``anyOf``, and some model APIs refuse them. The tools still accept what REST accepts, and a
 ``null`` argument is taken as "not given" (``mcp/server.py``).
+
+And made short (``listed``): ``tools/list`` is paid for in every conversation of every agent,
+so it carries what an agent needs to call the tools right and no more. Three OpenAPI extensions
+of ``rest-api.yml`` say how (REST and everything else derived from the file ignore them):
+
+- ``x-mcp-description``: the property's description in ``tools/list``, one short line for an
+  agent about the MCP arguments (``""``: none; the tool's description says it), instead of
+  REST's ``description`` (which may name REST paths and sections of docs/contract.md). Without
+  it, ``description`` is listed as it is; a test holds every listed description short.
+- ``x-mcp-listed: false``: the property is not listed (a field for the lab, such as the whole
+  ``cell`` a revert writes back, or one whose MCP default is what agents want); the tool still
+  accepts it.
+- ``x-mcp-brief: true``: a schema listed as its ``type`` alone (with its description), its
+  fields told in words (a batch's changes, each a request of its own).
+
+Validation keywords (``pattern``, lengths, bounds, ``examples``) are left out of the listing:
+the tool checks every argument and its message names what is wrong.
 """
 
 from __future__ import annotations
@@ -24,8 +41,12 @@ from typing import Any
 import yaml
 
 __all__ = [
+    "MCP_BRIEF",
+    "MCP_DESCRIPTION",
+    "MCP_LISTED",
     "artifact_schema",
     "flatten",
+    "listed",
     "load_spec",
     "merge_actions",
     "merge_variants",
@@ -36,6 +57,15 @@ __all__ = [
 ]
 
 Schema = dict[str, Any]
+
+#: The OpenAPI extensions that shape ``tools/list`` (see the module's docstring).
+MCP_DESCRIPTION = "x-mcp-description"
+MCP_LISTED = "x-mcp-listed"
+MCP_BRIEF = "x-mcp-brief"
+#: What a listed schema keeps: its shape and its description, not the checks the tool makes.
+LISTED_KEYWORDS = frozenset(
+    {"type", "enum", "const", "items", "properties", "required", "additionalProperties"}
+)
 
 
 @cache
@@ -67,23 +97,86 @@ def resolve(spec: Mapping[str, Any], node: Any, _seen: tuple[str, ...] = ()) -> 
 
 
 def request_schema(spec: Mapping[str, Any], path: str, method: str = "post") -> Schema:
-    """The JSON request body schema of ``method path``, self-contained."""
+    """The JSON request body schema of ``method path``, self-contained, as MCP lists it.
+
+    One flat object (``flatten``) with the MCP descriptions (``tidy``), without the properties
+    marked ``x-mcp-listed: false``.
+    """
     operation = spec["paths"][path][method]
-    body = resolve(spec, operation["requestBody"])
-    schema: Schema = flatten(tidy(body["content"]["application/json"]["schema"]))
+    body = resolve(spec, operation["requestBody"])["content"]["application/json"]["schema"]
+    hidden = unlisted(body)
+    schema: Schema = flatten(tidy(body))
+    properties = schema.get("properties", {})
+    for name in hidden:
+        properties.pop(name, None)
+    if "required" in schema:
+        schema["required"] = [name for name in schema["required"] if name not in hidden]
     return schema
 
 
-def tidy(node: Any) -> Any:
-    """``node`` with its descriptions stripped of the newline YAML's folded text leaves."""
+def unlisted(node: Any) -> set[str]:
+    """The names of the properties marked ``x-mcp-listed: false`` anywhere in ``node``."""
+    found: set[str] = set()
     if isinstance(node, dict):
-        return {
-            key: value.strip() if key == "description" and isinstance(value, str) else tidy(value)
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            found |= {
+                name
+                for name, field in properties.items()
+                if isinstance(field, dict) and field.get(MCP_LISTED) is False
+            }
+        for value in node.values():
+            found |= unlisted(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= unlisted(value)
+    return found
+
+
+def tidy(node: Any) -> Any:
+    """``node`` with MCP's descriptions: ``x-mcp-description`` over ``description``, stripped.
+
+    A description is stripped of the newline YAML's folded text leaves; an empty one is left
+    out; a schema marked ``x-mcp-brief`` keeps its ``type`` and description alone.
+    """
+    if isinstance(node, dict):
+        if node.get(MCP_BRIEF) is True:
+            node = {k: v for k, v in node.items() if k in ("type", "description", MCP_DESCRIPTION)}
+        described = node.get(MCP_DESCRIPTION, node.get("description"))
+        tidied = {
+            key: tidy(value)
             for key, value in node.items()
+            if key not in ("description", MCP_DESCRIPTION, MCP_LISTED, MCP_BRIEF)
+            or not isinstance(value, (str, bool))
         }
+        if isinstance(described, str) and described.strip():
+            tidied["description"] = described.strip()
+        return tidied
     if isinstance(node, list):
         return [tidy(value) for value in node]
     return node
+
+
+def listed(schema: Schema, *, top: bool = True) -> Schema:
+    """``schema`` as ``tools/list`` shows it: its shape and descriptions, not its checks.
+
+    The top level's own description is left out (the tool's description says it).
+    """
+    kept: Schema = {}
+    for key, value in schema.items():
+        if key == "description" and not top and isinstance(value, str):
+            kept[key] = value
+        elif key == "properties" and isinstance(value, dict):
+            kept[key] = {name: listed(field, top=False) for name, field in value.items()}
+        elif key == "items" and isinstance(value, dict):
+            kept[key] = listed(value, top=False)
+        elif key in LISTED_KEYWORDS - {"properties", "items"} and (
+            top or key != "additionalProperties"  # nested: the tool names an unknown field
+        ):
+            kept[key] = value
+    if top and not kept.get("required"):
+        kept.pop("required", None)
+    return kept
 
 
 def flatten(schema: Schema) -> Schema:
@@ -97,12 +190,12 @@ def flatten(schema: Schema) -> Schema:
       lists) add what every one of them requires;
     - alternatives that are whole request shapes (one per ``action``) unite their properties,
       each property's variants merged by ``merge_variants``; a name stays required when every
-      alternative requires it, and the object stays closed when every alternative is;
+      alternative requires it, and the object stays closed when every alternative is (which
+      action takes which field is the tool's description's to say, in a line per action);
     - ``allOf`` parts add up (their requirements too).
 
     OpenAPI's ``discriminator`` is dropped: it means nothing outside the OpenAPI document.
     """
-    discriminator = schema.get("discriminator", {}).get("propertyName")
     schema = {k: v for k, v in schema.items() if k != "discriminator"}
     base = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf", "allOf")}
     properties: dict[str, Any] = dict(base.get("properties", {}))
@@ -123,9 +216,7 @@ def flatten(schema: Schema) -> Schema:
                 if name not in base.get("properties", {}):
                     variants.setdefault(name, []).append(field)
         for name, fields in variants.items():
-            properties[name] = _note_users(
-                merge_variants(fields), name, alternatives, discriminator
-            )
+            properties[name] = merge_variants(fields)
         required |= set.intersection(*(set(a.get("required", [])) for a in alternatives))
         if not base.get("properties"):
             closed = all(a.get("additionalProperties") is False for a in alternatives)
@@ -155,7 +246,7 @@ def merge_variants(variants: list[Schema]) -> Schema:
     if len(distinct) == 1:
         return distinct[0]
     # A placeholder ("a field of another action, accepted only as null") describes nothing.
-    described = sorted(distinct, key=lambda v: v.get("type") == "null")
+    described = [v for v in distinct if not _only_null(v)]
     description = next((v["description"] for v in described if "description" in v), None)
     bare = [{k: v for k, v in d.items() if k != "description"} for d in distinct]
     merged: Schema
@@ -195,25 +286,6 @@ def _accepts_null(schema: Schema) -> bool:
     return any(_accepts_null(v) for k in ("anyOf", "oneOf") for v in schema.get(k, []))
 
 
-def _note_users(
-    field: Schema, name: str, alternatives: list[Schema], discriminator: str | None
-) -> Schema:
-    """Say which shapes use a field the others accept only as null: ``move only: ...``."""
-    labels = [a.get("properties", {}).get(discriminator, {}).get("const") for a in alternatives]
-    if discriminator is None or not all(isinstance(label, str) for label in labels):
-        return field
-    users = [
-        label
-        for label, a in zip(labels, alternatives, strict=True)
-        if a.get("properties", {}).get(name, {"type": "null"}).get("type") != "null"
-    ]
-    if not users or len(users) == len(alternatives):
-        return field
-    note = field.get("description", "").strip()
-    prefix = f"{', '.join(users)} only"
-    return {**field, "description": f"{prefix}: {note}" if note else f"{prefix}."}
-
-
 def _same_but_type(variants: list[Schema]) -> bool:
     """Whether the variants agree on every keyword but ``type`` (a bare ``type`` agrees)."""
     shapes = [{k: v for k, v in b.items() if k != "type"} for b in variants]
@@ -227,9 +299,8 @@ def merge_actions(base: Schema, actions: Mapping[str, Schema]) -> Schema:
     ``actions`` maps an action name to the request schema of the operation serving it (which
     has no ``action`` field: the REST path says it). The result stays one flat object, as MCP
     clients and model APIs want (no top-level ``oneOf``): the ``action`` enum grows, fields
-    only the other operation has are added with ``<action> only:`` in their description, a
-    description of ``action`` that lists its values lists the new one too, and only the fields
-    every operation requires stay required.
+    only the other operation has are added, a description of ``action`` that lists its values
+    lists the new one too, and only the fields every operation requires stay required.
     """
     merged = flatten(copy.deepcopy(base))
     properties: dict[str, Any] = merged.setdefault("properties", {})
@@ -246,28 +317,10 @@ def merge_actions(base: Schema, actions: Mapping[str, Schema]) -> Schema:
             chosen["description"] = described.replace(listed, f"{listed}, {action}", 1)
         for name, field in schema.get("properties", {}).items():
             if name not in properties:
-                field = copy.deepcopy(field)
-                note = field.get("description", "").strip()
-                field["description"] = f"{action} only: {note}" if note else f"{action} only."
-                properties[name] = field
-            else:  # a field some actions share with this one: it is this one's too
-                properties[name] = _also_used_by(properties[name], action)
+                properties[name] = copy.deepcopy(field)
         required &= {*schema.get("required", []), "action"}
     merged["required"] = [name for name in merged.get("required", []) if name in required]
     return merged
-
-
-def _also_used_by(field: Schema, action: str) -> Schema:
-    """``field`` whose ``<actions> only:`` note (``_note_users``) names ``action`` too."""
-    description = field.get("description", "")
-    users, only, rest = description.partition(" only")
-    if (
-        not only
-        or rest[:1] not in (":", ".")
-        or not all(user.strip().isidentifier() for user in users.split(","))
-    ):
-        return field
-    return {**field, "description": f"{users}, {action} only{rest}"}
 
 
 #: MCP argument names for the artifact operation's path and query parameters.
@@ -291,7 +344,6 @@ def artifact_schema(spec: Mapping[str, Any], path: str) -> Schema:
             field["description"] = parameter["description"]
         if name == "id" and "pattern" in field:
             field["pattern"] = "^(artifact://)?" + field["pattern"].removeprefix("^")
-            field["description"] = "The artifact's id, or its `artifact://<id>` link."
         properties[name] = field
         if parameter.get("required"):
             required.append(name)
@@ -308,7 +360,7 @@ def single_typed(schema: Schema) -> Schema:
 
     A type list keeps its first non-null type; a field accepted only as null is left out;
     alternatives keep their first that is not only null (with its own description when the
-    property's is a bare ``<action> only.``). Values of the alternatives left out are still
+    property has none). Values of the alternatives left out are still
     accepted by the tool, as REST accepts them; the descriptions, which come from the same
     ``rest-api.yml``, still name them.
     """
@@ -319,8 +371,7 @@ def single_typed(schema: Schema) -> Schema:
         chosen = alternatives[0]
         outer, inner = node.pop("description", None), chosen.get("description")
         node = {**chosen, **node}
-        # A bare "<action> only." note says less than the alternative's own description.
-        described = inner if inner and (not outer or outer.endswith(" only.")) else outer
+        described = outer or inner
         if described:
             node["description"] = described
         return single_typed(node)

@@ -44,15 +44,21 @@ from .resources import (
     notebook_path,
     notebook_uri,
 )
+from .summary import BODY, STRUCTURED_META
 from .tools import McpTool, ToolContext, build_tools, call_result, error_result
 
 __all__ = ["McpServer", "RequestContext", "RunningRequests", "progress_token"]
 
 INSTRUCTIONS = """\
-Tools of a running Jupyter Server, acting in its contents root with the permissions of the \
-token's user: `notebook` reads and edits .ipynb cells (people see the changes live in \
-JupyterLab), `python` runs code in persistent Jupyter kernel sessions, `artifact` reads the \
-full output of a call whose text was cut (artifact://<id>)."""
+Tools of a running Jupyter Server, in its contents root, with the token's user's permissions:
+- notebook: read, find, edit, insert, delete, move and run the cells of a .ipynb (people see \
+the changes live in JupyterLab).
+- python: run code in a persistent Jupyter kernel session.
+- artifact: read the whole output of a run whose text was cut (artifact://<id>).
+- files: list, read, write, rename, delete and search the files of the root.
+- kernel: a kernel's variables and state; interrupt, restart or change it.
+To start: files {"action": "list"} shows the root; notebook {"action": "read", \
+"notebook_path": ...} shows a notebook; python {"cells": [{"code": ...}]} runs code."""
 
 ARTIFACT_TEMPLATE = {
     "uriTemplate": "artifact://{id}",
@@ -267,7 +273,7 @@ class McpServer:
         return {}
 
     async def _list_tools(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
-        return {"tools": [tool.listing() for tool in self.tools.values()]}
+        return {"tools": [tool.listing(context.version) for tool in self.tools.values()]}
 
     async def _call_tool(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         name = params.get("name")
@@ -290,11 +296,14 @@ class McpServer:
         call = ToolContext(
             self.services, context.caller, context.progress, context.control, context.elicit
         )
+        # structuredContent is the body's summary unless the caller asks for the body itself.
+        meta = params.get("_meta")
+        whole = isinstance(meta, dict) and meta.get(STRUCTURED_META) == BODY
         try:
             body = await tool.call(call, arguments)
         except XcshError as e:
-            return error_result(e, context.version)
-        return call_result(body, context.version)
+            return error_result(e, context.version, whole=whole)
+        return call_result(body, context.version, whole=whole)
 
     async def _list_resources(
         self, params: dict[str, Any], context: RequestContext

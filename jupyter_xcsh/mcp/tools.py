@@ -5,15 +5,20 @@ it: first what the REST verb's ``@authorized`` asks, then the tool's own checks,
 MCP and the same call over REST give the same result or the same refusal.
 
 This is also the one place the MCP transport turns a tool's outcome into what a model sees
-(``call_result``, ``error_result``): ``content`` is the tool's text (plus images and links to
-artifacts), ``structuredContent`` the REST body unchanged, ``isError`` the result's own flag. A
-domain error (bad arguments, a missing notebook, a refusal) becomes an error *result* carrying
-the REST message and status, as REST answers it with a 4xx: the model reads it and corrects
-itself; it is not a protocol fault.
+(``call_result``, ``error_result``): ``content`` is the tool's text (plus each image once and
+links to artifacts), ``structuredContent`` the REST body's bounded summary (``summary.py``;
+the body itself when the caller asks), ``isError`` the result's own flag. A domain error (bad
+arguments, a missing notebook, a refusal) becomes an error *result* carrying the REST message
+and status, as REST answers it with a 4xx: the model reads it and corrects itself; it is not a
+protocol fault.
+
+And what ``tools/list`` shows of each tool: a short description with a line per action (the
+arguments' own come from rest-api.yml, ``schemas.py``), and its ``outputSchema``.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
@@ -22,11 +27,21 @@ from typing import Any
 from ..errors import ConflictError, XcshError, status_for
 from ..execution.kernel.control import CallControl
 from ..execution.kernel.observer import ExecutionObserver
+from ..fields import InvalidActionError
+from ..outputs.images import ImageLimits
 from ..services import XcshServices
 from ..tools import Caller
 from ..tools.runs import MAX_WAIT, FollowUp, RunInputTool
 from .elicitation import DECLINED, PASSWORD, Elicit, accepted_answer
-from .schemas import artifact_schema, load_spec, merge_actions, request_schema, single_typed
+from .schemas import (
+    artifact_schema,
+    listed,
+    load_spec,
+    merge_actions,
+    request_schema,
+    single_typed,
+)
+from .summary import OUTPUT_SCHEMAS, summarize
 
 __all__ = [
     "NOTEBOOK_ACTIONS",
@@ -114,7 +129,12 @@ class Operation:
 
 @dataclass(frozen=True)
 class McpTool:
-    """One tool as ``tools/list`` shows it, and how ``tools/call`` runs it."""
+    """One tool as ``tools/list`` shows it, and how ``tools/call`` runs it.
+
+    ``annotations`` hold only the hints that differ from MCP's defaults (a tool may change
+    things, destructively), which clients assume when a hint is absent; ``openWorldHint``, a
+    hint few clients use, is not worth its place in every conversation.
+    """
 
     name: str
     title: str
@@ -123,15 +143,19 @@ class McpTool:
     annotations: dict[str, Any]
     call: ToolCall
 
-    def listing(self) -> dict[str, Any]:
-        """The tool's entry in ``tools/list``."""
-        return {
+    def listing(self, version: str = "2025-11-25") -> dict[str, Any]:
+        """The tool's entry in ``tools/list`` (its ``outputSchema`` for versions that know it)."""
+        entry = {
             "name": self.name,
             "title": self.title,
             "description": self.description,
             "inputSchema": self.input_schema,
-            "annotations": {"title": self.title, **self.annotations},
         }
+        if version in _STRUCTURED:
+            entry["outputSchema"] = OUTPUT_SCHEMAS[self.name]
+        if self.annotations:
+            entry["annotations"] = self.annotations
+        return entry
 
 
 async def _notebook_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -152,7 +176,28 @@ async def _python_call(context: ToolContext, arguments: dict[str, Any]) -> dict[
 
 
 async def _artifact_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    return await context.services.artifacts.call(arguments, context.caller)
+    """Lines of a text artifact; an image artifact is shown as an image when it fits.
+
+    Within the python tool's limits for one inlined image (``ImageLimits``; never an SVG), else
+    the text says to read it as the resource ``artifact://<id>`` (whole, where a client offers
+    resources).
+    """
+    tool = context.services.artifacts
+    body = await tool.call(arguments, context.caller)
+    details = body.get("details", {})
+    mime, width, height = details.get("mimeType"), details.get("width"), details.get("height")
+    if not isinstance(mime, str) or not mime.startswith("image/"):
+        return body
+    shown = None
+    limits = ImageLimits()
+    fits = isinstance(width, int) and isinstance(height, int)
+    if fits and mime != "image/svg+xml" and limits.fits(width, height, details["bytes"]):
+        shown = await tool.read_image(str(details["artifactId"]), context.caller)
+    if shown is None:
+        uri = f"artifact://{details['artifactId']}"
+        return {**body, "text": f"{body['text']}; read it whole as the resource {uri}"}
+    image = {**details, "data": base64.b64encode(shown[1]).decode("ascii"), "omitted": False}
+    return {**body, "text": f"{body['text']}; shown below", "images": [image]}
 
 
 async def _run_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -186,7 +231,10 @@ async def _notebook(context: ToolContext, arguments: dict[str, Any]) -> dict[str
         action = "run"  # a follow-up of any run the tool started (its text says so)
     operation = NOTEBOOK_ACTIONS.get(str(action))
     if operation is None:
-        return await NOTEBOOK.run(context, arguments)
+        try:
+            return await NOTEBOOK.run(context, arguments)
+        except InvalidActionError as e:  # the tool's actions over MCP: run too
+            raise e.widened(NOTEBOOK_ACTIONS) from None
     body = {key: value for key, value in arguments.items() if key != "action"}
     return await operation.run(context, body)
 
@@ -198,80 +246,59 @@ async def _notebook(context: ToolContext, arguments: dict[str, Any]) -> dict[str
 NOTEBOOK_ACTIONS: dict[str, Operation] = {"run": RUN}
 
 
+# The tools' descriptions: what an agent needs to call each action right, in a line per action
+# (its fields; [optional ones]), in the words of the MCP arguments. Listed in every conversation:
+# short. The arguments' own descriptions come from rest-api.yml (``x-mcp-description``).
+
 NOTEBOOK_DESCRIPTION = """\
-Read or change cells of a Jupyter notebook (.ipynb) in the server's contents root, saved \
-through the server (a notebook open in JupyterLab shows the change live).
-- read: an agent-friendly view of the cells (index, id, type, source, output summaries), \
-from cell_index (default 0) to end_index, bounded by max_chars with a "continue at" notice; \
-images: true returns the cells' images too.
-- find: the cells whose source contains pattern (regex: true for a Python regex; cell_type to \
-search one type), with each matching line and its number; bounded like read.
-- edit: replace the source of cell_index (or cell_id); type, outputs and id are kept; a \
-different cell_type converts the cell.
-- insert: a new cell at cell_index (0..N), or after_cell_id / before_cell_id (ids stay right \
-while people edit), code unless cell_type says otherwise. With run: true an insert or edit \
-then runs the cell (one call; the answer is the run's).
-- create: a new empty notebook (kernel_name: its kernel spec); never over an existing file.
-- delete: remove a cell; its source is returned.
-- move: move a cell to to_index, or to_after_cell_id / to_before_cell_id.
-- changes: what changed since since_revision (a revision of an earlier answer): the cells \
-added, removed, moved and edited, each with who (you, another agent, a person in the room, a \
-save of the file); a 409 when that revision is too old: read again.
-- several changes at once: no action, changes: [{action, ...}, ...] applied in order as one \
-atomic change (all or nothing; later indices see the earlier changes).
-- run: run code cells in the notebook's own kernel (the one its JupyterLab tab uses, else a \
-new session) and write their outputs into the notebook: one cell (cell_id or cell_index), \
-cell_ids, cell_index to end_index, or all. Returns what the cells printed, as the python tool \
-does; timeout (default 30 s) is one deadline for the whole run.
-content is the whole new source ("" allowed). notebook_path is relative to the root. A change \
-or run may carry expected_revision / expected_source_hash from an earlier answer: if the \
-notebook or cell changed since, nothing happens and the answer shows it as it is now."""
+Cells of the .ipynb at notebook_path (under the server's root), live in JupyterLab; a cell \
+is cell_index (from 0) or cell_id.
+- create [kernel_name]: a new empty notebook (never over a file).
+- read [cell_index, end_index, max_chars, images]: sources, ids, outputs in short (images: \
+true returns the cells' images).
+- find pattern [regex, cell_type]: matching lines.
+- edit cell_index|cell_id, content [cell_type]; old_content: replace only that unique snippet.
+- insert content at cell_index|after_cell_id|before_cell_id [cell_type].
+edit and insert with run: true then run the cell, in one call (the answer is the run's).
+- delete cell_index|cell_id.
+- move cell_index|cell_id to to_index|to_after_cell_id|to_before_cell_id.
+- run cell_id|cell_index [end_index]|cell_ids|all|stale: in the notebook's kernel, outputs \
+saved (timeout, stdin, run_id, answer, wait as in python).
+- changes since_revision: what changed since, by whom.
+- no action, changes: [{action, ...}]: an atomic batch of edits, inserts, deletes, moves.
+expected_revision, expected_source_hash (from an answer): refused (409) if changed since."""
 
 PYTHON_DESCRIPTION = """\
-Run Python code in a Jupyter kernel of the server. Each call runs one or more cells in order \
-in a persistent session (variables, imports and the working directory survive between calls \
-of the same session; mode "per-call" uses a fresh kernel). A failing cell stops the call; \
-later cells do not run. Output is bounded: past the limit the text keeps its tail and names an \
-artifact://<id> holding everything (read it with the artifact tool). timeout is one deadline \
-in seconds for the whole call (default 30, at most 600); reset restarts the kernel first. \
-Images are returned as image content. status(op, **data) in the code reports progress. \
-notebook_path runs the cells on that notebook's own kernel (its variables), adding no cell."""
+Run Python in a Jupyter kernel of the server: cells [{"code": ...}] in order, in a persistent \
+session (mode per-call: a fresh kernel); a failing cell stops the rest. Output past the limit \
+is cut: the text names artifact://<id> holding all of it (artifact tool). notebook_path: \
+run on that notebook's own kernel (its variables), adding no cell."""
 
 FILES_DESCRIPTION = """\
-Work with the files and folders of the Jupyter server's contents root (through the server, so \
-it works on remote hosts and JupyterHub without a shell). path is relative to the root.
-- list: a folder's entries (name, path, type, size, last modified), glob to filter names, \
-bounded by limit with how many were left off.
-- read: a UTF-8 text file, start_line..end_line (from 1), bounded by max_chars with a \
-"continue with start_line" notice; its hash guards a later write or delete. Binary files are \
-refused with their size and type.
-- write: create a text file with content (refused when it exists), or replace one with \
-expected_hash (from read), or replace the one occurrence of old_content by content; if the file \
-changed since, nothing is written and the answer shows it as it is now.
-- mkdir: create a folder (and its parents). rename: move path to new_path (never over an \
-existing file). delete: a file with its expected_hash, or an empty folder.
-- search: the lines of the text files under path matching pattern (literal, or a Python regex \
-with regex: true), glob to filter file names; bounded by limit, max_files and max_chars."""
+Files and folders under the server's root (path relative to it).
+- list [path, glob, limit]: entries.
+- read path [start_line, end_line, max_chars]: lines and hash.
+- write path, content: a new file; a whole file with expected_hash (from read); or \
+old_content (a unique snippet) replaced by content.
+- mkdir path.
+- rename path, new_path.
+- delete path: a file with expected_hash, or an empty folder.
+- search pattern [path, regex, glob, limit, max_files, max_chars]: matching lines.
+A stale expected_hash changes nothing (409)."""
 
 ARTIFACT_DESCRIPTION = """\
-Read the full output of an earlier python call that was cut (the text names \
-artifact://<id>): lines offset..offset+limit-1, 1-based, at most 256 KiB per call with a \
-"continue with offset" notice."""
+Read the full output of a cut run: id (artifact://<id> from its text), lines offset (from 1) \
+to offset+limit-1, at most 256 KiB per call."""
 
 KERNEL_DESCRIPTION = """\
-Look into and control a kernel: a python tool session's (session, with cwd when several share \
-the name) or a notebook's (notebook_path: the kernel its JupyterLab tab uses).
-- variables: the names defined in the kernel, with type, shape/dtype/columns of numpy, pandas, \
-polars and torch objects, and a short repr. Runs silently: no execution count, nothing added \
-to the notebook; never while a cell runs (waits up to timeout, then says busy).
-- inspect: one variable (name) at length: repr, head of a data frame, signature and doc.
-- status: idle or busy, the running cell when known, the execution count.
-- interrupt: stop the running cell.
-- restart (a notebook's kernel): refused while a cell runs unless force: true; its variables \
-are lost (stateLost).
-- change (a notebook's kernel): a new kernel of kernel_name (another kernel spec) for the \
-notebook; same rule as restart.
-- sessions: the python tool's sessions."""
+A python session's kernel (session [cwd]) or a notebook's (notebook_path).
+- variables [max_variables, max_chars]: names, types, shapes, short reprs.
+- inspect name: one variable at length.
+- status: idle or busy.
+- interrupt: the running cell.
+- restart, change [kernel_name]: a notebook's kernel; force while a cell runs; variables lost.
+- sessions: the python tool's sessions.
+A busy kernel: waits up to timeout (default 10 s)."""
 
 
 def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
@@ -285,42 +312,42 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
     tools = [
         McpTool(
             "notebook",
-            "Jupyter notebook cells",
+            "Notebook",
             NOTEBOOK_DESCRIPTION,
-            single_typed(notebook_schema),
-            {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False},
+            listed(single_typed(notebook_schema)),
+            {},
             _notebook,
         ),
         McpTool(
             "python",
-            "Run Python in a Jupyter kernel",
+            "Run Python",
             PYTHON_DESCRIPTION,
-            single_typed(request_schema(spec, PYTHON.path)),
-            {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
+            listed(single_typed(request_schema(spec, PYTHON.path))),
+            {},
             PYTHON.run,
         ),
         McpTool(
             "artifact",
-            "Read a tool output artifact",
+            "Artifact",
             ARTIFACT_DESCRIPTION,
-            single_typed(artifact_schema(spec, ARTIFACT.path)),
-            {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+            listed(single_typed(artifact_schema(spec, ARTIFACT.path))),
+            {"readOnlyHint": True},
             ARTIFACT.run,
         ),
         McpTool(
             "files",
-            "Files of the Jupyter server",
+            "Files",
             FILES_DESCRIPTION,
-            single_typed(request_schema(spec, FILES.path)),
-            {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False},
+            listed(single_typed(request_schema(spec, FILES.path))),
+            {},
             FILES.run,
         ),
         McpTool(
             "kernel",
-            "Inspect and control kernels",
+            "Kernels",
             KERNEL_DESCRIPTION,
-            single_typed(request_schema(spec, KERNEL.path)),
-            {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False},
+            listed(single_typed(request_schema(spec, KERNEL.path))),
+            {},
             KERNEL.run,
         ),
     ]
@@ -331,8 +358,12 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
 _STRUCTURED = ("2025-06-18", "2025-11-25")
 
 
-def call_result(body: dict[str, Any], version: str) -> dict[str, Any]:
-    """The ``tools/call`` result for a tool's REST ``body``."""
+def call_result(body: dict[str, Any], version: str, *, whole: bool = False) -> dict[str, Any]:
+    """The ``tools/call`` result for a tool's REST ``body``.
+
+    ``structuredContent`` is the body's summary (``mcp/summary.py``), or with ``whole`` (the
+    caller asked for it) the body itself.
+    """
     content: list[dict[str, Any]] = [{"type": "text", "text": str(body.get("text", ""))}]
     for image in body.get("images", []):
         if isinstance(image, dict) and image.get("data") and not image.get("omitted"):
@@ -344,14 +375,18 @@ def call_result(body: dict[str, Any], version: str) -> dict[str, Any]:
         content.extend(_artifact_links(body))
     result: dict[str, Any] = {"content": content, "isError": bool(body.get("isError", False))}
     if structured:
-        result["structuredContent"] = body
+        result["structuredContent"] = body if whole else summarize(body)
     return result
 
 
-def error_result(error: XcshError, version: str) -> dict[str, Any]:
-    """The error result of a call the tool refused: the REST message, body and status."""
+def error_result(error: XcshError, version: str, *, whole: bool = False) -> dict[str, Any]:
+    """The error result of a call the tool refused: the REST message, and its status.
+
+    ``structuredContent`` is ``{status, reason, details}`` summarized (the message is the
+    text), or with ``whole`` the REST error body with its ``status``.
+    """
     body = {**error.body(), "status": status_for(error)}
-    return text_result(error.message, version, structured=body)
+    return text_result(error.message, version, structured=body if whole else summarize(body))
 
 
 def text_result(
@@ -360,7 +395,7 @@ def text_result(
     """An error result made of one text (an unknown tool, arguments that are not an object)."""
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
     if version in _STRUCTURED:
-        result["structuredContent"] = structured if structured is not None else {"message": text}
+        result["structuredContent"] = structured if structured is not None else {}
     return result
 
 

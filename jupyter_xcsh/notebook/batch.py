@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, XcshError
-from ..fields import type_name
+from ..fields import InvalidActionError, type_name, unknown_fields
 from .cells import ChangeResult, apply_change
 from .model import CellDocument
 from .request import (
@@ -51,14 +51,14 @@ class NotebookBatch:
 def change_number(k: int) -> Iterator[None]:
     """Re-raise a domain error of change ``k`` as ``Change <k> failed: <message>``.
 
-    The error keeps its class (its HTTP status), ``reason`` and ``details``.
+    The error keeps its class (its HTTP status; an invalid action's is a plain 400's),
+    ``reason`` and ``details``.
     """
     try:
         yield
     except XcshError as e:
-        raise type(e)(
-            f"Change {k} failed: {e.message}", reason=e.reason, details=e.details
-        ) from None
+        kind = InvalidRequestError if isinstance(e, InvalidActionError) else type(e)
+        raise kind(f"Change {k} failed: {e.message}", reason=e.reason, details=e.details) from None
 
 
 def parse_batch(body: dict[str, Any]) -> NotebookBatch:
@@ -69,7 +69,7 @@ def parse_batch(body: dict[str, Any]) -> NotebookBatch:
         )
     unknown = next((name for name in body if name not in FIELDS), None)
     if unknown is not None:
-        raise InvalidRequestError(f"Unknown field: {unknown}")
+        raise InvalidRequestError(unknown_fields([unknown], FIELDS))
     # As in single requests, a null field is "not given".
     given = [name for name, value in body.items() if value is not None]
     extra = next((name for name in given if name not in _BATCH_FIELDS), None)
@@ -121,7 +121,10 @@ def _parse_change(change: Any, path: str) -> NotebookRequest:
         raise InvalidRequestError(
             f"Invalid action in a batch: {action} (a batch holds edit, insert, delete and move)"
         )
-    request = parse_request({**change, "notebook_path": path})
+    try:
+        request = parse_request({**change, "notebook_path": path})
+    except InvalidActionError as e:  # the actions a batch holds
+        raise InvalidActionError(e.action, CHANGE_ACTIONS) from None
     assert request.action in CHANGE_ACTIONS
     return request
 

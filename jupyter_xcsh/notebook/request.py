@@ -21,6 +21,9 @@ from .model import CellDocument, notebook_revision, revision_of, source_hash
 
 ACTIONS = ("edit", "insert", "delete", "move", "read", "find", "create")
 CHANGE_ACTIONS = ("edit", "insert", "delete", "move")
+#: The tool's actions served before a request is parsed here (``tools/notebook.py``): an
+#: invalid action's message lists them with the others.
+OTHER_ACTIONS = ("changes",)
 CELL_TYPES = ("code", "markdown", "raw")
 
 #: Every field of a request body, and its JSON type (``changes`` only as null: see batch.py).
@@ -185,7 +188,12 @@ def _insert_next_to(action: str, body: dict[str, Any]) -> None:
 def parse_request(body: dict[str, Any]) -> NotebookRequest:
     """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
     action, body = action_fields(
-        body, FIELDS, _ACCEPTED, always=("action", "notebook_path"), first=_insert_next_to
+        body,
+        FIELDS,
+        _ACCEPTED,
+        always=("action", "notebook_path"),
+        first=_insert_next_to,
+        more_actions=OTHER_ACTIONS,
     )
     path = body.get("notebook_path")
     if path is None or path == "":

@@ -6,6 +6,7 @@ import os
 from typing import Any, BinaryIO
 
 from ..errors import InvalidRequestError
+from ..fields import unknown_fields
 from ..outputs.artifacts import (
     ArtifactStore,
     artifact_media_type,
@@ -66,7 +67,8 @@ class ArtifactTool:
         """
         unknown = sorted(set(body) - {"id", "offset", "limit"})
         if unknown:
-            raise InvalidRequestError(f"Unknown field(s): {', '.join(unknown)}")
+            fields = ("id", "offset", "limit")
+            raise InvalidRequestError(unknown_fields(unknown, fields, prefix="Unknown field(s)"))
         artifact_id = body.get("id")
         if not isinstance(artifact_id, str):
             raise InvalidRequestError("id must be a string")
@@ -101,7 +103,7 @@ IMAGE_HEADER_BYTES = 256 * 1024
 
 
 def _describe_image(artifact_id: str, file: BinaryIO) -> dict[str, Any]:
-    """An image artifact has no lines: say what it is and where to fetch it."""
+    """An image artifact has no lines: say what it is (MCP shows it: ``mcp/tools.py``)."""
     mime_type = artifact_media_type(file.name)
     fmt = image_format(mime_type)
     size = os.fstat(file.fileno()).st_size
@@ -109,10 +111,7 @@ def _describe_image(artifact_id: str, file: BinaryIO) -> dict[str, Any]:
     pixels = (image_size(head) if fmt.raster else svg_size(head)) if fmt else None
     name = fmt.name if fmt else mime_type
     what = f"{pixels[0]}x{pixels[1]} {name}" if pixels else name
-    text = (
-        f"artifact://{artifact_id} is an image ({what}, {format_size(size)}); "
-        f"fetch it with GET /api/xcsh/artifacts/{artifact_id}"
-    )
+    text = f"artifact://{artifact_id} is an image ({what}, {format_size(size)}), not text"
     details = {
         "artifactId": artifact_id,
         "mimeType": mime_type,

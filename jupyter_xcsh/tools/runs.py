@@ -31,6 +31,7 @@ from ..events.activity import CALL_ID, new_call_id
 from ..execution.kernel.control import CallControl
 from ..execution.kernel.observer import ExecutionObserver
 from ..execution.kernel.stdin import StdinPolicy, StdinSpec
+from ..fields import unknown_fields
 from .caller import Caller
 
 __all__ = [
@@ -580,7 +581,7 @@ class RunInputTool:
         """
         unknown = sorted(set(body) - {"value"})
         if unknown:
-            raise InvalidRequestError(f"Unknown field(s): {', '.join(unknown)}")
+            raise InvalidRequestError(unknown_fields(unknown, ["value"], prefix="Unknown field(s)"))
         value = body.get("value")
         if not isinstance(value, str):
             raise InvalidRequestError("value must be a string")

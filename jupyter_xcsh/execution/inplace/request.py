@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import InvalidRequestError, NotFoundError
-from ...fields import as_integer
+from ...fields import as_integer, unknown_fields
 from ...notebook.counts import check_execution_count, index_of_execution_count
 from ...notebook.model import CellDocument, revision_of
 from ...notebook.outputs import SelectedCell, selected_cell
@@ -106,7 +106,9 @@ def parse_run_request(body: dict[str, Any]) -> RunRequest:
     """Validate a request body; raise ``InvalidRequestError`` saying what is wrong."""
     unknown = sorted(set(body) - _FIELDS)
     if unknown:
-        raise InvalidRequestError(f"Unknown field(s): {', '.join(unknown)}")
+        raise InvalidRequestError(
+            unknown_fields(unknown, sorted(_FIELDS), prefix="Unknown field(s)")
+        )
     # A JSON null means "not given", as for the notebook tool.
     body = {name: value for name, value in body.items() if value is not None}
     path = body.get("notebook_path")

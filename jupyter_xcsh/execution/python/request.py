@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import InvalidRequestError, RefusedError
+from ...fields import unknown_fields
 from ...paths import check_path
 from ..kernel.cell import DEFAULT_TIMEOUT, parse_timeout
 from ..kernel.stdin import StdinSpec, parse_stdin
@@ -27,6 +28,8 @@ _FIELDS = {
 }
 #: What a call on a notebook's kernel (``notebook_path``) cannot be combined with.
 _NOT_WITH_NOTEBOOK = ("session", "mode", "reset", "cwd", "kernel_name")
+#: What an agent sending these meant: the code goes in a cell (as other tools' ``code``).
+_HINTS = dict.fromkeys(("code", "source", "title", "content"), 'cells: [{"code": ...}]')
 
 #: A session name: 1..200 characters, not only dots (``.`` and ``..`` cannot be addressed in a
 #: URL), no ``/`` and no control characters. rest-api.yml states the same pattern.
@@ -87,7 +90,9 @@ def parse_python_request(
     """
     unknown = sorted(set(body) - _FIELDS)
     if unknown:
-        raise InvalidRequestError(f"Unknown field(s): {', '.join(unknown)}")
+        raise InvalidRequestError(
+            unknown_fields(unknown, sorted(_FIELDS), prefix="Unknown field(s)", hints=_HINTS)
+        )
     notebook_path = body.get("notebook_path")
     if notebook_path is not None:
         if not isinstance(notebook_path, str) or not notebook_path:
