@@ -395,7 +395,7 @@ class ArtifactStore:
 
 #: Default of ``ContentsArtifactStore.upload_max_bytes``
 #: (``XcshSettings.artifacts_upload_max_bytes``).
-UPLOAD_MAX_BYTES = 32 * 1024 * 1024
+UPLOAD_MAX_BYTES = 16 * 1024 * 1024
 
 
 class ContentsArtifactWriter(ArtifactWriter):
@@ -516,8 +516,9 @@ class ContentsArtifactStore(ArtifactStore):
     hands the file to one upload thread of the store's own, which saves it through the contents
     manager (never over an existing file) and removes it; the event loop never waits for an
     upload. Until its upload is done an artifact is read from its staged file. An upload holds
-    the artifact in memory two to four times over (its bytes, the model's text, the contents
-    manager's copy) for its duration; reading one back holds it twice, then serves it from an
+    the artifact in memory several times over for its duration: here its bytes and the model's
+    text, then the contents manager's own copies (s3contents: the server's peak grew by about
+    five times the artifact's size); reading one back holds it twice, then serves it from an
     unnamed temporary file. An upload that fails is logged, and the artifact is then unknown.
 
     ``loop`` is the server's event loop: an asynchronous contents manager's methods run there,
@@ -631,6 +632,7 @@ class ContentsArtifactStore(ArtifactStore):
             self._prune_if_due()
 
     def _upload(self, writer: ContentsArtifactWriter) -> None:
+        """Save the staged file through the contents manager."""
         with open(writer.staged_path, "rb") as f:
             data = f.read()
         text = None
@@ -648,17 +650,18 @@ class ContentsArtifactStore(ArtifactStore):
             }
         )
         del data, text
-        for attempt in (1, 2):
-            self._ensure_folder()
-            try:
-                if self._call("file_exists", writer.api_path):
-                    raise OSError(errno.EEXIST, f"{writer.api_path} exists already")
-                self._call("save", model, writer.api_path)
-                return
-            except HTTPError:
-                if attempt == 2:
-                    raise
-                self._folder_ready = False  # the folder may have been removed meanwhile
+        try:
+            self._save_new(model, writer.api_path)
+        except HTTPError:
+            self._folder_ready = False  # the folder may have been removed meanwhile: once more
+            self._save_new(model, writer.api_path)
+
+    def _save_new(self, model: dict[str, Any], path: str) -> None:
+        """Save ``model`` at ``path`` in the folder, made if missing; never over a file."""
+        self._ensure_folder()
+        if self._call("file_exists", path):
+            raise OSError(errno.EEXIST, f"{path} exists already")
+        self._call("save", model, path)
 
     def _ensure_folder(self) -> None:
         if self._folder_ready:
