@@ -629,7 +629,10 @@ class ContentsArtifactStore(ArtifactStore):
                 )
             finally:
                 self._forget(writer.id, writer.staged_path)
-            self._prune_if_due()
+            try:
+                self._prune_if_due()
+            except Exception:  # retention never stops the uploads
+                log.warning("Could not prune artifacts in %s", self.folder, exc_info=True)
 
     def _upload(self, writer: ContentsArtifactWriter) -> None:
         """Save the staged file through the contents manager."""
