@@ -44,7 +44,7 @@ from .notebook.reader import ReadLimits
 from .notebook.regex_workers import RegexWorkers
 from .notebook.saves import SaveGuard, TemporaryFiles, probe_save_guard
 from .notebook.store import NotebookStore
-from .outputs.artifacts import ArtifactStore
+from .outputs.artifacts import ArtifactStore, ContentsArtifactStore
 from .services import XcshServices
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
@@ -137,13 +137,7 @@ class XcshApp(ExtensionApp):
         activity = ActivityEvents(
             server.event_logger, fast_emit=fast.uses("event_emit"), history=history
         )
-        artifact_store = ArtifactStore(
-            server.root_dir,
-            folder=settings.artifacts_dir,
-            max_bytes=settings.artifacts_max_bytes,
-            max_age=settings.artifacts_max_age,
-            prune_interval=5.0,
-        )
+        artifact_store = self._artifact_store(settings, temporaries)
         execution = ExecutionService(
             server.kernel_manager,
             artifact_store=artifact_store,
@@ -223,6 +217,43 @@ class XcshApp(ExtensionApp):
             # Before 2.16 the server never calls ``_start_jupyter_server_extension``: the
             # extension starts its background work itself when the server's loop starts.
             loop.add_callback(self._start_jupyter_server_extension, server)
+
+    def _artifact_store(self, settings: XcshSettings, temporaries: TemporaryFiles) -> ArtifactStore:
+        """A folder of the root on the local disk, or through the contents manager if not.
+
+        The root is local when the contents manager maps API paths to files (``_get_os_path``,
+        as jupyter_server's file managers do); the notebook store and the save guard go by the
+        same test.
+        """
+        assert self.serverapp is not None
+        server = self.serverapp
+        cm = server.contents_manager
+        folder, max_bytes, max_age = (
+            settings.artifacts_dir,
+            settings.artifacts_max_bytes,
+            settings.artifacts_max_age,
+        )
+        if getattr(cm, "_get_os_path", None) is not None:
+            return ArtifactStore(server.root_dir, folder, max_bytes, max_age, prune_interval=5.0)
+        loop = getattr(getattr(server, "io_loop", None), "asyncio_loop", None)
+        store = ContentsArtifactStore(
+            cm,
+            folder,
+            max_bytes,
+            max_age,
+            prune_interval=5.0,
+            upload_max_bytes=settings.artifacts_upload_max_bytes,
+            loop=loop,
+            temporaries=temporaries,
+        )
+        server.log.info(
+            "jupyter_xcsh: artifacts in %s through the contents manager (%s), at most %d bytes "
+            "each (XcshSettings.artifacts_upload_max_bytes)",
+            store.folder,
+            type(cm).__name__,
+            store.upload_max_bytes,
+        )
+        return store
 
     def _fast_paths(self, settings: XcshSettings) -> FastPaths:
         """Probe the fast paths the settings leave on; log them and the interventions on."""
@@ -308,7 +339,7 @@ class XcshApp(ExtensionApp):
                 # Off the event loop: the folder may hold many files.
                 removed = await asyncio.to_thread(store.prune)
             except OSError as e:
-                self.log.warning("Could not prune artifacts in %s: %s", store.os_folder, e)
+                self.log.warning("Could not prune artifacts in %s: %s", store.folder, e)
             else:
                 if removed:
                     self.log.info("Removed %d old artifacts from %s", len(removed), store.folder)
@@ -333,6 +364,9 @@ class XcshApp(ExtensionApp):
                 await asyncio.wait_for(self._close_execution(self.services), 30)
             except TimeoutError:
                 self.log.warning("jupyter_xcsh: python tool kernels did not stop within 30 s")
+            # Artifacts still on their way to the contents manager (the calls above ended).
+            if not await asyncio.to_thread(self.services.artifact_store.close, 30):
+                self.log.warning("jupyter_xcsh: artifact uploads did not end within 30 s")
             # Last: the events of the calls that just ended go out while the loop still runs.
             await self.services.activity.close()
         self.log.debug("jupyter_xcsh stopped")

@@ -106,6 +106,22 @@ class XcshSettings(Configurable):
         ),
     )
 
+    artifacts_upload_max_bytes = Int(
+        16 * 1024 * 1024,
+        min=1024,
+        config=True,
+        help=(
+            "Where the contents root is not a local directory (a contents manager keeping "
+            "files in S3, a database, ...), artifacts are saved through the contents manager, "
+            "which takes a file whole: the most bytes one artifact keeps there (default "
+            "16777216 = 16 MiB). Output text past it is cut, ending with a line saying so; an "
+            "image past it is not kept as an artifact. While written, an artifact is staged in "
+            "a temporary file of at most this size; its upload holds it in memory several times "
+            "over for a moment (with s3contents the server's peak grew by about five times the "
+            "artifact's size). Unused when the root is a local directory."
+        ),
+    )
+
     activity_history = Bool(
         True,
         config=True,

@@ -144,6 +144,7 @@ extra_envs() {
   from_wheel "$VENV-rtc" "$WHEEL[test]" jupyter-collaboration
   from_wheel "$VENV-rtc4" "$WHEEL[test]" "jupyter-collaboration>=4,<5"
   from_wheel "$VENV-sdocs" "$WHEEL[test]" jupyter-server-documents
+  from_wheel "$VENV-s3" "$WHEEL[test]" s3contents "moto[server]"
 }
 ENVS_LOG=$(mktemp /tmp/xcsh-envs.XXXXXX)
 extra_envs >"$ENVS_LOG" 2>&1 &
@@ -179,7 +180,7 @@ versions() {  # <python>: the versions of the packages the matrix is about
   "$1" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_](server|client|core|events)|ipykernel|tornado|nbformat|pyzmq|traitlets) "
 }
 
-step "two lanes at once: the core suites on the lowest declared versions ($VENV-lowest); every fast path off (XCSH_TEST_FAST_PATHS=off), then the API fuzzing, the MCP clients and Pillow"
+step "two lanes at once: the core suites on the lowest declared versions ($VENV-lowest); every fast path off (XCSH_TEST_FAST_PATHS=off), then the API fuzzing, the MCP clients, Pillow and S3"
 # The lowest versions: uv lowest-direct (above), ipykernel 6.29; Kernel Gateway 3 needs a newer
 # jupyter_server, so the gateway tests use the one of the main environment. Fast paths off: the
 # public API everywhere. The lowest lane is the longer (~14 against ~10 minutes): the other
@@ -225,6 +226,14 @@ fast_paths_off_then_the_short_stages() {
   # environment has no Pillow and runs the `without_pillow` ones).
   bounded 10 "$VENV-images/bin/python" -m pytest tests/test_image_budget.py \
     tests/test_python_images.py -p no:cacheprovider -q -ra --basetemp="$TWICE/images"
+
+  step "contents off the local disk: s3contents on a local S3, moto's server ($VENV-s3)"
+  # Every tool with S3ContentsManager as the server's contents manager, its bucket on a moto
+  # server the tests start on 127.0.0.1 (tests/s3.py): notebooks, runs in place, files,
+  # artifacts saved through the contents manager, nothing left on the local disk. ~1.5 minutes.
+  "$VENV-s3/bin/python" -m pip list 2>/dev/null | grep -Ei "^(s3contents|s3fs|moto) "
+  bounded 10 "$VENV-s3/bin/python" -m pytest tests -m s3 -p no:cacheprovider -q -ra \
+    --basetemp="$TWICE/s3"
 }
 fast_paths_off_then_the_short_stages >"$TWICE/fast-paths-off.txt" 2>&1 &
 off_pid=$!

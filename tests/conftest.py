@@ -102,15 +102,18 @@ def pytest_collection_modifyitems(config, items):
     ``pillow`` tests need the ``images`` extra installed (``.venv-images``), ``without_pillow``
     tests need it absent (the main environment); ``fast_path`` tests need the fast paths on
     (not ``XCSH_TEST_FAST_PATHS=off``); ``collaboration`` tests need
-    jupyter-collaboration and ``server_documents`` tests jupyter-server-documents: they run
-    only when a marker expression selects tests (``-m collaboration``, ``-m server_documents``).
-    The others are deselected, not skipped.
+    jupyter-collaboration, ``server_documents`` tests jupyter-server-documents and ``s3``
+    tests s3contents and moto: they run only when a marker expression selects tests
+    (``-m collaboration``, ``-m server_documents``, ``-m s3``), ``s3`` tests only where
+    s3contents is installed. The others are deselected, not skipped.
     """
     unwanted = {"without_pillow" if importlib.util.find_spec("PIL") else "pillow"}
     if fast_paths_off():
         unwanted.add("fast_path")
     if not config.getoption("markexpr"):
-        unwanted |= {"collaboration", "server_documents"}
+        unwanted |= {"collaboration", "server_documents", "s3"}
+    if importlib.util.find_spec("s3contents") is None:
+        unwanted.add("s3")
 
     def wanted(item):
         return not any(item.get_closest_marker(name) for name in unwanted)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any, BinaryIO
 
@@ -48,7 +49,9 @@ class ArtifactTool:
     async def open(self, artifact_id: str, caller: Caller) -> BinaryIO:
         """Open an artifact for reading (the caller closes it); 400/403/404 as domain errors."""
         await caller.require("read", RESOURCE)
-        return self.store.open(artifact_id)
+        # Off the event loop: the folder is listed, and read through the contents manager where
+        # the root is not a local directory.
+        return await asyncio.to_thread(self.store.open, artifact_id)
 
     async def read_image(
         self, artifact_id: str, caller: Caller, max_bytes: int = MAX_IMAGE_BYTES

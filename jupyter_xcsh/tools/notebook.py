@@ -492,14 +492,8 @@ class NotebookTool:
 
     def _write_artifact(self, text: str) -> str:
         assert self.artifacts is not None
-        writer = self.artifacts.create("notebook")
-        try:
-            writer.write(text.encode("utf-8"))
-        except BaseException:
-            writer.abort()
-            raise
-        writer.close()
-        return writer.id
+        # Whole or not at all (save): a cell's JSON cut short could not be reverted to.
+        return self.artifacts.save("notebook", "log", text.encode("utf-8")).id
 
 
 def _split_run(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
