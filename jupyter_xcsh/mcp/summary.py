@@ -172,7 +172,7 @@ def _schema(**properties: Any) -> dict[str, Any]:
 #: is listed in every conversation: the top-level names a program reads first, with their types.
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "notebook": _schema(**_RUN, notebook=_O, details=_O),
-    "python": _schema(**_RUN, session=_O),
+    "python": _schema(**_RUN, session=_types("object", "null")),
     "artifact": _schema(details=_O),
     "files": _schema(details=_O),
     "kernel": _schema(details=_O),
