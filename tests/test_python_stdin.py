@@ -293,7 +293,7 @@ async def test_a_password_answer_appears_in_no_text_event_or_artifact(
 
     result = lines[-1]["result"]
     for each in (result, given):
-        assert f"\nlength {len(SECRET)}\n" in each["text"] and each["artifactId"]
+        assert each["text"].endswith(f"\nlength {len(SECRET)}") and each["artifactId"]
         assert each["cells"][0]["output"].endswith(f"password? \nlength {len(SECRET)}\n")
     await eventually(lambda: _has_finished(python_events, 2))
     seen = [json.dumps(lines), json.dumps(result), json.dumps(given), json.dumps(python_events)]
