@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from ...outputs.artifacts import ArtifactStore
 from ...outputs.images import CapturedImage, ImageResult, budget_images
 from .cell import CellRun
-from .stdin import STDIN_FAILURE, StdinPolicy
+from .stdin import StdinPolicy
 
 __all__ = [
     "CallOutcome",
@@ -83,11 +83,11 @@ def failure_line(number: int, cell_count: int) -> str:
 
 
 def closing_lines(outcome: CallOutcome) -> list[str]:
-    """The last lines of a call's text: why it stopped, and a prompt it could not answer."""
-    lines = [outcome.abort] if outcome.abort else []
-    if outcome.stdin_failed and outcome.notice is None and outcome.abort is None:
-        lines.append(STDIN_FAILURE)
-    return lines
+    """The last lines of a call's text: why it stopped, when it is no cell's failure.
+
+    A cell that failed because it asked for input says so in its output (``stdin_notice``).
+    """
+    return [outcome.abort] if outcome.abort else []
 
 
 def _combined_text(outcome: CallOutcome) -> str:
