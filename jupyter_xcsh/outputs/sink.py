@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .sizes import format_size
-from .terminal import sanitize
-from .view import OutputView, ViewLimits, cut_notice, render_view
+from .view import OutputView, ViewLimits, cut_notice, render_view, sanitize
 
 __all__ = [
     "DEFAULT_HEAD_LINES",

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .artifacts import ArtifactStore
-from .terminal import terminal_line
+from .view import terminal_line
 
 __all__ = ["FoldedTraceback", "fold_traceback", "save_traceback"]
 

@@ -1,11 +1,18 @@
 r"""What a caller (a model, most of the time) is shown of one execution's output: pure, no I/O.
 
-An output that fits is shown whole. One that does not is cut **on line boundaries**: its first
-``head_lines`` and last ``tail_lines`` lines, within ``max_bytes`` of text shared between the two
-in proportion to their line counts, with one line in the gap saying which lines were left out.
-Only a line longer than the whole share of its end (the first line of the head, the last of the
-tail) is cut inside, at a character boundary, and says so where it is cut; a single huge line
-keeps its start and its end.
+Plain text first. Terminal escape sequences and control characters never reach a caller; the
+patterns are data, ``escapes.json`` next to this file, so that the lab extension strips the
+same sequences (its copy is generated from that file at build time). Two readings of the same
+rules: ``sanitize`` drops every ``\r`` (for text that is not lines of a terminal: a notebook's
+output summary, a progress message); ``terminal_line`` lets a carriage return overwrite its
+line as a terminal and the lab do, so a progress bar shows its last state.
+
+Then the cut. An output that fits is shown whole. One that does not is cut **on line
+boundaries**: its first ``head_lines`` and last ``tail_lines`` lines, within ``max_bytes`` of
+text shared between the two in proportion to their line counts, with one line in the gap saying
+which lines were left out. Only a line longer than the whole share of its end (the first line of
+the head, the last of the tail) is cut inside, at a character boundary, and says so where it is
+cut; a single huge line keeps its start and its end.
 
 Lines are numbered as a person and the artifact's pages count them: from 1, split on ``\n`` only;
 a final newline ends the last line, it does not start another. Each line is made plain text by
@@ -15,14 +22,92 @@ reaches the caller.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from .sizes import format_size
-from .terminal import cut_escape_end, cut_escape_start, terminal_line
 
-__all__ = ["OutputView", "ViewLimits", "cut_notice", "render_view"]
+__all__ = [
+    "OutputView",
+    "ViewLimits",
+    "cut_escape_end",
+    "cut_escape_start",
+    "cut_notice",
+    "render_view",
+    "sanitize",
+    "terminal_line",
+    "terminal_text",
+]
+
+#: The terminal escape sequences and control characters removed (the lab's too).
+_ESCAPES_DATA = json.loads((Path(__file__).parent / "escapes.json").read_text(encoding="utf-8"))
+# ANSI CSI, OSC, DCS/SOS/PM/APC and two-character (and nF) sequences, each with its terminator:
+# an unterminated sequence does not match here and loses only its ESC to _CONTROLS below.
+_ESCAPES = re.compile("|".join(_ESCAPES_DATA["escapes"]))
+# C0 controls but TAB and LF, CR, DEL and C1 controls.
+_CONTROLS = re.compile(_ESCAPES_DATA["controls"])
+# An escape sequence begun but not finished at the end of a text (cut there), each kind of
+# _ESCAPES: a CSI's parameters, an OSC or DCS string (up to the ESC of its ST), an nF's.
+_UNFINISHED = re.compile(
+    r"\x1b(?:\[[\x30-\x3f]*[\x20-\x2f]*|\][^\x07\x1b\x9c]*\x1b?|[PX^_][^\x1b\x9c]*\x1b?"
+    r"|[\x20-\x2f]*)\Z"
+)
+
+
+def sanitize(text: str) -> str:
+    r"""Return ``text`` with terminal escape sequences and control characters removed.
+
+    Removed: ANSI CSI, OSC, DCS, SOS, PM and APC sequences; two-character ESC sequences (and the
+    longer ones with intermediates, such as ``ESC ( B``); every ``\r``; C0 controls except TAB
+    and LF; DEL; C1 controls. An escape sequence that never terminates loses only its ESC, so no
+    visible text after it disappears.
+    """
+    return _CONTROLS.sub("", _ESCAPES.sub("", text))
+
+
+def terminal_line(line: str) -> str:
+    r"""One line (no ``\n``) as a terminal leaves it: escapes removed, ``\r`` overwriting.
+
+    Carriage returns ending the line are dropped (``a\r\n`` is ``a``); another one starts the
+    line over, so ``10%\r20%`` reads ``20%``.
+    """
+    if "\x1b" in line:
+        line = _ESCAPES.sub("", line)
+    if "\r" in line:
+        line = line.rstrip("\r")
+        line = line[line.rfind("\r") + 1 :]
+    return _CONTROLS.sub("", line)
+
+
+def terminal_text(text: str) -> str:
+    r"""Text of several lines as a terminal leaves it (``terminal_line`` on each line)."""
+    return "\n".join(terminal_line(line) for line in text.split("\n"))
+
+
+def cut_escape_end(text: str) -> str:
+    """``text`` cut before an escape sequence it ends inside (its end was cut off)."""
+    if "\x1b" not in text[-4096:]:
+        return text
+    match = _UNFINISHED.search(text)
+    return text[: match.start()] if match else text
+
+
+def cut_escape_start(before: str, text: str) -> str:
+    """``text`` without the rest of an escape sequence begun in ``before`` (cut off before it).
+
+    ``before`` is what preceded ``text`` (its last few hundred characters are enough).
+    """
+    start = before.rfind("\x1b")
+    if start < 0:
+        return text
+    match = _ESCAPES.match(before + text[:4096], start)
+    if match is None or match.end() <= len(before):
+        return text
+    return text[match.end() - len(before) :]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from ..outputs.artifacts import (
 )
 from ..outputs.imageinfo import image_format, image_size, svg_size
 from ..outputs.sizes import format_size
-from ..outputs.terminal import terminal_text
+from ..outputs.view import terminal_text
 from .caller import Caller
 
 __all__ = ["ArtifactTool"]

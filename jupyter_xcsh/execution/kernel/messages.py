@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...outputs.images import pick_image
-from ...outputs.terminal import terminal_text
 from ...outputs.tracebacks import fold_traceback
+from ...outputs.view import terminal_text
 from .markdown import html_to_markdown
 
 __all__ = [
