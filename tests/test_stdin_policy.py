@@ -65,6 +65,18 @@ def test_the_notice_is_one_line_naming_the_prompt_and_both_ways_to_answer():
     assert "the 2 answers given were used up" in stdin_notice("more? ", 2)
 
 
+async def test_a_coloured_prompt_is_named_as_plain_text():
+    for spec in (StdinSpec(), parse_stdin("ask")):
+        policy, kernel = StdinPolicy(spec, run_id="r"), Kernel()
+        kernel.ask(policy, "\x1b[1mname\x1b[0m? ")
+        if policy.waiting is not None:
+            assert policy.waiting.describe("r")["prompt"] == "name? "
+            assert "(prompt 'name? ')" in policy.waiting.instructions("r", 300)
+            policy.abandon()
+        else:
+            assert kernel.echoed == stdin_notice("name? ") + "\n"
+
+
 def test_eof_sends_end_of_file_and_echoes_the_prompt():
     policy, kernel = StdinPolicy(parse_stdin("eof")), Kernel()
     kernel.ask(policy)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ConflictError, InvalidRequestError
+from ...outputs.view import terminal_text
 
 __all__ = [
     "EOF",
@@ -183,14 +184,16 @@ class StdinPolicy:
             reply(value)
         elif self.spec.asks:
             echo(text)
-            self.waiting = Prompt(cell_index, text, password, reply, echo, snapshot)
+            # What the caller is told of the prompt is plain text (it may be coloured).
+            shown = terminal_text(text)
+            self.waiting = Prompt(cell_index, shown, password, reply, echo, snapshot)
             if self.input_timeout > 0 and math.isfinite(self.input_timeout):
                 loop = asyncio.get_running_loop()
                 self._timer = loop.call_later(self.input_timeout, self.expire)
             self._changed()
         else:
             # notice, or the given answers ran out: the default behaviour, never a hang.
-            echo(stdin_notice(text, len(self.spec.answers)) + "\n")
+            echo(stdin_notice(terminal_text(text), len(self.spec.answers)) + "\n")
             reply(EOF)
             self.failed_cells.add(cell_index)
 
