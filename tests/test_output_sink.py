@@ -20,6 +20,7 @@ from jupyter_xcsh.outputs.sink import (
     format_size,
     truncation_notice,
 )
+from jupyter_xcsh.settings import XcshSettings
 
 
 @pytest.fixture
@@ -108,6 +109,12 @@ def test_output_that_fits_is_returned_whole_and_not_truncated():
 
 def test_the_default_limits_are_8_KiB_20_head_lines_and_60_tail_lines():
     assert (DEFAULT_MAX_BYTES, DEFAULT_HEAD_LINES, DEFAULT_TAIL_LINES) == (8192, 20, 60)
+    settings = XcshSettings()
+    assert (
+        settings.max_output_bytes,
+        settings.output_head_lines,
+        settings.output_tail_lines,
+    ) == (DEFAULT_MAX_BYTES, DEFAULT_HEAD_LINES, DEFAULT_TAIL_LINES)
     sink = OutputSink()
     sink.push(numbered(80))
     assert sink.dump().output == numbered(80)  # 80 lines: whole
