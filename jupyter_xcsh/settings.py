@@ -49,7 +49,8 @@ class XcshSettings(Configurable):
         config=True,
         help=(
             "Bytes (UTF-8) of one execution's output text a python call or a run in place "
-            "shows the caller at most, head and tail together (default 8192 = 8 KiB). Past "
+            "shows the caller at most, head and tail together (default 8192 = 8 KiB; at least "
+            "1024). Past "
             "this, or past output_head_lines + output_tail_lines lines, the output is cut on "
             "line boundaries, a notice first, and the full output is written to an artifact "
             "file. The server holds at most three times this per running cell."
