@@ -44,13 +44,37 @@ class XcshSettings(Configurable):
     )
 
     max_output_bytes = Int(
-        51200,
+        8192,
         min=1024,
         config=True,
         help=(
-            "Bytes of one execution's output kept in memory and returned to the caller "
-            "(default 51200 = 50 KiB). Past this the output is truncated to its tail and the "
-            "full output is written to an artifact file."
+            "Bytes (UTF-8) of one execution's output text a python call or a run in place "
+            "shows the caller at most, head and tail together (default 8192 = 8 KiB; at least "
+            "1024). Past "
+            "this, or past output_head_lines + output_tail_lines lines, the output is cut on "
+            "line boundaries, a notice first, and the full output is written to an artifact "
+            "file. The server holds at most three times this per running cell."
+        ),
+    )
+
+    output_head_lines = Int(
+        20,
+        min=0,
+        config=True,
+        help=(
+            "Lines shown from the start of an output that is cut (default 20), within their "
+            "share of max_output_bytes. 0 shows only its end; 0 here and in output_tail_lines "
+            "counts no lines at all: only max_output_bytes cuts, keeping the end."
+        ),
+    )
+
+    output_tail_lines = Int(
+        60,
+        min=0,
+        config=True,
+        help=(
+            "Lines shown from the end of an output that is cut (default 60), within their "
+            "share of max_output_bytes. 0 shows only its start (see output_head_lines)."
         ),
     )
 

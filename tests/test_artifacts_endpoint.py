@@ -73,10 +73,16 @@ async def test_the_artifact_a_truncation_notice_points_to_holds_the_full_output(
     for chunk in chunks:
         sink.push(chunk)
     result = sink.dump()
-    notice = truncation_notice(result, 1024)
+    notice = truncation_notice(result)
     assert notice is not None and f"artifact://{result.artifact_id}" in notice
     status, _, body = await get_artifact(result.artifact_id)
     assert (status, body) == (200, "".join(chunks).encode())
+    # The lines the notice says are shown are those lines of the artifact, as pages count them.
+    assert "showing lines 1-20 and 4941-5000" in notice
+    status, _, page = await get_artifact(
+        result.artifact_id, params={"offset": "4941", "limit": "60"}
+    )
+    assert page == "".join(chunks[4940:]).encode()
 
 
 async def test_an_empty_artifact_is_an_empty_text(get_artifact, store):

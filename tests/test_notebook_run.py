@@ -14,6 +14,7 @@ import nbformat
 import pytest
 from traitlets.config import Config
 
+from jupyter_xcsh.execution.kernel.stdin import stdin_notice
 from jupyter_xcsh.notebook.document import NotebookDocument
 from jupyter_xcsh.notebook.model import revision_of
 from jupyter_xcsh.outputs.sizes import format_size
@@ -541,8 +542,8 @@ async def test_prompts_for_input_are_answered_as_stdin_says_and_never_hang(jp_fe
     # notice (the default): the notice, end-of-file, the cell fails, the run stops.
     assert notice["stdinRequested"] is True
     assert [c["status"] for c in notice["cells"]] == ["error", "pending"]
-    assert "[stdin] Kernel requested input." in notice["cells"][0]["output"]
-    assert notice["text"].endswith("Kernel requested stdin; interactive input is not supported.")
+    assert notice["cells"][0]["output"] == stdin_notice("name? ") + "\n"
+    assert notice["text"].startswith(f"[1/2] cell 0\n{stdin_notice('name? ')}\n\nCell 0 failed")
     # answers, in order: the prompt and the answer echoed as a terminal shows them.
     assert answered["isError"] is False
     assert answered["cells"][0]["output"] == "name? Ada\n'Ada'\n"

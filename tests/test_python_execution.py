@@ -287,7 +287,7 @@ async def test_timeout_is_one_deadline_for_all_cells_and_is_clamped(jp_fetch):
 
 
 async def test_large_output_is_truncated_and_spilled_byte_exact(jp_fetch, jp_root_dir):
-    # 2 MiB of numbered lines, far past the 50 KiB kept in memory.
+    # 2 MiB of numbered lines, far past what is kept in memory.
     code = "import sys\n_ = sys.stdout.write(''.join(f'{i:07d}\\n' for i in range(262144)))"
     result = await run(jp_fetch, code)
 
@@ -295,12 +295,19 @@ async def test_large_output_is_truncated_and_spilled_byte_exact(jp_fetch, jp_roo
     assert result["truncated"] is True
     assert result["totalBytes"] == len(expected)
     assert result["totalLines"] == 262145
-    assert result["outputBytes"] <= 51200
+    assert result["outputBytes"] <= 8192
     artifact_id = result["artifactId"]
-    assert result["text"].endswith(
-        f"[Showing lines {262145 - result['outputLines'] + 1}-262145 of 262145 (50.0KB limit). "
-        f"Read artifact://{artifact_id} for full output]"
+    lines = result["text"].split("\n")
+    assert lines[0] == (
+        "[Output truncated: 262144 lines, 2.0MB; showing lines 1-20 and 262085-262144. "
+        f"Full output: artifact://{artifact_id} (read it with the artifact tool, offset/limit "
+        "in lines)]"
     )
+    assert lines[1:] == [
+        *(f"{i:07d}" for i in range(20)),
+        "[... lines 21-262084 left out ...]",
+        *(f"{i:07d}" for i in range(262084, 262144)),
+    ]
     assert (jp_root_dir / result["artifactPath"]).read_bytes() == expected
     read_back = await run(jp_fetch, f"print(len(output('artifact://{artifact_id}')))")
     assert read_back["text"] == str(len(expected))

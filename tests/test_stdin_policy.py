@@ -10,10 +10,10 @@ import pytest
 from jupyter_xcsh.errors import ConflictError, InvalidRequestError
 from jupyter_xcsh.execution.kernel.stdin import (
     EOF,
-    STDIN_NOTICE,
     StdinPolicy,
     StdinSpec,
     parse_stdin,
+    stdin_notice,
 )
 
 
@@ -49,8 +49,32 @@ def test_notice_sends_end_of_file_and_fails_the_cell():
     policy, kernel = StdinPolicy(StdinSpec()), Kernel()
     kernel.ask(policy, cell=2)
     assert kernel.replies == [EOF]
-    assert kernel.echoed == STDIN_NOTICE + "\n"
+    assert kernel.echoed == stdin_notice("name? ") + "\n"
     assert policy.failed_cells == {2}
+
+
+def test_the_notice_is_one_line_naming_the_prompt_and_both_ways_to_answer():
+    assert stdin_notice("name? ") == (
+        "[stdin] The code asked for input (prompt 'name? ') and got end of file: no answer was "
+        'given. To answer, run it again with stdin: ["answer", ...] (the answers, in order) or '
+        'stdin: "ask" (answer when it asks).'
+    )
+    assert "\n" not in stdin_notice("a\nb? ")
+    assert stdin_notice("").startswith("[stdin] The code asked for input and got end of file")
+    assert "the 1 answer given was used up" in stdin_notice("more? ", 1)
+    assert "the 2 answers given were used up" in stdin_notice("more? ", 2)
+
+
+async def test_a_coloured_prompt_is_named_as_plain_text():
+    for spec in (StdinSpec(), parse_stdin("ask")):
+        policy, kernel = StdinPolicy(spec, run_id="r"), Kernel()
+        kernel.ask(policy, "\x1b[1mname\x1b[0m? ")
+        if policy.waiting is not None:
+            assert policy.waiting.describe("r")["prompt"] == "name? "
+            assert "(prompt 'name? ')" in policy.waiting.instructions("r", 300)
+            policy.abandon()
+        else:
+            assert kernel.echoed == stdin_notice("name? ") + "\n"
 
 
 def test_eof_sends_end_of_file_and_echoes_the_prompt():
@@ -65,7 +89,7 @@ def test_answers_are_given_in_order_then_the_notice():
     kernel.ask(policy, "password? ", password=True)
     kernel.ask(policy, "more? ", cell=1)
     assert kernel.replies == ["bob", "s3cret", EOF]
-    assert kernel.echoed == "name? bob\npassword? \n" + STDIN_NOTICE + "\n"
+    assert kernel.echoed == "name? bob\npassword? \n" + stdin_notice("more? ", 2) + "\n"
     assert policy.failed_cells == {1}
 
 

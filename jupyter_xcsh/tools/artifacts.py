@@ -16,6 +16,7 @@ from ..outputs.artifacts import (
 )
 from ..outputs.imageinfo import image_format, image_size, svg_size
 from ..outputs.sizes import format_size
+from ..outputs.view import terminal_text
 from .caller import Caller
 
 __all__ = ["ArtifactTool"]
@@ -92,7 +93,8 @@ class ArtifactTool:
             end = data.rfind(b"\n", 0, MAX_PAGE_BYTES) + 1 or MAX_PAGE_BYTES
             del data[end:]
         lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-        text = data.decode("utf-8", errors="replace")
+        # As the tools show output: plain text (the artifact keeps the raw bytes).
+        text = terminal_text(data.decode("utf-8", errors="replace"))
         details: dict[str, Any] = {"artifactId": artifact_id, "offset": offset, "lines": lines}
         if cut:
             next_offset = offset + data.count(b"\n")

@@ -25,11 +25,11 @@ from ..kernel.cell import (
     PROMPT_BARRIER,
     TIMEOUT_GRACE,
     CellState,
+    report_error,
     report_output,
 )
 from ..kernel.connection import ConnectionClosedError, KernelConnection, KernelLostError
 from ..kernel.control import CallControl
-from ..kernel.messages import error_output
 from ..kernel.observer import ExecutionObserver
 from ..kernel.stdin import EOF, StdinPolicy
 from .live_outputs import LiveOutputs
@@ -141,7 +141,14 @@ class CellExecution:
                 state.started = True
             elif self.reporting and kind in OUTPUT_MESSAGES:
                 report_output(
-                    kind, content, self.cell, self.sink, self.observer, self.capture, self
+                    kind,
+                    content,
+                    self.cell,
+                    self.sink,
+                    self.observer,
+                    self.capture,
+                    self,
+                    eof_notice=self.stdin_failed,
                 )
             changed = self.outputs.handle(self.key, msg)
             if changed:
@@ -200,8 +207,7 @@ class CellExecution:
         """Report the reply's error when no ``error`` message carried it."""
         reply = self.reply
         if reply.get("status") == "error" and self.cell.error is None and reply.get("ename"):
-            text, self.cell.error = error_output(reply)
-            self.sink.push(text)
+            report_error(reply, self.cell, self.sink, self.capture, eof_notice=self.stdin_failed)
 
     # -- waiting --------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from ...errors import XcshError
 from ...notebook.outputs import SelectedCell
 from ...outputs.artifacts import ArtifactStore, ArtifactWriter
 from ...outputs.images import ImageCapture
-from ...outputs.sink import OutputSink
+from ...outputs.sink import DEFAULT_HEAD_LINES, DEFAULT_TAIL_LINES, OutputSink
 from ..kernel.connection import ConnectionClosedError, KernelLostError
 from ..kernel.control import CallCancelledError, CallControl
 from ..kernel.observer import ExecutionObserver
@@ -50,6 +50,8 @@ class RunSettings:
     stream_interval: float
     write_interval: float
     late: set[asyncio.Task[None]]
+    output_head_lines: int = DEFAULT_HEAD_LINES
+    output_tail_lines: int = DEFAULT_TAIL_LINES
 
 
 class InPlaceRun:
@@ -233,8 +235,13 @@ class InPlaceRun:
             return writer
 
         forward = type(observer).chunk is not ExecutionObserver.chunk
+        settings = self.settings
         return OutputSink(
-            max_bytes=self.settings.max_output_bytes,
+            max_bytes=settings.max_output_bytes,
+            head_lines=settings.output_head_lines,
+            tail_lines=settings.output_tail_lines,
+            # Spilled before the text stored in the notebook is cut: its notice links to it.
+            keep_bytes=min(2 * settings.max_output_bytes, settings.max_stored_bytes),
             open_artifact=open_artifact,
             on_chunk=(lambda text: observer.chunk(index, text)) if forward else None,
             chunk_interval=self.settings.stream_interval,

@@ -8,7 +8,6 @@ from typing import Any
 
 from ...notebook.outputs import SelectedCell
 from ...outputs.images import CapturedImage
-from ...outputs.sink import truncation_notice
 from ..kernel.cell import CellRun
 from ..kernel.result import (
     CallOutcome,
@@ -161,11 +160,6 @@ def _text(outcome: RunOutcome) -> str:
                 else:
                     part = f"{header}\n{output}" if output else header
                     parts.append(with_lines(part, images.pop(cell.index, [])))
-    for cell in ran:
-        if cell.sink is not None:
-            notice = truncation_notice(cell.sink, outcome.max_output_bytes)
-            if notice:
-                parts.append(notice)
     failed = next((c for c in ran if c.status == "error"), None)
     if failed is not None and outcome.notice is None and outcome.abort is None:
         parts.append(failure_line(_where(failed), len(cells)))

@@ -25,6 +25,7 @@ from typing import Any
 from ...notebook.outputs import SelectedCell
 from ...outputs.artifacts import ArtifactStore
 from ...outputs.images import budget_images
+from ...outputs.sink import DEFAULT_HEAD_LINES, DEFAULT_MAX_BYTES, DEFAULT_TAIL_LINES
 from ..kernel.connection import ConnectionClosedError, KernelLostError
 from ..kernel.control import CallCancelledError, CallControl
 from ..kernel.observer import ExecutionObserver, report_input
@@ -49,8 +50,8 @@ class InPlaceService:
         Finds and connects to notebooks' session kernels.
     artifact_store
         Where a cell's whole output spills once it outgrows the limits.
-    max_output_bytes
-        Bytes of a cell's output text returned to the caller (as the python tool's).
+    max_output_bytes, output_head_lines, output_tail_lines
+        How much of a cell's output text the caller is shown (as the python tool's).
     max_stored_bytes
         Bytes of a cell's stream text stored in the notebook; past it only the tail is.
     max_outputs
@@ -68,7 +69,9 @@ class InPlaceService:
         artifact_store: ArtifactStore,
         *,
         log: logging.Logger,
-        max_output_bytes: int = 51200,
+        max_output_bytes: int = DEFAULT_MAX_BYTES,
+        output_head_lines: int = DEFAULT_HEAD_LINES,
+        output_tail_lines: int = DEFAULT_TAIL_LINES,
         max_stored_bytes: int = 262144,
         max_outputs: int = 1000,
         stream_interval: float = 0.25,
@@ -99,6 +102,8 @@ class InPlaceService:
             stream_interval=stream_interval,
             write_interval=write_interval,
             late=self.late,
+            output_head_lines=output_head_lines,
+            output_tail_lines=output_tail_lines,
         )
 
     def _queue(self, api_path: str) -> asyncio.Lock:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from ...errors import InvalidRequestError
 from ...outputs.images import CapturedImage, ImageCapture, as_base64
 from ...outputs.sink import OutputSink, SinkResult
+from ...outputs.tracebacks import save_traceback
 from .connection import ConnectionClosedError, KernelConnection, KernelLostError
 from .control import CallControl
 from .messages import error_output, reduce_display
@@ -29,6 +30,8 @@ __all__ = [
     "CellOutcome",
     "CellRun",
     "parse_timeout",
+    "report_error",
+    "report_output",
     "run_cell",
 ]
 
@@ -113,17 +116,21 @@ def report_output(
     observer: ExecutionObserver,
     capture: ImageCapture,
     collected: CollectedDisplays,
+    *,
+    eof_notice: bool = False,
 ) -> None:
     """Add one output message (``OUTPUT_MESSAGES``) to a cell's result, as tools return it.
 
     Stream text and display text go to ``sink``; images are saved whole (``capture``) and
     collected with JSON values; a ``status(...)`` display becomes a status event, no text.
+    An error's traceback is folded (its full text saved as an artifact); with ``eof_notice``
+    (the cell's prompt got the stdin notice's end of file) an ``EOFError`` shows no text: the
+    notice said it all.
     """
     if kind == "stream":
         sink.push(str(content.get("text", "")))
     elif kind == "error":
-        text, cell.error = error_output(content)
-        sink.push(text)
+        report_error(content, cell, sink, capture, eof_notice=eof_notice)
     else:
         display = reduce_display(content.get("data") or {})
         if display.status is not None:
@@ -142,6 +149,22 @@ def report_output(
         for value in display.json_outputs:
             collected.json_outputs.append(value)
             observer.display(cell.index, "json", value)
+
+
+def report_error(
+    content: dict[str, Any],
+    cell: CellRun,
+    sink: OutputSink,
+    capture: ImageCapture,
+    *,
+    eof_notice: bool = False,
+) -> None:
+    """Set the cell's structured error and push its folded traceback (see ``report_output``)."""
+    if eof_notice and content.get("ename") == "EOFError":
+        _, cell.error = error_output(content)
+        return
+    text, cell.error = error_output(content, save_traceback(capture.store, capture.tool))
+    sink.push(text)
 
 
 @dataclass
@@ -236,7 +259,10 @@ async def run_cell(
         content = msg.get("content", {})
         if channel == "iopub":
             if kind in OUTPUT_MESSAGES:
-                report_output(kind, content, cell, sink, observer, capture, outcome)
+                eof_notice = cell.index in policy.failed_cells
+                report_output(
+                    kind, content, cell, sink, observer, capture, outcome, eof_notice=eof_notice
+                )
             elif kind == "status" and content.get("execution_state") == "idle":
                 state.idle = True
                 if state.done:
@@ -311,8 +337,8 @@ async def run_cell(
         if reply.get("status") != "ok":
             outcome.kind = "error"
             if cell.error is None and reply.get("status") == "error":
-                text, cell.error = error_output(reply)
-                sink.push(text)
+                eof_notice = outcome.stdin_failed
+                report_error(reply, cell, sink, capture, eof_notice=eof_notice)
         return outcome
     finally:
         for task in list(prompts):

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...outputs.images import pick_image
+from ...outputs.tracebacks import fold_traceback
+from ...outputs.view import terminal_text
 from .markdown import html_to_markdown
-from .stdin import STDIN_NOTICE
 
 __all__ = [
     "STATUS_MIME",
-    "STDIN_NOTICE",
     "DisplayOutput",
     "error_output",
     "reduce_display",
@@ -80,13 +80,30 @@ def reduce_display(data: Mapping[str, Any]) -> DisplayOutput:
     return DisplayOutput(text=text, images=images, json_outputs=json_outputs)
 
 
-def error_output(content: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Return the chunk (the traceback joined by newlines) and the structured error."""
-    traceback = [str(line) for line in content.get("traceback") or []]
+def error_output(
+    content: Mapping[str, Any], save: Callable[[str], str | None] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """Return the chunk (the traceback, folded) and the structured error (escapes removed).
+
+    The traceback is folded for a model to read (``outputs.tracebacks``); when anything was
+    left out, ``save`` keeps its full text as an artifact, named in the chunk's first line and
+    as the error's ``artifactId``. The structured error keeps every line of the traceback.
+    """
+    traceback = [terminal_text(str(line)) for line in content.get("traceback") or []]
     ename = str(content.get("ename", ""))
-    evalue = str(content.get("evalue", ""))
-    text = "\n".join(traceback) if traceback else f"{ename}: {evalue}"
-    return text + "\n", {"ename": ename, "evalue": evalue, "traceback": traceback}
+    evalue = terminal_text(str(content.get("evalue", "")))
+    error: dict[str, Any] = {"ename": ename, "evalue": evalue, "traceback": traceback}
+    if not traceback:
+        return f"{ename}: {evalue}\n", error
+    full = "\n".join(traceback)
+    folded = fold_traceback(full)
+    text = folded.text
+    if folded.folded:
+        artifact_id = save(full + "\n") if save is not None else None
+        if artifact_id is not None:
+            error["artifactId"] = artifact_id
+        text = folded.notice(artifact_id) + "\n" + text
+    return text + "\n", error
 
 
 def string_expression(reply: dict[str, Any], name: str) -> str | None:

@@ -10,9 +10,8 @@ from typing import Any, TypeVar
 
 from ...outputs.artifacts import ArtifactStore
 from ...outputs.images import CapturedImage, ImageResult, budget_images
-from ...outputs.sink import truncation_notice
 from .cell import CellRun
-from .stdin import STDIN_FAILURE, StdinPolicy
+from .stdin import StdinPolicy
 
 __all__ = [
     "CallOutcome",
@@ -84,11 +83,11 @@ def failure_line(number: int, cell_count: int) -> str:
 
 
 def closing_lines(outcome: CallOutcome) -> list[str]:
-    """The last lines of a call's text: why it stopped, and a prompt it could not answer."""
-    lines = [outcome.abort] if outcome.abort else []
-    if outcome.stdin_failed and outcome.notice is None and outcome.abort is None:
-        lines.append(STDIN_FAILURE)
-    return lines
+    """The last lines of a call's text: why it stopped, when it is no cell's failure.
+
+    A cell that failed because it asked for input says so in its output (``stdin_notice``).
+    """
+    return [outcome.abort] if outcome.abort else []
 
 
 def _combined_text(outcome: CallOutcome) -> str:
@@ -121,11 +120,6 @@ def _combined_text(outcome: CallOutcome) -> str:
     if len(cells) == 1 and ran:  # its output (or the placeholder) is the last part
         parts[-1] = with_lines(parts[-1], images.pop(ran[0].index, []))
     parts.extend(line for rest in images.values() for line in rest)
-    for cell in ran:
-        if cell.sink is not None:
-            notice = truncation_notice(cell.sink, outcome.max_output_bytes)
-            if notice:
-                parts.append(notice)
     parts.extend(outcome.notices)
     failed = next((c for c in ran if c.status == "error"), None)
     if failed is not None and outcome.notice is None and outcome.abort is None:

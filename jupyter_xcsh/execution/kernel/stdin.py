@@ -4,8 +4,8 @@ A kernel that calls ``input()``, ``getpass()`` or a debugger sends an ``input_re
 blocks until an ``input_reply`` arrives. An agent's call cannot leave it blocked, so a
 ``StdinPolicy`` answers every prompt of one call, as the request's ``stdin`` says:
 
-- ``"notice"`` (default, docs/contract.md §8.1): the notice chunk, end-of-file, and the
-  cell fails with exit code 1;
+- ``"notice"`` (default, docs/contract.md §8.1): one line saying how to answer (``stdin_notice``),
+  end-of-file, and the cell fails with exit code 1 (its ``EOFError`` shows no traceback);
 - ``"eof"``: end-of-file at once (``EOFError`` in the code);
 - a list of strings: the answers in order, then ``"notice"``;
 - ``"ask"``: the call stops waiting for an answer (the tool's ``run_id`` + ``answer``, or
@@ -32,27 +32,38 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ConflictError, InvalidRequestError
+from ...outputs.view import terminal_text
 
 __all__ = [
     "EOF",
-    "STDIN_FAILURE",
-    "STDIN_NOTICE",
     "Prompt",
     "StdinPolicy",
     "StdinSpec",
     "parse_stdin",
+    "stdin_notice",
 ]
 
 #: The ``input_reply`` value on which ipykernel's ``input()`` raises ``EOFError``.
 EOF = "\x04"
 
-#: Written when the kernel asks for input the call does not provide (docs/contract.md §8.1).
-STDIN_NOTICE = (
-    "[stdin] Kernel requested input. Interactive stdin is not supported; "
-    "provide input programmatically."
-)
-#: The last line of a result whose cell failed because it asked for input (docs/contract.md §8.1).
-STDIN_FAILURE = "Kernel requested stdin; interactive input is not supported."
+
+def stdin_notice(prompt: str, used: int = 0) -> str:
+    """The line written when the code asks for input the call does not provide (§8.1).
+
+    ``used`` is the number of answers the call gave, all used up by earlier prompts.
+    """
+    asked = f" (prompt {prompt!r})" if prompt else ""
+    if used:
+        why = f"the {used} answer{'s' if used > 1 else ''} given {'were' if used > 1 else 'was'}"
+        why += " used up"
+    else:
+        why = "no answer was given"
+    return (
+        f"[stdin] The code asked for input{asked} and got end of file: {why}. To answer, run "
+        'it again with stdin: ["answer", ...] (the answers, in order) or stdin: "ask" (answer '
+        "when it asks)."
+    )
+
 
 MODES = ("notice", "eof", "ask")
 
@@ -173,14 +184,16 @@ class StdinPolicy:
             reply(value)
         elif self.spec.asks:
             echo(text)
-            self.waiting = Prompt(cell_index, text, password, reply, echo, snapshot)
+            # What the caller is told of the prompt is plain text (it may be coloured).
+            shown = terminal_text(text)
+            self.waiting = Prompt(cell_index, shown, password, reply, echo, snapshot)
             if self.input_timeout > 0 and math.isfinite(self.input_timeout):
                 loop = asyncio.get_running_loop()
                 self._timer = loop.call_later(self.input_timeout, self.expire)
             self._changed()
         else:
             # notice, or the given answers ran out: the default behaviour, never a hang.
-            echo(STDIN_NOTICE + "\n")
+            echo(stdin_notice(terminal_text(text), len(self.spec.answers)) + "\n")
             reply(EOF)
             self.failed_cells.add(cell_index)
 

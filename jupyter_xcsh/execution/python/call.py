@@ -11,7 +11,7 @@ from jupyter_client.kernelspec import NoSuchKernel
 from ...errors import InvalidRequestError
 from ...outputs.artifacts import ArtifactStore
 from ...outputs.images import ImageCapture
-from ...outputs.sink import OutputSink
+from ...outputs.sink import DEFAULT_HEAD_LINES, DEFAULT_TAIL_LINES, OutputSink
 from ..kernel.cell import run_cell
 from ..kernel.connection import KernelLostError
 from ..kernel.control import CallCancelledError, CallControl
@@ -42,6 +42,8 @@ class CallSettings:
     log: logging.Logger
     max_output_bytes: int
     stream_interval: float
+    output_head_lines: int = DEFAULT_HEAD_LINES
+    output_tail_lines: int = DEFAULT_TAIL_LINES
 
 
 class PythonCall:
@@ -190,6 +192,8 @@ class PythonCall:
             observer.cell_status(cell.index, "running")
             sink = OutputSink(
                 max_bytes=settings.max_output_bytes,
+                head_lines=settings.output_head_lines,
+                tail_lines=settings.output_tail_lines,
                 open_artifact=lambda: settings.artifact_store.create("python"),
                 on_chunk=(
                     (lambda text, i=cell.index: observer.chunk(i, text))  # type: ignore[misc]

@@ -15,6 +15,7 @@ from ...fast_paths import FastPaths
 from ...memory import TRIM_AFTER_BYTES, TrimSoon
 from ...outputs.artifacts import ArtifactStore
 from ...outputs.images import budget_images
+from ...outputs.sink import DEFAULT_HEAD_LINES, DEFAULT_MAX_BYTES, DEFAULT_TAIL_LINES
 from ..kernel.cell import CellRun
 from ..kernel.control import CallControl
 from ..kernel.launcher import KernelLauncher
@@ -46,8 +47,9 @@ class ExecutionService:
         Directory of the per-session state files (``PI_SESSION_FILE``).
     base_url
         The server's base URL, to tell a remote kernel where artifacts can be read.
-    max_output_bytes, stream_interval
-        The OutputSink limit and the minimum seconds between two live chunks.
+    max_output_bytes, output_head_lines, output_tail_lines, stream_interval
+        The OutputSink's limits (``outputs/sink.py``) and the minimum seconds between two live
+        chunks.
     session_manager
         The server's session manager, where each session's kernel is recorded by name for
         the lab (``kernel/listing.py``); None records nothing.
@@ -69,7 +71,9 @@ class ExecutionService:
         state_dir: str,
         log: logging.Logger,
         base_url: str = "/",
-        max_output_bytes: int = 51200,
+        max_output_bytes: int = DEFAULT_MAX_BYTES,
+        output_head_lines: int = DEFAULT_HEAD_LINES,
+        output_tail_lines: int = DEFAULT_TAIL_LINES,
         stream_interval: float = 0.25,
         session_manager: Any = None,
         fast_paths: FastPaths | None = None,
@@ -101,6 +105,8 @@ class ExecutionService:
             log=log,
             max_output_bytes=max_output_bytes,
             stream_interval=stream_interval,
+            output_head_lines=output_head_lines,
+            output_tail_lines=output_tail_lines,
         )
 
     def _init_code(self, key: SessionKey) -> str:
