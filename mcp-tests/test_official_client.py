@@ -7,6 +7,7 @@ import base64
 import contextlib
 import itertools
 import json
+import re
 import time
 from contextlib import AsyncExitStack
 
@@ -149,7 +150,10 @@ async def test_structured_content_is_a_bounded_summary_or_the_body_when_asked(co
     # The SDK validated each against the python tool's outputSchema.
     assert summary.is_error is True and "RecursionError" in text_of(summary)
     assert len(json.dumps(summary.structured_content)) <= 2048  # the body: hundreds of KB
-    assert summary.structured_content["cells"][0]["error"] == {"ename": "RecursionError"}
+    error = summary.structured_content["cells"][0]["error"]
+    # The folded traceback's full text is an artifact: its id, not its text.
+    assert error == {"ename": "RecursionError", "artifactId": error["artifactId"]}
+    assert re.fullmatch(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{12}", error["artifactId"])
     assert whole.structured_content["text"] == text_of(whole)
     assert text_of(refused).startswith(
         'Unknown field(s): code (did you mean cells: [{"code": ...}]? fields: cells,'
