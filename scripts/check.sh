@@ -287,7 +287,7 @@ XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/hub" \
   bounded 10 "$VENV-hub/bin/python" -m pytest deploy-tests -p no:cacheprovider -q -ra
 
 # jupyter-collaboration turns every open notebook into a shared document that the notebook tool
-# changes directly (docs/contract.md §4). Each release line gets an environment of its own: the tests with a
+# changes directly (docs/developers/contract.md §4). Each release line gets an environment of its own: the tests with a
 # real room (-m collaboration) and the browser tests; the newest also the file-path tests with
 # the extension loaded but no room open (XCSH_TEST_RTC=1; the long save race already ran above:
 # once is enough, they test that a loaded extension with no room changes nothing).

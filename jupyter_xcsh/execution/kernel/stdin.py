@@ -1,10 +1,10 @@
-r"""How a call answers the kernel's prompts for input (docs/contract.md §8), whatever runs the code.
+r"""How a call answers the kernel's prompts for input (docs/developers/contract.md §8), any runner.
 
 A kernel that calls ``input()``, ``getpass()`` or a debugger sends an ``input_request`` and
 blocks until an ``input_reply`` arrives. An agent's call cannot leave it blocked, so a
 ``StdinPolicy`` answers every prompt of one call, as the request's ``stdin`` says:
 
-- ``"notice"`` (default, docs/contract.md §8.1): the notice chunk, end-of-file, and the
+- ``"notice"`` (default, docs/developers/contract.md §8.1): the notice chunk, end-of-file, and the
   cell fails with exit code 1;
 - ``"eof"``: end-of-file at once (``EOFError`` in the code);
 - a list of strings: the answers in order, then ``"notice"``;
@@ -46,12 +46,14 @@ __all__ = [
 #: The ``input_reply`` value on which ipykernel's ``input()`` raises ``EOFError``.
 EOF = "\x04"
 
-#: Written when the kernel asks for input the call does not provide (docs/contract.md §8.1).
+#: Written when the kernel asks for input the call does not provide
+#: (docs/developers/contract.md §8.1).
 STDIN_NOTICE = (
     "[stdin] Kernel requested input. Interactive stdin is not supported; "
     "provide input programmatically."
 )
-#: The last line of a result whose cell failed because it asked for input (docs/contract.md §8.1).
+#: The last line of a result whose cell failed because it asked for input
+#: (docs/developers/contract.md §8.1).
 STDIN_FAILURE = "Kernel requested stdin; interactive input is not supported."
 
 MODES = ("notice", "eof", "ask")
