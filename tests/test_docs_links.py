@@ -233,9 +233,7 @@ def test_the_readme_is_short_and_shows_the_lab() -> None:
 
 def test_every_setting_is_in_the_configuration_page() -> None:
     page = CONFIGURATION.read_text(encoding="utf-8")
-    missing = [
-        name for name in XcshSettings.class_traits(config=True) if f"`{name}`" not in page
-    ]
+    missing = [name for name in XcshSettings.class_traits(config=True) if f"`{name}`" not in page]
     assert not missing, f"settings missing from {CONFIGURATION.relative_to(REPO)}: {missing}"
 
 
