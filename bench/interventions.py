@@ -17,7 +17,7 @@ is printed beside a floor measured in the same stretch of time, and the off/on r
 - ``take_over_activity_watch``: a ``pass`` round trip of the python tool (p50 and p95 of
   ``--rounds`` calls; floor: a raw ``jupyter_client`` round trip, interleaved).
 
-The figures are what users pay for turning one off (README, "Fast paths and interventions").
+The figures are what users pay for turning one off (docs/operators/interventions.md).
 """
 
 from __future__ import annotations

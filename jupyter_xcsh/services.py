@@ -37,7 +37,7 @@ class XcshServices:
     #: The calls running code (python and in place), by call id: followed, answered, cancelled.
     runs: RunRegistry
     run_inputs: RunInputTool
-    # Runs in place (docs/contract.md §6): the engine and its tool.
+    # Runs in place (docs/developers/contract.md §6): the engine and its tool.
     inplace: InPlaceService
     run: RunTool
     #: The files tool (folders and text files of the contents root).

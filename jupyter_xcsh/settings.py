@@ -294,7 +294,7 @@ class XcshSettings(Configurable):
             "expected; the startup log names them). False uses the public API everywhere: "
             "every result is the same, calls are slower, and the interventions that need an "
             "internal (guard_saves, take_over_activity_watch, bound_kernel_streams) are off. "
-            "See the README's 'Fast paths and interventions'."
+            "See docs/operators/interventions.md."
         ),
     )
 

@@ -186,7 +186,7 @@ async def test_an_image_output_arrives_as_image_content(connect):
     # Sent once: the structured summary names the image, without its data.
     assert "data" not in result.structured_content["images"][0]
     assert PNG not in json.dumps(result.structured_content)
-    # The text names the image as the python tool's result does (docs/contract.md §7.5).
+    # The text names the image as the python tool's result does (docs/developers/contract.md §7.5).
     assert text_of(result) == "<Figure>\n[image 1: 1x1 PNG, 69B]"
 
 

@@ -44,7 +44,7 @@ bounded() {  # <minutes> <command...>
 # all, of which 1m40 of CPU. Left to the full run: the kernel gateway variants, the long save race,
 # kernel deaths and culls, frozen kernels, images, the other suites of tests/.
 QUICK_TESTS=(tests/test_notebook_*.py tests/test_mcp_*.py tests/test_files_tool.py
-  tests/test_kernel_tool.py tests/test_self_contained.py
+  tests/test_kernel_tool.py tests/test_self_contained.py tests/test_docs_links.py
   tests/test_python_execution.py tests/test_python_streaming.py tests/test_python_stdin.py
   tests/test_python_interrupts.py
   --ignore tests/test_notebook_run_gateway.py -k "not gateway and not racing")
@@ -145,6 +145,7 @@ extra_envs() {
   from_wheel "$VENV-rtc4" "$WHEEL[test]" "jupyter-collaboration>=4,<5"
   from_wheel "$VENV-sdocs" "$WHEEL[test]" jupyter-server-documents
   from_wheel "$VENV-s3" "$WHEEL[test]" s3contents "moto[server]"
+  from_wheel "$VENV-docs" "$WHEEL[docs]"
 }
 ENVS_LOG=$(mktemp /tmp/xcsh-envs.XXXXXX)
 extra_envs >"$ENVS_LOG" 2>&1 &
@@ -180,7 +181,7 @@ versions() {  # <python>: the versions of the packages the matrix is about
   "$1" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_](server|client|core|events)|ipykernel|tornado|nbformat|pyzmq|traitlets) "
 }
 
-step "two lanes at once: the core suites on the lowest declared versions ($VENV-lowest); every fast path off (XCSH_TEST_FAST_PATHS=off), then the API fuzzing, the MCP clients, Pillow and S3"
+step "two lanes at once: the core suites on the lowest declared versions ($VENV-lowest); every fast path off (XCSH_TEST_FAST_PATHS=off), then the API fuzzing, the MCP clients, Pillow, S3 and the docs"
 # The lowest versions: uv lowest-direct (above), ipykernel 6.29; Kernel Gateway 3 needs a newer
 # jupyter_server, so the gateway tests use the one of the main environment. Fast paths off: the
 # public API everywhere. The lowest lane is the longer (~14 against ~10 minutes): the other
@@ -234,6 +235,12 @@ fast_paths_off_then_the_short_stages() {
   "$VENV-s3/bin/python" -m pip list 2>/dev/null | grep -Ei "^(s3contents|s3fs|moto) "
   bounded 10 "$VENV-s3/bin/python" -m pytest tests -m s3 -p no:cacheprovider -q -ra \
     --basetemp="$TWICE/s3"
+
+  step "the docs site: Sphinx with MyST, every warning an error ($VENV-docs)"
+  # docs/conf.py: a broken link or anchor between pages, or a missing image, fails the build
+  # (-W -n); links outside the repository are not checked (no internet here). ~20 s.
+  "$VENV-docs/bin/python" -m pip list 2>/dev/null | grep -Ei "^(sphinx|myst-parser|pydata-sphinx-theme) "
+  bounded 5 "$VENV-docs/bin/sphinx-build" -W --keep-going -n -q docs "$TWICE/docs"
 }
 fast_paths_off_then_the_short_stages >"$TWICE/fast-paths-off.txt" 2>&1 &
 off_pid=$!
@@ -287,7 +294,7 @@ XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/hub" \
   bounded 10 "$VENV-hub/bin/python" -m pytest deploy-tests -p no:cacheprovider -q -ra
 
 # jupyter-collaboration turns every open notebook into a shared document that the notebook tool
-# changes directly (docs/contract.md §4). Each release line gets an environment of its own: the tests with a
+# changes directly (docs/developers/contract.md §4). Each release line gets an environment of its own: the tests with a
 # real room (-m collaboration) and the browser tests; the newest also the file-path tests with
 # the extension loaded but no room open (XCSH_TEST_RTC=1; the long save race already ran above:
 # once is enough, they test that a loaded extension with no room changes nothing).

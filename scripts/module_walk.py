@@ -1,4 +1,4 @@
-"""Count the extension's modules one real call crosses (the walks of docs/architecture.md).
+"""Count the extension's modules one real call crosses (docs/developers/architecture.md's walks).
 
 Starts a real Jupyter Server with the extension (the test suite's fixtures), makes one MCP
 ``python`` call and one REST notebook ``edit``, each twice (the first starts the session's

@@ -1,6 +1,6 @@
 """The activity history: calls kept in SQLite and served by ``GET /api/xcsh/activity``.
 
-docs/contract.md §13: what is kept (the lab's event payloads, never stdin answers), the
+docs/developers/contract.md §13: what is kept (the lab's event payloads, never stdin answers), the
 filters, the cursor, the bounds, several servers on one file, and the setting that turns it off.
 """
 

@@ -201,7 +201,9 @@ async def test_a_recursion_error_over_mcp_is_bounded_and_said_once(jp_fetch):
     assert "RecursionError" in result["content"][0]["text"]
     assert size(structured) <= LIMIT  # the REST body: hundreds of KB of traceback
     assert size(whole["structuredContent"]) > 20 * LIMIT
-    assert structured["cells"][0]["error"] == {"ename": "RecursionError"}
+    error = structured["cells"][0]["error"]
+    # The folded traceback's full text is an artifact: named by its id, not repeated.
+    assert error == {"ename": "RecursionError", "artifactId": error["artifactId"]}
     assert "f(n + 1)" not in json.dumps(structured)
 
 
@@ -258,7 +260,7 @@ async def test_python_code_without_cells_is_told_where_code_goes(jp_fetch):
 
     assert result["content"][0]["text"] == (
         'Unknown field(s): code (did you mean cells: [{"code": ...}]? '
-        "fields: cells, cwd, kernel_name, mode, reset, session, stdin, timeout)"
+        "fields: cells, cwd, kernel_name, mode, notebook_path, reset, session, stdin, timeout)"
     )
 
 
@@ -278,10 +280,10 @@ async def test_an_invalid_action_lists_the_actions_the_tool_has(jp_fetch):
         assert text == f"Invalid action: raed (did you mean read? actions: {', '.join(enum)})" or (
             text == f"Invalid action: raed (actions: {', '.join(enum)})"
         ), text
-    status, rest = await post_notebook(jp_fetch, {"action": "create", "notebook_path": "a"})
+    status, rest = await post_notebook(jp_fetch, {"action": "compile", "notebook_path": "a"})
     assert (status, rest["message"]) == (
         400,
-        f"Invalid action: create (actions: {', '.join(mapping)})",
+        f"Invalid action: compile (actions: {', '.join(mapping)})",
     )
 
 

@@ -1,4 +1,4 @@
-"""Addressing cells as agents do (docs/contract.md §2.2, §2.11): anchors by cell id, batches.
+"""Addressing cells as agents do (docs/developers/contract.md §2.2, §2.11): anchors, batches.
 
 Over HTTP (and MCP where marked), on a real Jupyter Server, with the file checked byte for byte.
 """

@@ -1,5 +1,5 @@
 """An insert or edit with ``run: true``: the change, then a run in place of its cell, in one call
-(docs/contract.md §2.17), on a real server and real kernels, over REST and MCP."""
+(docs/developers/contract.md §2.17), on a real server and real kernels, over REST and MCP."""
 
 from __future__ import annotations
 

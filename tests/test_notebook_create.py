@@ -1,4 +1,4 @@
-"""The notebook tool's ``create`` action (docs/contract.md §2.16), over REST and MCP."""
+"""The notebook tool's ``create`` action (docs/developers/contract.md §2.16), over REST and MCP."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /api/xcsh/notebook on a real Jupyter Server: every rule of docs/contract.md §2 over HTTP."""
+"""POST /api/xcsh/notebook on a real server: each rule of docs/developers/contract.md §2."""
 
 from __future__ import annotations
 

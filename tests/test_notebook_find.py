@@ -1,4 +1,4 @@
-"""``find`` over HTTP and MCP (docs/contract.md §2.10): matches, filters, bounds, regexes."""
+"""``find`` over HTTP and MCP (docs/developers/contract.md §2.10): matches, filters, bounds."""
 
 from __future__ import annotations
 

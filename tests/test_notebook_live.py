@@ -1,4 +1,4 @@
-"""The notebook tool with a room open (docs/contract.md §4): a real room, a real Yjs client.
+"""The notebook tool with a room open (docs/developers/contract.md §4): a real room and Yjs client.
 
 Run in an environment with jupyter-collaboration (``-m collaboration``; ``scripts/check.sh``
 makes two: the newest release and the newest 4.x). A person joins the notebook's room over the

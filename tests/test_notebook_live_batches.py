@@ -1,4 +1,4 @@
-"""Batches, id-anchored inserts and find with a room open (docs/contract.md §4, §2.11).
+"""Batches, id-anchored inserts and find with a room open (docs/developers/contract.md §4, §2.11).
 
 Run in an environment with jupyter-collaboration (``-m collaboration``; ``scripts/check.sh``
 makes them). A person is in the notebook's room — a real Yjs client over the websocket, as a

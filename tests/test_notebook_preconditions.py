@@ -1,4 +1,4 @@
-"""Stale-edit protection over HTTP (docs/contract.md §3): hashes, revisions, 409s, policy."""
+"""Stale-edit protection over HTTP (docs/developers/contract.md §3): hashes, revisions, 409s."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def sha16(text: str) -> str:
 
 
 def revision(nb) -> str:
-    """The revision of docs/contract.md §3.1, computed here independently of the package."""
+    """The revision of docs/developers/contract.md §3.1, computed without the package."""
     entries = [[c.get("id", i), c.cell_type, sha16(c.source)] for i, c in enumerate(nb.cells)]
     return sha16(json.dumps(entries, ensure_ascii=False, separators=(",", ":")))
 

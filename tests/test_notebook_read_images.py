@@ -1,5 +1,5 @@
 """A read with ``images: true``: the image outputs of the cells read, as the python tool returns
-images (docs/contract.md §2.9, §7.5), over REST and MCP."""
+images (docs/developers/contract.md §2.9, §7.5), over REST and MCP."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reviewing an agent in a collaboration room: undo (docs/contract.md §4.3) and presence (§4.4).
+"""An agent in a collaboration room: undo (docs/developers/contract.md §4.3) and presence (§4.4).
 
 Run in an environment with jupyter-collaboration (``-m collaboration``). The agent changes cells
 through the notebook tool; a person — a real Yjs client over the room's websocket, as a lab tab —

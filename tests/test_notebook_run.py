@@ -1,4 +1,4 @@
-"""Running notebook cells in place, on a real server and real kernels (docs/contract.md §6)."""
+"""Running notebook cells in place on a real server and kernels (docs/developers/contract.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Runs in place guarded by what the agent read (docs/contract.md §3, §6): stale runs nothing."""
+"""Runs in place guarded by what the agent read (docs/developers/contract.md §3, §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A run in place asking the agent for input (docs/contract.md §8.2, ``ask``), on real kernels.
+"""A run in place asking for input (docs/developers/contract.md §8.2, ``ask``), on real kernels.
 
 The run returns at the prompt with ``awaitingInput`` while the notebook's kernel keeps waiting;
 the answer (``POST /api/xcsh/runs/<runId>/input``, the python tool's) lets the run go on to its

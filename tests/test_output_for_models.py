@@ -1,4 +1,5 @@
-"""What a model reads of a call's output, on real kernels (docs/contract.md §7.1, §7.6, §8.1).
+"""What a model reads of a call's output, on real kernels (docs/developers/contract.md §7.1, §7.6,
+§8.1).
 
 The python tool and runs in place, over REST and MCP alike: a long output cut on line
 boundaries with its notice first, its head and its tail; no escape sequence anywhere; a

@@ -2,7 +2,8 @@
 
 A stopped process reads nothing, answers nothing and ignores SIGINT until it is continued: only
 the deadline ends the call, and nothing done after it (closing the connection, the restart or
-the shutdown) may be waited for. The README promises the answer within the deadline + 1 s.
+the shutdown) may be waited for. The answer comes within the deadline + 1 s
+(docs/developers/contract.md §5.6).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The python tool's ``notebook_path``: scratch code on a notebook's own kernel, no cell added
-(docs/contract.md §5.12), with the busy and queue rules of runs in place, on real kernels."""
+(docs/developers/contract.md §5.12), with the busy and queue rules of runs in place, real kernels.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prompts for input in python calls on real kernels (docs/contract.md §8): every ``stdin`` mode.
+"""Prompts for input in python calls on real kernels (docs/developers/contract.md §8): each mode.
 
 Run on local kernels and, for the modes, on a real Kernel Gateway too (the answer travels
 through its websocket).

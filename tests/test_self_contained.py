@@ -1,8 +1,9 @@
 """The repository explains itself: no citation of a document outside it, none that dangles.
 
-The contract lives in ``docs/contract.md`` (and ``jupyter_xcsh/rest-api.yml``). Code, tests and
-docs cite it as ``docs/contract.md §<n>`` or ``§<n>.<m>``; each such citation must name a heading
-that exists, and each link to ``contract.md#<anchor>`` an anchor GitHub renders for a heading.
+The contract lives in ``docs/developers/contract.md`` (and ``jupyter_xcsh/rest-api.yml``). Code,
+tests and docs cite it as ``docs/developers/contract.md §<n>`` or ``§<n>.<m>``; each such citation
+must name a heading that exists, and each link to ``contract.md#<anchor>`` an anchor GitHub
+renders for a heading.
 No tracked file may cite the brief the project started from, which is not in the repository.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-CONTRACT = REPO / "docs" / "contract.md"
+CONTRACT = REPO / "docs" / "developers" / "contract.md"
 
 #: Folders never searched when git cannot list the tracked files (a source tree without .git).
 UNTRACKED_DIRS = {
@@ -34,8 +35,8 @@ UNTRACKED_DIRS = {
 #: Ways of citing the outside brief (spelt in pieces, so that this file does not cite it).
 OUTSIDE = [("SPEC", " §"), ("SPEC", ".md"), ("..", "/shared")]
 
-#: ``docs/contract.md §2``, ``§2.11``, ``§2, §3``, ``§2-§4``: every section a citation names.
-CITATION = re.compile(r"docs/contract\.md((?:[ ,\-]+§\d+(?:\.\d+)?)+)")
+#: ``docs/developers/contract.md §2``, ``§2.11``, ``§2, §3``, ``§2-§4``: each section cited.
+CITATION = re.compile(r"docs/developers/contract\.md((?:[ ,\-]+§\d+(?:\.\d+)?)+)")
 SECTION = re.compile(r"§(\d+(?:\.\d+)?)")
 HEADING = re.compile(r"^(#{2,3}) (\d+(?:\.\d+)?)\.? ", re.MULTILINE)
 LINK = re.compile(r"contract\.md#([\w\-]+)|\]\(#([\w\-]+)\)")
@@ -105,7 +106,7 @@ def test_no_file_cites_a_document_outside_the_repository(files: dict[Path, str])
         for a, b in OUTSIDE
         if a + b in text
     ]
-    assert not found, "cite docs/contract.md or rest-api.yml instead:\n" + "\n".join(found)
+    assert not found, "cite the contract or rest-api.yml instead:\n" + "\n".join(found)
 
 
 def test_the_contract_numbers_its_sections_in_order() -> None:
@@ -127,7 +128,7 @@ def test_every_citation_of_the_contract_names_a_section_it_has(files: dict[Path,
                 cited.setdefault(number, []).append(f"{path.relative_to(REPO)}:{line}")
     assert len(cited) > 10, "the code cites the contract"
     missing = {number: where for number, where in cited.items() if number not in sections}
-    assert not missing, f"cited sections docs/contract.md does not have: {missing}"
+    assert not missing, f"cited sections docs/developers/contract.md does not have: {missing}"
 
 
 def test_every_link_into_the_contract_names_a_heading(files: dict[Path, str]) -> None:
@@ -139,4 +140,16 @@ def test_every_link_into_the_contract_names_a_heading(files: dict[Path, str]) ->
             anchor = match.group(1) or (match.group(2) if own else None)
             if anchor is not None and anchor not in anchors:
                 broken.append(f"{path.relative_to(REPO)}: #{anchor}")
-    assert not broken, "links to headings docs/contract.md does not have:\n" + "\n".join(broken)
+    assert not broken, "links to headings the contract does not have:\n" + "\n".join(broken)
+
+
+def test_no_file_cites_the_contract_at_its_old_place(files: dict[Path, str]) -> None:
+    # The contract moved under docs/developers/ (issue 42); a citation of the old path would
+    # escape the checks above. Spelt in pieces, so that this file does not cite it.
+    old = "docs/" + "contract.md"
+    found = [
+        f"{path.relative_to(REPO)}:{line_of(text, match.start())}"
+        for path, text in files.items()
+        for match in re.finditer(rf"(?<![\w/]){re.escape(old)}", text)
+    ]
+    assert not found, "cite docs/developers/contract.md instead:\n" + "\n".join(found)

@@ -1,4 +1,4 @@
-"""The activity panel and the cell marks come back after a page reload (docs/contract.md §13)."""
+"""The activity panel and cell marks come back after a reload (docs/developers/contract.md §13)."""
 
 from __future__ import annotations
 

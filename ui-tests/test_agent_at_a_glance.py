@@ -1,4 +1,4 @@
-"""Agent work at a glance (docs/contract.md §10.2): the `Agent` status item, tab badge, cell marks.
+"""Agent work at a glance (docs/developers/contract.md §10.2): status item, tab badge, cell marks.
 
 No fixed sleeps: every step waits for what the person would see.
 """

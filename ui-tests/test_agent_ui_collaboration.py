@@ -1,4 +1,4 @@
-"""The agent UI of docs/contract.md §10.2 with jupyter-collaboration installed: every open
+"""The agent UI of docs/developers/contract.md §10.2 with jupyter-collaboration installed: each open
 notebook is a shared document (``-m collaboration``; ``scripts/check.sh`` runs these in its
 second environment).
 

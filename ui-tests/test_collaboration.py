@@ -1,4 +1,4 @@
-"""With jupyter-collaboration installed, agent changes go into the open room (docs/contract.md §4).
+"""With jupyter-collaboration, agent changes go into the open room (docs/developers/contract.md §4).
 
 Run only in an environment that has jupyter-collaboration (``-m collaboration``; the check script
 makes two: the newest release and the newest 4.x). The notebook is open in a browser tab, and a

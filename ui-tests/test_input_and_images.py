@@ -1,4 +1,4 @@
-"""What the agent sees, seen by a person (docs/contract.md §8, §7.5): prompts answered, images."""
+"""What the agent sees, seen by a person (docs/developers/contract.md §8, §7.5): prompts, images."""
 
 from __future__ import annotations
 

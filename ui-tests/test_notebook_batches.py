@@ -1,4 +1,4 @@
-"""Batches of notebook changes in the lab (docs/contract.md §2.11): one call, update and revert.
+"""Batches of notebook changes in the lab (docs/developers/contract.md §2.11): one call, one revert.
 
 An agent applies several changes of one open notebook in one call (``changes: [...]``). The
 activity panel shows that call once, listing its changes, and reverts it as a whole; with

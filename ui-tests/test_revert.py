@@ -1,4 +1,4 @@
-"""Reverting agent changes from the panel (docs/contract.md §10.3): exact, never over later ones.
+"""Reverts from the lab (docs/developers/contract.md §10.3): exact, never over later changes.
 
 Each test opens a notebook in the lab, lets an agent change it through the notebook tool,
 reverts the change from the panel, and compares the file byte for byte with the file before the

@@ -1,4 +1,4 @@
-"""Reviewing an agent in a collaboration room, in a real lab (docs/contract.md §4.3, §4.4).
+"""An agent in a collaboration room, in a real lab (docs/developers/contract.md §4.3, §4.4).
 
 Run only in an environment that has jupyter-collaboration (``-m collaboration``). The agent edits
 a cell of a notebook open in the lab, naming itself with ``X-Agent-Name``: it appears in the

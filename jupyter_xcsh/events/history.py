@@ -1,7 +1,7 @@
 """The activity history: the lab's events of finished calls, kept in SQLite across restarts.
 
-What is kept is exactly what the lab was shown (docs/contract.md §13): the payloads of the
-activity events (``activity.py``, ``run.py``), one row per call — a notebook call's one event,
+What is kept is exactly what the lab was shown (docs/developers/contract.md §13): the payloads of
+the activity events (``activity.py``, ``run.py``), one row per call — a notebook call's one event,
 or a python call's / run in place's events from ``started`` to ``finished``, with only the last
 output tail of each cell and without the ``outputs`` events a run sends to open notebooks. A
 call that read stdin (answers given, or asked) keeps no output text at all: the tools echo

@@ -1,4 +1,4 @@
-"""``GET /api/xcsh/activity``: the calls the activity history kept (docs/contract.md §13)."""
+"""``GET /api/xcsh/activity``: the activity history's calls (docs/developers/contract.md §13)."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ NO_TOKEN = (
 
 
 class McpHandler(XcshAPIHandler):
-    """Serve MCP (protocol 2025-03-26 to 2025-11-25), stateless (docs/contract.md §9).
+    """Serve MCP (protocol 2025-03-26 to 2025-11-25), stateless (docs/developers/contract.md §9).
 
     ``POST``: one JSON-RPC message (or a 2025-03-26 batch). 200 with the JSON-RPC answer as
     ``application/json``, or as ``text/event-stream`` for a ``tools/call`` whose client accepts

@@ -14,7 +14,7 @@ from .python import PythonHandler
 
 
 class NotebookHandler(PythonHandler):
-    """Edit, insert, delete, move, read or create notebook cells (docs/contract.md §2).
+    """Edit, insert, delete, move, read or create notebook cells (docs/developers/contract.md §2).
 
     Body: a JSON object (see ``rest-api.yml``). Answers 200 with ``{"text", "details"}``; 400 for
     a malformed body, a bad field or an index out of range; 403 for a path outside the root or a
@@ -39,7 +39,7 @@ class NotebookHandler(PythonHandler):
 
 
 class NotebookUndoHandler(XcshAPIHandler):
-    """Undo one agent call's change to a notebook's collaboration room (docs/contract.md §4.3).
+    """Undo one agent call's change in a collaboration room (docs/developers/contract.md §4.3).
 
     Body ``{"path", "call_id", "cell_id"}``. Answers 200 with the cells undone; 400 for a bad
     body; 404 (reason ``not-held``) when no open room holds the call; 409 when already undone.

@@ -119,7 +119,7 @@ class StreamWriter(ExecutionObserver):
 
 
 class PythonHandler(XcshAPIHandler):
-    """Run cells of code in a kernel of the server (docs/contract.md §5).
+    """Run cells of code in a kernel of the server (docs/developers/contract.md §5).
 
     Body: ``{"cells": [{"code", "title"?}], "timeout"?, "cwd"?, "reset"?, "session"?, "mode"?,
     "kernel_name"?}``. Answers 200 with the result, code errors and timeouts included

@@ -10,7 +10,7 @@ from .python import PythonHandler
 
 
 class InPlaceRunHandler(PythonHandler):
-    """Run code cells of a notebook in its own kernel, write outputs back (docs/contract.md §6).
+    """Run a notebook's cells in its kernel, outputs written back (docs/developers/contract.md §6).
 
     Body: ``{"notebook_path", one of "cell_id" | "cell_index" | "cell_ids" | "cell_index" +
     "end_index" | "all": true, "timeout"?, "stop_on_error"?, "kernel_name"?, "stdin"?,

@@ -19,7 +19,7 @@ RUN_ID = r"(?P<run_id>[0-9a-f]{32})"
 
 
 class RunInputHandler(PythonHandler):
-    """``POST /api/xcsh/runs/<runId>/input``: answer a waiting prompt (docs/contract.md §8.2).
+    """``POST /api/xcsh/runs/<runId>/input``: answer a prompt (docs/developers/contract.md §8.2).
 
     Body: ``{"value": "..."}``. Answers 200 with what the call returns next — its result, or,
     at its next prompt, the output so far with ``awaitingInput`` — streamed as the python tool's

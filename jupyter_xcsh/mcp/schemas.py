@@ -18,8 +18,9 @@ of ``rest-api.yml`` say how (REST and everything else derived from the file igno
 
 - ``x-mcp-description``: the property's description in ``tools/list``, one short line for an
   agent about the MCP arguments (``""``: none; the tool's description says it), instead of
-  REST's ``description`` (which may name REST paths and sections of docs/contract.md). Without
-  it, ``description`` is listed as it is; a test holds every listed description short.
+  REST's ``description`` (which may name REST paths and sections of
+  docs/developers/contract.md). Without it, ``description`` is listed as it is; a test holds every
+  listed description short.
 - ``x-mcp-listed: false``: the property is not listed (a field for the lab, such as the whole
   ``cell`` a revert writes back, or one whose MCP default is what agents want); the tool still
   accepts it.

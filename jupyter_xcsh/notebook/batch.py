@@ -1,4 +1,4 @@
-"""Batches: changes of a notebook in order as one atomic change (docs/contract.md §2.11). Pure.
+"""Batches: a notebook's changes in order, as one atomic change (docs/developers/contract.md §2.11).
 
 Agents change several cells per step (rename a variable in three cells, add a markdown cell
 above the changed code). One call, ``{"notebook_path", "changes": [...], "expected_revision"?}``,

@@ -1,4 +1,4 @@
-"""The live shared notebook of a path: what a collaboration room serves (docs/contract.md §4).
+"""A path's live shared notebook, as a room serves it (docs/developers/contract.md §4).
 
 With jupyter-collaboration (≥ 3.0) installed and a room open for a notebook — someone has it open
 in the lab — the file on disk lags behind what people see, and writing the file makes the room

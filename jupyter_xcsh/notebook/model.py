@@ -3,11 +3,12 @@
 ``NotebookDocument`` (the file's JSON text) and ``SharedNotebook`` (a collaboration room's shared
 document) both implement :class:`CellDocument`, so one pure core applies every action to either.
 
-Source hashes and revisions are what stale-edit checks compare (docs/contract.md §3.1). Both are
-computed from what a person edits — cell ids, types and sources — never from outputs, execution
-counts or metadata, so running cells, an autosave or a metadata change never makes an agent's
-read stale. The file and the live shared document give the same values for the same notebook,
-because both reduce a cell to its id, its type and its source as one string (``CellKey``). Pure.
+Source hashes and revisions are what stale-edit checks compare (docs/developers/contract.md
+§3.1). Both are computed from what a person edits — cell ids, types and sources — never from
+outputs, execution counts or metadata, so running cells, an autosave or a metadata change never
+makes an agent's read stale. The file and the live shared document give the same values for the
+same notebook, because both reduce a cell to its id, its type and its source as one string
+(``CellKey``). Pure.
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ def index_of_id(document: CellDocument, cell_id: str) -> int | None:
 
 
 def revision_of(document: CellDocument) -> str:
-    """The notebook's current revision (docs/contract.md §3.1).
+    """The notebook's current revision (docs/developers/contract.md §3.1).
 
     A document that keeps its cells' revision entries between changes (``NotebookDocument``)
     computes it from them.
@@ -169,7 +170,7 @@ def revision_of(document: CellDocument) -> str:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Every cell's key at one moment, and where they were read (``via``, docs/contract.md §4.1)."""
+    """Each cell's key and where it was read (``via``, docs/developers/contract.md §4.1)."""
 
     keys: Sequence[CellKey]
     nbformat: tuple[int, int]

@@ -1,4 +1,4 @@
-"""A notebook tool request: the body's fields checked and typed (docs/contract.md §2, §3). Pure.
+"""A notebook tool request: its fields checked and typed (docs/developers/contract.md §2, §3). Pure.
 
 And the request's stale-edit protection: "only if the cell is still what I read" (§3). A request
 may say which state it expects — the addressed cell's ``sourceHash``, the notebook's

@@ -1,4 +1,4 @@
-"""A room's shared notebook, changed by the edit core in one transaction (docs/contract.md §4.2).
+"""A room's shared notebook, changed in one transaction (docs/developers/contract.md §4.2).
 
 :class:`SharedNotebook` implements the core's ``CellDocument`` over a ``jupyter_ydoc``
 ``YNotebook`` (the document a room serves to every open lab tab). Changes are first applied to a

@@ -432,7 +432,7 @@ class NotebookStore:
         call_id: str | None = None,
         agent: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Apply a batch's changes in order, atomically, and describe them (docs/contract.md §2.11).
+        """Apply a batch in order, atomically, and describe it (docs/developers/contract.md §2.11).
 
         One save of the file, or one transaction on the live document; nothing when a change
         fails. ``call_id`` and ``agent`` as ``change``'s. Returns ``{text, details}`` and
@@ -464,7 +464,7 @@ class NotebookStore:
         outputs: list[dict[str, Any]],
         execution_count: int | None,
     ) -> _Outcome:
-        """Store a run's outputs and count in its cell (docs/contract.md §6.4), atomically.
+        """Store a run's outputs and count in its cell (docs/developers/contract.md §6.4).
 
         Into the live document when a room is open, else into the file (only that cell's
         ``outputs`` and ``execution_count`` bytes change). The cell is found again first

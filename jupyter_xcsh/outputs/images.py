@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ImageLimits:
-    """What a result may inline (docs/contract.md §7.5); bytes of the image file, not base64."""
+    """What a result may inline (docs/developers/contract.md §7.5): file bytes, not base64."""
 
     max_edge: int = 1568
     max_pixels: int = 1_150_000

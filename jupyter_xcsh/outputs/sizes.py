@@ -9,7 +9,7 @@ def format_size(n: int) -> str:
     """Format a byte count as the tool's notices show it: ``512B``, ``50.0KB``, ``1.5MB``.
 
     One decimal from a kibibyte up, binary units, no space (the truncation notice of
-    docs/contract.md §7.1 reads ``(50.0KB limit)``).
+    docs/developers/contract.md §7.1 reads ``(50.0KB limit)``).
     """
     if n < 1024:
         return f"{n}B"

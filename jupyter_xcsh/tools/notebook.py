@@ -1,4 +1,4 @@
-"""The notebook tool's one call path (docs/contract.md §2-§4), shared by REST, MCP and the lab.
+"""The notebook tool's one call path (docs/developers/contract.md §2-§4): REST, MCP and the lab.
 
 What changed in a notebook since a revision, and who changed it: the ``changes`` action, from
 the tool's own history of the notebooks (``NotebookHistory``).

@@ -1,4 +1,4 @@
-"""The python tool's one call path (docs/contract.md §5), shared by REST, MCP and the lab."""
+"""The python tool's one call path (docs/developers/contract.md §5): REST, MCP and the lab."""
 
 from __future__ import annotations
 

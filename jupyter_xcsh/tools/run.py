@@ -1,4 +1,4 @@
-"""The run-in-place tool's one call path (docs/contract.md §6), shared by REST, MCP and the lab."""
+"""The run-in-place tool's one call path (docs/developers/contract.md §6): REST, MCP and the lab."""
 
 from __future__ import annotations
 

@@ -656,5 +656,5 @@ class RunAnswer:
 
 
 def session_waiting(name: str) -> ConflictError:
-    """The error of a call on a session whose kernel waits for an answer (docs/contract.md §8.3)."""
+    """The error of a call on a session waiting for an answer (docs/developers/contract.md §8.3)."""
     return ConflictError(f"Session {name} is waiting for input")

@@ -700,7 +700,7 @@ export interface IActivityQuery {
 }
 
 /**
- * Read the calls the server's activity history kept (docs/contract.md §13).
+ * Read the calls the server's activity history kept (docs/developers/contract.md §13).
  *
  * @param query - The filters.
  * @param settings - The server settings.

@@ -23,7 +23,7 @@
  * - when the operation cannot be placed (the person deleted that cell), nothing is
  *   acknowledged: their next save meets JupyterLab's own conflict dialog, so neither side is
  *   overwritten silently; a notebook with no unsaved changes is then loaded from the file;
- * - a batch (several changes in one call, docs/contract.md §2.11) is followed as one step: its changes are
+ * - a batch (several changes in one call, docs/developers/contract.md §2.11) is followed as one step: its changes are
  *   applied in order in one synchronous step, or the notebook is loaded from the file once;
  * - a collaborative document (jupyter-collaboration) is left to the collaboration server, which
  *   reloads the shared document from disk itself; applying the operation here as well would
@@ -103,7 +103,7 @@ export function parseCellChange(raw: unknown): ICellChangeEvent | null {
 
 /**
  * Read the successful cell changes out of a raw event emission: one for a
- * single change, a batch's in order (docs/contract.md §2.11); `null` for anything else, or
+ * single change, a batch's in order (docs/developers/contract.md §2.11); `null` for anything else, or
  * for a batch with a change that does not say where it was made.
  */
 export function parseCellChanges(raw: unknown): ICellChangeEvent[] | null {

@@ -164,7 +164,7 @@ class CellExecution:
             self.answer_input(content)
 
     def answer_input(self, content: dict[str, Any]) -> None:
-        """Answer the kernel's prompt for input as the run's ``stdin`` says (docs/contract.md §8).
+        """Answer the kernel's prompt for input as ``stdin`` says (docs/developers/contract.md §8).
 
         Once the output printed before the prompt has arrived (``iopub_barrier``), so the
         echo of the prompt comes after it. A cell left to run after its call returned gets

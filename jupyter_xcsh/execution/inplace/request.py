@@ -3,7 +3,7 @@
 Parsing checks what the body alone can tell (types, one selection, ranges of numbers); the
 selection is resolved into cells once the notebook is loaded (:func:`accept_run`), with the
 notebook tool's exact messages for a missing cell and its stale-edit checks
-(docs/contract.md §3), on the same state. No I/O and no HTTP here.
+(docs/developers/contract.md §3), on the same state. No I/O and no HTTP here.
 """
 
 from __future__ import annotations
@@ -265,7 +265,7 @@ def accept_run(
     """Resolve ``request`` against the notebook ``document``, checking what it expects of it.
 
     ``code_of`` is what the notebook's kernel ran (for ``stale``). As for the notebook tool's
-    changes (docs/contract.md §3.2): a notebook whose revision is not
+    changes (docs/developers/contract.md §3.2): a notebook whose revision is not
     ``expected_revision`` is a 409 (before any other check), then the selection is resolved,
     then a single cell whose source hash is not ``expected_source_hash`` is a 409.
     """

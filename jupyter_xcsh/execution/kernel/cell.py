@@ -194,7 +194,8 @@ class CellOutcome:
     json_outputs: list[Any] = field(default_factory=list)
     #: The cell did not stop after the interrupts: its kernel must be restarted.
     unresponsive: bool = False
-    #: The cell asked for input the call did not provide, so it failed (docs/contract.md §8.1).
+    #: The cell asked for input the call did not provide, so it failed
+    #: (docs/developers/contract.md §8.1).
     stdin_failed: bool = False
 
 

@@ -51,7 +51,8 @@ class CallOutcome:
     cancelled: bool = False
     timed_out: bool = False
     stdin_requested: bool = False
-    #: A cell failed because it asked for input the call did not provide (docs/contract.md §8.1).
+    #: A cell failed because it asked for input the call did not provide
+    #: (docs/developers/contract.md §8.1).
     stdin_failed: bool = False
     notice: str | None = None  # "Command timed out after n seconds", "Command cancelled"
     abort: str | None = None  # a failure that is not a cell's: too many restarts, no kernel
@@ -60,7 +61,7 @@ class CallOutcome:
 
 
 def image_lines(outcome: CallOutcome) -> dict[int, list[str]]:
-    """Lines naming each image (docs/contract.md §7.5), by the index of the cell showing it."""
+    """Lines naming each image (docs/developers/contract.md §7.5), by the index of its cell."""
     lines: dict[int, list[str]] = {}
     for image in outcome.image_results:
         lines.setdefault(image.cell_index, []).append(image.marker())

@@ -1,11 +1,14 @@
-r"""How a call answers the kernel's prompts for input (docs/contract.md §8), whatever runs the code.
+r"""How a call answers the kernel's prompts for input, whatever runs the code.
+
+The contract: docs/developers/contract.md §8.
 
 A kernel that calls ``input()``, ``getpass()`` or a debugger sends an ``input_request`` and
 blocks until an ``input_reply`` arrives. An agent's call cannot leave it blocked, so a
 ``StdinPolicy`` answers every prompt of one call, as the request's ``stdin`` says:
 
-- ``"notice"`` (default, docs/contract.md §8.1): one line saying how to answer (``stdin_notice``),
-  end-of-file, and the cell fails with exit code 1 (its ``EOFError`` shows no traceback);
+- ``"notice"`` (default, docs/developers/contract.md §8.1): one line saying how to answer
+  (``stdin_notice``), end-of-file, and the cell fails with exit code 1 (its ``EOFError`` shows
+  no traceback);
 - ``"eof"``: end-of-file at once (``EOFError`` in the code);
 - a list of strings: the answers in order, then ``"notice"``;
 - ``"ask"``: the call stops waiting for an answer (the tool's ``run_id`` + ``answer``, or

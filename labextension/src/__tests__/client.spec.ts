@@ -184,7 +184,7 @@ describe('notebook', () => {
   });
 });
 
-describe('notebook: anchors, batches and find (docs/contract.md §2.2, §2.10, §2.11)', () => {
+describe('notebook: anchors, batches and find (docs/developers/contract.md §2.2, §2.10, §2.11)', () => {
   it('posts a batch of anchored changes and returns each change', async () => {
     const result: INotebookBatchResult = {
       callId: '0123456789abcdef0123456789abcdef',

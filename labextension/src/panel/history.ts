@@ -5,7 +5,7 @@
 
 /**
  * The activity panel's past: the calls the server's activity history kept
- * (`GET /api/xcsh/activity`, docs/contract.md §13), loaded at start.
+ * (`GET /api/xcsh/activity`, docs/developers/contract.md §13), loaded at start.
  */
 
 import type { ICellMarks, IXcshClient } from '../tokens';

@@ -10,7 +10,7 @@
  * undone by writing the whole cell as it was, an insert by deleting the cell, a delete by
  * inserting the whole cell as it was at its index, a move by moving the cell back. Every revert
  * that touches a cell the call left carries `expected_source_hash` of the state the call left
- * (docs/contract.md §3.2), so the server refuses (409) when someone changed that cell since, and nothing is
+ * (docs/developers/contract.md §3.2), so the server refuses (409) when someone changed that cell since, and nothing is
  * overwritten. A revert is itself a change with its own event, so it can be reverted in turn.
  * A batch is reverted by one batch: each change's revert, last change first, so that every
  * change finds the notebook as it left it, and the server refuses the whole revert (nothing
@@ -30,7 +30,7 @@ import type { INotebookCallEvent, INotebookChangeEvent } from './events';
 import { Limits } from './events';
 
 /**
- * The stale-edit preconditions of docs/contract.md §3.2 a revert sends.
+ * The stale-edit preconditions of docs/developers/contract.md §3.2 a revert sends.
  */
 export interface IPreconditions {
   /** The addressed cell must still have this source hash. */

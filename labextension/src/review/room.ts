@@ -5,7 +5,7 @@
 
 /**
  * Undo of an agent call in a collaboration room: `POST api/xcsh/notebook/undo`
- * (docs/contract.md §4.3).
+ * (docs/developers/contract.md §4.3).
  *
  * In a room the server holds, per agent call, a Yjs undo of exactly that
  * call's transaction: undoing it keeps what people typed afterwards, in the
