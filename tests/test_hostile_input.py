@@ -279,7 +279,8 @@ async def test_an_unknown_field_is_refused_even_when_null(fetch, notebook):
     assert not request_is_valid(NOTEBOOK, "POST", body)
     message = (
         "Unknown field: bogus "
-        "(read takes: notebook_path, cell_index, cell_id, end_index, max_chars, execution_count)"
+        "(read takes: notebook_path, cell_index, cell_id, end_index, max_chars, execution_count, "
+        "images)"
     )
     await _refused(fetch, NOTEBOOK, 400, message, body=body)
 
@@ -341,7 +342,10 @@ async def test_a_percent_sign_comes_back_as_sent_from_every_endpoint(
     ]
     assert [(status, body["message"]) for status, _, body in answers] == [
         (404, "Notebook not found: 100%s%d.ipynb"),
-        (400, "Invalid action: %s (actions: edit, insert, delete, move, read, find, changes)"),
+        (
+            400,
+            "Invalid action: %s (actions: edit, insert, delete, move, read, find, create, changes)",
+        ),
         (400, "Working directory does not exist: 50%"),
         (400, "Working directory is not a directory: 100%"),
         (400, "mode must be 'session' or 'per-call', not '100%'"),

@@ -230,7 +230,7 @@ async def test_bad_arguments_are_error_results_with_the_rest_message_and_status(
 
     message = (
         "Invalid action: explode "
-        "(actions: edit, insert, delete, move, read, find, changes, run)"  # MCP's: run too
+        "(actions: edit, insert, delete, move, read, find, create, changes, run)"  # MCP's: run too
     )
     assert result["isError"] is True
     assert result["content"] == [{"type": "text", "text": message}]

@@ -52,7 +52,7 @@ def test_a_non_integer_cell_index_is_refused(value):
 
 def test_an_unknown_action_is_refused_with_the_exact_message():
     # The tool's actions (changes is served before the request is parsed), the nearest first.
-    actions = "actions: edit, insert, delete, move, read, find, changes"
+    actions = "actions: edit, insert, delete, move, read, find, create, changes"
     assert _error({"action": "rename", "notebook_path": P}) == f"Invalid action: rename ({actions})"
     assert _error({"action": "raed", "notebook_path": P}) == (
         f"Invalid action: raed (did you mean read? {actions})"
@@ -73,7 +73,10 @@ def test_null_fields_count_as_missing():
 
 def test_unknown_fields_and_fields_foreign_to_the_action_are_refused():
     # Each names the nearest field and the ones the action takes (all, without an action).
-    read = "read takes: notebook_path, cell_index, cell_id, end_index, max_chars, execution_count"
+    read = (
+        "read takes: notebook_path, cell_index, cell_id, end_index, max_chars, execution_count, "
+        "images"
+    )
     assert _error({"action": "read", "notebook_path": P, "path": "x"}) == (
         f"Unknown field: path (did you mean notebook_path? {read})"
     )

@@ -143,7 +143,7 @@ async def test_string_sources_and_unknown_fields_of_other_cells_survive(notebook
             400,
             # The tool's actions; over MCP run too (another operation serves it).
             "Invalid action: explode "
-            "(actions: edit, insert, delete, move, read, find, changes{run})",
+            "(actions: edit, insert, delete, move, read, find, create, changes{run})",
         ),
         (
             {"action": "delete", "notebook_path": "dir/a.ipynb", "cell_index": 1.5},

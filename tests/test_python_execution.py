@@ -232,13 +232,13 @@ async def test_hidden_working_directories_follow_the_servers_hidden_file_policy(
         ({"cells": [], "reset": "yes"}, "reset must be a boolean"),
         (
             {"cells": [], "colour": 1},
-            "Unknown field(s): colour "
-            "(fields: cells, cwd, kernel_name, mode, reset, session, stdin, timeout)",
+            "Unknown field(s): colour (fields: cells, cwd, kernel_name, mode, notebook_path, "
+            "reset, session, stdin, timeout)",
         ),
         (
             {"code": "1 + 1"},
             'Unknown field(s): code (did you mean cells: [{"code": ...}]? '
-            "fields: cells, cwd, kernel_name, mode, reset, session, stdin, timeout)",
+            "fields: cells, cwd, kernel_name, mode, notebook_path, reset, session, stdin, timeout)",
         ),
     ],
 )
