@@ -12,6 +12,11 @@ which a later allocation on another thread does not reuse: after edits of a 21 M
 server kept ~66 MB where the document itself is ~50 MB. ``limit_heap_arenas`` caps their number
 (``mallopt(M_ARENA_MAX)``, ``XcshSettings.heap_arenas``): with 2, ~48 MB
 (``bench/notebook_edit.py``).
+
+Freeing itself holds the GIL: a container's last reference gone, everything it holds is freed
+in one C call, whichever thread lets it go. ``release_in_slices`` takes a large value apart a
+slice at a time on a worker thread, handing the GIL over between slices (``hand_over``), so the
+event loop's thread waits for none of it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import gc
 import logging
 import os
 import platform
+import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,9 +37,11 @@ __all__ = [
     "TRIM_DELAY",
     "TrimSoon",
     "freeze_startup_heap",
+    "hand_over",
     "libc_function",
     "limit_heap_arenas",
     "release_freed_memory",
+    "release_in_slices",
 ]
 
 log = logging.getLogger(__name__)
@@ -110,6 +119,58 @@ def limit_heap_arenas(count: int) -> int | None:
         log.debug("xcsh: mallopt failed", exc_info=True)
         return None
     return count
+
+
+def hand_over() -> None:
+    """Let a thread waiting for the GIL take it now: for a worker thread, between two slices.
+
+    A thread that needs the GIL gets it once the holder drops it, which a busy holder does only
+    every switch interval (5 ms), and later still on a loaded machine, where the waiting thread
+    is not run at once: the event loop's thread waited 50-90 ms at times while a worker thread
+    saved, signed and kept a cell with 50 MB of outputs, a MiB at a time
+    (``tests/test_notebook_edit_loop.py``). ``time.sleep(0)`` drops it at once.
+    """
+    time.sleep(0)
+
+
+#: Items freed at once when ``release_in_slices`` empties a list (~0.2 ms of strings).
+RELEASE_SLICE = 4096
+
+
+def release_in_slices(box: list[Any]) -> None:
+    """Free the values ``box`` holds (taken out of it), a slice at a time; for a worker thread.
+
+    A cell with 50 MB of outputs parsed from lines is half a million strings in one list: its
+    last reference dropped on the event loop held the loop 60-130 ms (on a loaded 2-core
+    machine) in one deallocation, and dropped on another thread it held the GIL as long. Here
+    lists are emptied from their end ``RELEASE_SLICE`` items at a time and dicts cleared, their
+    containers taken apart in turn. A container someone else also holds (an edited cell's
+    outputs, shared with the cell that replaces it) is left whole: only its reference goes.
+    ``box`` must hold the only references to its values (the caller keeps none).
+    """
+    pending = [box.pop() for _ in range(len(box))]
+    while pending:
+        item = pending.pop()
+        # ``item`` and this call's argument: any more is a holder elsewhere.
+        if sys.getrefcount(item) > 2:
+            continue
+        if isinstance(item, list):
+            while item:
+                chunk = item[-RELEASE_SLICE:]
+                del item[-RELEASE_SLICE:]
+                pending.extend(_owned_containers(chunk))
+                del chunk
+                hand_over()
+        elif isinstance(item, dict):
+            pending.extend(_owned_containers(list(item.values())))
+            item.clear()
+        del item
+
+
+def _owned_containers(values: list[Any]) -> list[Any]:
+    """The lists and dicts among ``values`` that nothing but ``values`` holds."""
+    # Each: its place in ``values``, the loop's name and the call's argument.
+    return [v for v in values if isinstance(v, (list, dict)) and sys.getrefcount(v) == 3]
 
 
 class TrimSoon:

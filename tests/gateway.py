@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -193,11 +194,12 @@ def use_kernels(
     config: Config,
     where: str | None = None,
     url: str | None = None,
+    ws_url: str | None = None,
 ) -> Config:
     """Return ``config`` running kernels ``where`` (``local``/``gateway``; default the param).
 
-    ``url`` overrides the gateway's REST URL (a proxy in front of it); websockets still go
-    straight to the gateway.
+    ``url`` overrides the gateway's REST URL (a proxy in front of it), ``ws_url`` its kernel
+    websockets' (by default both go straight to the gateway).
     """
     config = Config(config)
     if (where or getattr(request, "param", "local")) != "gateway":
@@ -206,23 +208,21 @@ def use_kernels(
     _reset_gateway_singletons()
     request.addfinalizer(_reset_gateway_singletons)
     config.GatewayClient.url = url or gateway
-    config.GatewayClient.ws_url = gateway.replace("http://", "ws://")
+    config.GatewayClient.ws_url = ws_url or gateway.replace("http://", "ws://")
     config.GatewayClient.request_timeout = 120.0
     return config
 
 
-class FailingProxy:
-    """A loopback HTTP proxy to the gateway that answers 503 to the first kernel creations.
+class LoopbackProxy:
+    """A loopback TCP proxy to the gateway, which a subclass makes misbehave (``_serve``).
 
     It runs its own event loop in a thread, so a synchronous fixture can start it before the
     test server exists.
     """
 
-    def __init__(self, target: str, failures: int = 1) -> None:
+    def __init__(self, target: str) -> None:
         host, _, port = target.removeprefix("http://").partition(":")
         self.target = (host, int(port))
-        self.failures_left = failures
-        self.failed = 0
         self.url = ""
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -240,16 +240,35 @@ class FailingProxy:
         return self.url
 
     def stop(self) -> None:
-        """Stop listening and end the thread."""
+        """Stop listening, end the connections still open, and end the thread."""
 
         async def close() -> None:
             if self._server is not None:
                 self._server.close()
+            # Connections still served (a websocket held open on purpose) end here, closed by
+            # their own cleanup, rather than with the loop.
+            serving = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in serving:
+                task.cancel()
+            await asyncio.gather(*serving, return_exceptions=True)
+            await asyncio.sleep(0.1)  # the closed transports' last callbacks
 
         asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         self._loop.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+class FailingProxy(LoopbackProxy):
+    """A loopback HTTP proxy to the gateway that answers 503 to the first kernel creations."""
+
+    def __init__(self, target: str, failures: int = 1) -> None:
+        super().__init__(target)
+        self.failures_left = failures
+        self.failed = 0
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -277,13 +296,51 @@ class FailingProxy:
                 writer.close()
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+class SlowWebsocketProxy(LoopbackProxy):
+    """A loopback proxy to the gateway's kernel websockets, slow on purpose.
+
+    As a gateway on another machine, or a loaded one, can be: ``accept_delay`` (seconds) delays
+    every websocket opened from then on before the gateway sees its request (so its accept);
+    with ``hold_after`` (seconds), what the gateway sends on a websocket opened from then on
+    stops reaching the client that long after it opened — a close is never answered.
+    """
+
+    def __init__(self, target: str) -> None:
+        super().__init__(target)
+        self.accept_delay = 0.0
+        self.hold_after: float | None = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accept_delay, hold_after = self.accept_delay, self.hold_after
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            await asyncio.sleep(accept_delay)
+            upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
+            upstream_writer.write(head)
+            until = None if hold_after is None else time.monotonic() + hold_after
+            await asyncio.gather(
+                _pipe(reader, upstream_writer), _pipe(upstream_reader, writer, until)
+            )
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+
+async def _pipe(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, until: float | None = None
+) -> None:
+    """Copy ``reader`` to ``writer``; past ``until`` (monotonic), drop all and never close."""
     try:
         while data := await reader.read(65536):
+            if until is not None and time.monotonic() > until:
+                continue
             writer.write(data)
             await writer.drain()
     except ConnectionError:
         pass
     finally:
-        with contextlib.suppress(Exception):
-            writer.close()
+        if until is None or time.monotonic() <= until:
+            with contextlib.suppress(Exception):
+                writer.close()

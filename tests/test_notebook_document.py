@@ -8,6 +8,7 @@ import json
 import nbformat
 import pytest
 
+from jupyter_xcsh.notebook import celltext, outputs
 from jupyter_xcsh.notebook.document import NoCellsError, NotebookDocument, NotJSONError
 
 from .notebooks import jupyter_text, sample_notebook
@@ -225,3 +226,89 @@ def test_the_revision_kept_between_changes_follows_every_kind_of_change():
         assert doc.revision() == NotebookDocument.parse(doc.dumps()).revision()
         seen.add(doc.revision())
     assert len(seen) == 5  # new outputs leave the revision as it was
+
+
+def _large_notebook(order: str = "jupyter") -> tuple[nbformat.NotebookNode, str]:
+    """A notebook whose cell 1 holds ~3 MB of outputs: 30,000 lines and a 1 MB image, with a
+    ``source`` key inside an output (what a search for the cell's own member must skip)."""
+    lines = "".join(f"line {i:05d} " + "x" * 88 + "\n" for i in range(30_000))
+    outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text=lines),
+        nbformat.v4.new_output(
+            "display_data",
+            data={"image/png": "A" * (1 << 20), "text/plain": "<image>"},
+            metadata={"source": ["not the cell's"]},
+        ),
+    ]
+    cells = [
+        nbformat.v4.new_markdown_cell("# Title", id="m0"),
+        nbformat.v4.new_code_cell("show()", id="big", execution_count=3, outputs=outputs),
+        nbformat.v4.new_code_cell("x = 1", id="c2"),
+    ]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    if order == "source first":  # a file another program wrote: keys in its own order
+        cell = nb.cells[1]
+        nb.cells[1] = nbformat.from_dict({"source": cell.source, **cell})
+        text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    else:
+        text = jupyter_text(nb)
+    return nb, text
+
+
+@pytest.mark.parametrize("order", ["jupyter", "source first"])
+def test_edits_of_a_large_cell_write_what_jupyter_writes_without_making_it_anew(order, monkeypatch):
+    # A large cell's text is kept in parts once spliced: each edit makes new only the parts it
+    # touches (its source is found from the end, or from the start when it comes first, never
+    # by scanning the outputs); the file is exactly what it would be otherwise.
+    nb, text = _large_notebook(order)
+    doc = NotebookDocument.parse(text)
+
+    def scanned_whole(text: str) -> None:
+        raise AssertionError(f"a cell of {len(text)} characters scanned whole")
+
+    monkeypatch.setattr(outputs, "_members", scanned_whole)
+    parts: tuple[str, ...] = ()
+    for k, source in enumerate(["show(2)", "a = 1\nshow(a)", "show(3)"]):
+        lines = source.splitlines(keepends=True)
+        expected = json.loads(doc.dumps())
+        expected["cells"][1]["source"] = lines
+        doc.replace(1, dict(doc.cells[1], source=lines))
+        after = doc.dumps()
+        assert json.loads(after) == expected
+        if order == "jupyter":
+            nb.cells[1].source = source
+            assert after == jupyter_text(nb)
+        item = doc._layout.items[1]
+        assert isinstance(item, tuple), type(item)
+        assert max(map(len, item)) <= celltext.PART_CHARS
+        if k:  # the parts no edit touched are the same strings, not copies
+            assert sum(a is b for a, b in zip(item, parts, strict=False)) >= len(item) - 2
+        parts = item
+    # The cell as it was before the last edit, its text as the lab's revert gets it.
+    cell, previous = doc.take_removed()[-1]
+    assert json.loads(celltext.joined(previous)) == cell
+
+
+def test_outputs_written_to_a_large_cell_and_its_move_keep_the_rest_exactly():
+    nb, text = _large_notebook()
+    doc = NotebookDocument.parse(text)
+    doc.set_outputs(1, [], 4)
+    nb.cells[1].outputs, nb.cells[1].execution_count = [], 4
+    assert doc.dumps() == jupyter_text(nb)
+    nb, text = _large_notebook()
+    doc = NotebookDocument.parse(text)
+    item = doc._layout.items[1]
+    doc.move(1, 0)
+    assert doc._layout.items[0] is item  # moved as it was: not written anew
+    nb.cells.insert(0, nb.cells.pop(1))
+    assert doc.dumps() == jupyter_text(nb)
+    assert doc.take_removed() == []  # a moved cell is not a removed one
+
+
+def test_a_large_cell_in_a_compact_file_stays_compact():
+    nb, _ = _large_notebook()
+    text = json.dumps(nb, separators=(",", ":"), ensure_ascii=False)
+    doc = NotebookDocument.parse(text)
+    doc.replace(1, dict(doc.cells[1], source=["show(2)"]))
+    nb.cells[1].source = ["show(2)"]
+    assert doc.dumps() == json.dumps(nb, separators=(",", ":"), ensure_ascii=False)

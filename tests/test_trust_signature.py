@@ -54,6 +54,22 @@ def test_the_signature_is_the_notarys_whatever_the_segments(notary, monkeypatch,
     assert ours.signature(NotebookDocument.parse(text).data) == expected
 
 
+@pytest.mark.parametrize("feed", [64, 1000, saves.FEED_CHARS])
+def test_the_signature_of_a_large_cell_is_the_notarys_however_it_is_fed(notary, monkeypatch, feed):
+    # A cell with many output lines (taken as one list) and an image longer than a feed (cut).
+    nb = nbformat.reads(_notebook(3), as_version=4)
+    lines = "".join(f"line {i} é\n" for i in range(3000))
+    image = "iVBO" * 20_000
+    nb.cells[1].outputs.append(new_output("stream", name="stderr", text=lines))
+    nb.cells[1].outputs.append(new_output("display_data", data={"image/png": image}))
+    text = nbformat.writes(nb)
+    monkeypatch.setattr(saves, "FEED_CHARS", feed)
+    monkeypatch.setattr(saves, "SEGMENT_PIECES", 500)
+    ours = NotebookTrust(SimpleNamespace(notary=notary))
+    expected = notary.compute_signature(nbformat.reads(text, as_version=4))
+    assert ours.signature(NotebookDocument.parse(text).data) == expected
+
+
 def test_segments_are_digested_on_another_thread_in_order(notary, monkeypatch):
     text = _notebook(60)
     monkeypatch.setattr(saves, "SEGMENT_PIECES", 5)

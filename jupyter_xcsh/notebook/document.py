@@ -5,7 +5,8 @@ writer formatted differently (key order, string-or-list sources, indentation, es
 ``indent``, runs CPython's pure-Python encoder over megabytes of outputs. Instead the text is
 scanned once with the C scanner, keeping the exact text of each element of the ``cells`` array.
 Edits re-serialise only the cells they touch, in the file's own indentation, and splice them
-back between the untouched original slices.
+back between the untouched original slices; a large cell's text is kept in parts
+(``celltext.py``), so that an edit of it never copies or scans it whole.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
+from .celltext import CellText, text_length
 from .model import CellKey, CellKeys, cell_key, revision_entry, revision_of_entries
 from .outputs import splice_members, stored_outputs
 
@@ -39,7 +41,7 @@ class _CellsArray:
     open_end: int  # index just past '['
     close_start: int  # index of ']'
     lead: str  # whitespace between '[' and the first element
-    items: list[str]  # each element's exact text
+    items: list[CellText]  # each element's exact text
     seps: list[str]  # text between consecutive elements (',' plus whitespace)
     trail: str  # whitespace between the last element and ']'
     key_indent: str  # indentation of the line holding the "cells" key
@@ -77,7 +79,7 @@ def _scan_cells(text: str, index: int, key_indent: str) -> tuple[list[Any], _Cel
     open_end = index + 1
     cursor = _skip(text, open_end)
     values: list[Any] = []
-    items: list[str] = []
+    items: list[CellText] = []
     seps: list[str] = []
     lead = text[open_end:cursor]
     if cursor < len(text) and text[cursor] == "]":
@@ -117,6 +119,8 @@ class NotebookDocument:
         self._entries: list[str | None] = []
         # The revision as of the last change, once computed (only when every cell has an id).
         self._revision: str | None = None
+        # Each cell replaced or deleted since ``take_removed``, with its text then.
+        self._removed: list[tuple[Any, CellText]] = []
 
     # -- parsing -----------------------------------------------------------------------------
 
@@ -274,7 +278,10 @@ class NotebookDocument:
         for i, item in enumerate(layout.items):
             if i:
                 pieces.append(layout.seps[i - 1])
-            pieces.append(item)
+            if isinstance(item, str):
+                pieces.append(item)
+            else:
+                pieces.extend(item)
         pieces.append(layout.trail)
         pieces.append(self._tail)
         return pieces
@@ -292,9 +299,18 @@ class NotebookDocument:
             + len(self._tail)
             + len(layout.lead)
             + len(layout.trail)
-            + sum(map(len, layout.items))
+            + sum(map(text_length, layout.items))
             + sum(map(len, layout.seps))
         )
+
+    def take_removed(self) -> list[tuple[Any, CellText]]:
+        """The cells replaced or deleted since the last call, each with its text then; forgotten.
+
+        A cell's text is its JSON as the file had it: what the lab's revert of the change
+        needs, without encoding the cell again (``store.py``).
+        """
+        removed, self._removed = self._removed, []
+        return removed
 
     # -- editing -----------------------------------------------------------------------------
 
@@ -311,14 +327,19 @@ class NotebookDocument:
         self.cells[index] = cell
         self._keyed(index, cell)
         items = self._layout.items
+        self._removed.append((old, items[index]))
         text = None
         if isinstance(old, dict) and list(old) == list(cell):
             values = {k: v for k, v in cell.items() if v is not old[k] and v != old[k]}
-            text = splice_members(items[index], values)
+            text = splice_members(items[index], values, old)
         items[index] = text if text is not None else self._serialise(cell)
 
     def insert(self, index: int, cell: dict[str, Any]) -> None:
         """Insert ``cell`` so that it ends up at ``index``."""
+        self._insert(index, cell, self._serialise(cell))
+
+    def _insert(self, index: int, cell: dict[str, Any], text: CellText) -> None:
+        """Insert ``cell``, whose text is ``text``, so that it ends up at ``index``."""
         self.changed = True
         layout = self._layout
         if not layout.items:
@@ -330,13 +351,14 @@ class NotebookDocument:
             layout.seps.insert(min(index, len(layout.seps)), self._typical_sep())
         self.cells.insert(index, cell)
         self._keyed(index, cell, insert=True)
-        layout.items.insert(index, self._serialise(cell))
+        layout.items.insert(index, text)
 
     def delete(self, index: int) -> dict[str, Any]:
         """Remove and return the cell at ``index``."""
         self.changed = True
         layout = self._layout
         removed: dict[str, Any] = self.cells.pop(index)
+        self._removed.append((removed, layout.items[index]))
         if self._keys is not None:
             self._revision = None
             del self._keys[index]
@@ -350,12 +372,11 @@ class NotebookDocument:
         return removed
 
     def move(self, index: int, to_index: int) -> None:
-        """Move the cell at ``index`` to ``to_index`` keeping its exact text."""
-        layout = self._layout
-        item = layout.items[index]
+        """Move the cell at ``index`` to ``to_index`` keeping its exact text (never made anew)."""
+        item = self._layout.items[index]
         cell = self.delete(index)
-        self.insert(to_index, cell)
-        layout.items[to_index] = item
+        self._removed.pop()  # moved, not removed
+        self._insert(to_index, cell, item)
 
     def set_outputs(
         self,
@@ -378,7 +399,7 @@ class NotebookDocument:
             return
         self.changed = True
         self.cells[index] = updated
-        text = splice_members(self._layout.items[index], values)
+        text = splice_members(self._layout.items[index], values, cell)
         self._layout.items[index] = text if text is not None else self._serialise(updated)
 
     # -- formatting --------------------------------------------------------------------------

@@ -44,7 +44,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -57,6 +57,7 @@ from ..paths import escapes_root, to_api_path
 from .batch import NotebookBatch, apply_batch, batch_result
 from .cache import CachedNotebook, FileStamp, NotebookCache, stamp_of
 from .cells import ChangeResult, NotebookRequest, apply_changes
+from .celltext import CellText, text_length
 from .document import NoCellsError, NotebookDocument, NotJSONError
 from .live import LiveDocuments, in_transaction, wait_until_free
 from .model import CellDocument, CellKey, Snapshot
@@ -80,6 +81,11 @@ SAVE_ATTEMPTS = 3
 CACHE_BYTES = 128 * 1024 * 1024
 #: A parsed notebook this large (characters) or more gives freed memory back once dropped.
 TRIM_AFTER_CHARS = 4 * 1024 * 1024
+#: A cell changed or deleted whose text in the file is longer than this (characters) is
+#: reported as it was with that text as is (``_Outcome.cell_json``), not encoded again. Four
+#: times the lab event's inline bound (``events.activity.MAX_EVENT_CELL``, 64 KiB): such a cell
+#: goes to an artifact either way.
+AS_IS_CHARS = 256 * 1024
 
 
 class _Unreadable(Exception):
@@ -106,6 +112,21 @@ class _Outcome:
     value: Any
     via: str
     last_modified: str | None
+    #: The JSON of each cell a change of the file replaced or deleted, by the cell's ``id``,
+    #: made with the change on its worker thread (``_mutate_file``).
+    texts: dict[int, tuple[Any, CellText]] = field(default_factory=dict)
+
+    def cell_json(self, cell: Any) -> CellText:
+        """The JSON of ``cell``, a cell as it was before the update (for the lab's revert).
+
+        Made with the change for a file, within the notebook's lock, so the events of changes
+        keep their saves' order; a large cell is its text as the file had it. Else (a room's
+        change, encoded in the room's transaction anyway) encoded now.
+        """
+        kept = self.texts.get(id(cell))
+        if kept is not None and kept[0] is cell:
+            return kept[1]
+        return json.dumps(cell, ensure_ascii=False)
 
 
 class NotebookStore:
@@ -381,10 +402,11 @@ class NotebookStore:
         ``call_id``: the agent call making the change, whose change to a room can then be
         undone (``undo``). Returns ``{text, details}``, ``cellKeys`` (every cell's key after the
         change, for the tool's history) and, for edit and delete, ``previousCell``: the cell as
-        it was, which the tool reports on the event bus (for the lab's revert); neither is for
-        the caller. ``then`` (pure) looks at the notebook as the change left it, in the same
-        step: what it returns is ``then``'s entry; when it raises, nothing is kept (a change
-        followed by a run of its cell is accepted as one).
+        it was, which the tool reports on the event bus (for the lab's revert), with
+        ``previousCellJson`` (``_Outcome.cell_json``); none of them is for the caller. ``then``
+        (pure) looks at the notebook as the change left it, in the same step: what it returns
+        is ``then``'s entry; when it raises, nothing is kept (a change followed by a run of its
+        cell is accepted as one).
         """
 
         def mutate(d: CellDocument) -> tuple[list[ChangeResult], Sequence[CellKey], Any]:
@@ -399,6 +421,7 @@ class NotebookStore:
         changed: dict[str, Any] = {"text": result.text, "details": details, "cellKeys": keys}
         if result.previous is not None:
             changed["previousCell"] = result.previous
+            changed["previousCellJson"] = outcome.cell_json(result.previous)
         if then is not None:
             changed["then"] = after
         return changed
@@ -437,22 +460,21 @@ class NotebookStore:
         One save of the file, or one transaction on the live document; nothing when a change
         fails. ``call_id`` and ``agent`` as ``change``'s. Returns ``{text, details}`` and
         ``previousCells`` (per change, the cell as it was before an edit or a delete, else
-        None) and ``previousCellsJson`` (their JSON, made with the change: for a file on its
-        worker thread, not on the event loop) for the tool's event, and ``cellKeys`` (as
-        ``change``'s), not for the caller.
+        None) and ``previousCellsJson`` (their JSON, ``_Outcome.cell_json``) for the tool's
+        event, and ``cellKeys`` (as ``change``'s), not for the caller.
         """
-
-        def mutate(
-            d: CellDocument,
-        ) -> tuple[list[ChangeResult], Sequence[CellKey], list[str | None]]:
-            changes = apply_batch(d, batch)
-            return changes, d.cell_keys(), cells_json([c.previous for c in changes])
-
-        outcome = await self.update(batch.notebook_path, mutate, call_id=call_id, agent=agent)
-        changes, keys, texts = outcome.value
+        outcome = await self.update(
+            batch.notebook_path,
+            lambda d: (apply_batch(d, batch), d.cell_keys()),
+            call_id=call_id,
+            agent=agent,
+        )
+        changes, keys = outcome.value
         result = batch_result(changes)
         result["details"].update(via=outcome.via, lastModified=outcome.last_modified)
-        result["previousCells"] = [change.previous for change in changes]
+        previous = [change.previous for change in changes]
+        result["previousCells"] = previous
+        texts = [None if cell is None else outcome.cell_json(cell) for cell in previous]
         result["previousCellsJson"] = texts
         result["cellKeys"] = keys
         return result
@@ -582,7 +604,7 @@ class NotebookStore:
         untrusted = kept.untrusted_in is not None and kept.untrusted_in == store_state
         known = kept.signature if kept.signature is not None or untrusted else _UNKNOWN
         try:
-            value, before = await asyncio.to_thread(
+            value, before, texts = await asyncio.to_thread(
                 _mutate_file, document, mutate, self.trust, known
             )
         except BaseException:
@@ -590,7 +612,7 @@ class NotebookStore:
             raise
         if not document.changed:
             self._keep(key, kept)
-            return _Outcome(value, "file", _timestamp(kept.last_modified)), document
+            return _Outcome(value, "file", _timestamp(kept.last_modified), texts), document
         if not final and await self._live_document(api_path) is not None:
             return None, document  # a room opened meanwhile: change its document instead
         pieces = document.pieces()  # the text, never joined where the guard writes pieces
@@ -621,7 +643,7 @@ class NotebookStore:
                         untrusted_in,
                     )
                     self._keep(key, entry)
-        return _Outcome(value, "file", _timestamp(saved.get("last_modified"))), document
+        return _Outcome(value, "file", _timestamp(saved.get("last_modified")), texts), document
 
     async def _unchanged(self, api_path: str, kept: CachedNotebook) -> bool:
         """Whether the file is still the one ``kept`` was read from or saved as.
@@ -653,22 +675,28 @@ def _mutate_file(
     mutate: Callable[[CellDocument], T],
     trust: NotebookTrust,
     known: Any = _UNKNOWN,
-) -> tuple[T, str | None]:
+) -> tuple[T, str | None, dict[int, tuple[Any, CellText]]]:
     """Apply ``mutate`` to the file's document; also return its signature from before.
 
-    ``known``: that signature when already known (None: known not to be trusted).
+    ``known``: that signature when already known (None: known not to be trusted). Also
+    returns the JSON of each cell the change replaced or deleted, by its ``id``
+    (``_Outcome.texts``): encoded here, on the change's worker thread — a batch of 100 changes
+    of cells with ~10 KB of outputs held the event loop ~16 ms encoding them there one by one
+    — and a cell longer than ``AS_IS_CHARS`` not encoded at all, its text in the file taken as
+    it is (a cell with 50 MB of outputs held the GIL, hence the event loop, for ~0.7 s in
+    ``json.dumps``, a single C call, whichever thread made it).
     """
     before = trust.signature(document.data) if known is _UNKNOWN else known
-    return mutate(document), before
-
-
-def cells_json(cells: list[Any]) -> list[str | None]:
-    """The JSON of each cell (None for none), as the tool's events measure a cell as it was.
-
-    The cells are never changed in place once made (an edit makes a new cell), so another
-    thread may encode them while the document goes on.
-    """
-    return [None if cell is None else json.dumps(cell, ensure_ascii=False) for cell in cells]
+    try:
+        value = mutate(document)
+    finally:
+        removed = document.take_removed()
+    texts: dict[int, tuple[Any, CellText]] = {}
+    for cell, text in removed:
+        if text_length(text) <= AS_IS_CHARS:
+            text = json.dumps(cell, ensure_ascii=False)
+        texts[id(cell)] = (cell, text)
+    return value, before, texts
 
 
 def _recent(modified: Any) -> bool:

@@ -30,7 +30,7 @@ import secrets
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Generator, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -271,14 +271,28 @@ class ArtifactStore:
         file = os.fdopen(fd, "wb", buffering=WRITE_BUFFER)
         return ArtifactWriter(self, artifact_id, tool, file, extension)
 
-    def save(self, tool: str, extension: str, data: bytes) -> ArtifactWriter:
+    #: Most bytes ``save`` writes (None: no bound); past it nothing is kept.
+    save_max_bytes: int | None = None
+
+    def save(self, tool: str, extension: str, data: bytes | Iterable[bytes]) -> ArtifactWriter:
         """Write ``data`` whole as a new artifact and return its (closed) writer.
 
-        Raises ``OSError`` when it cannot be written; nothing partial is left behind.
+        ``data`` may come in chunks (a large text encoded a piece at a time, off the event
+        loop's way). Raises ``OSError`` when it cannot be written whole, past
+        ``save_max_bytes`` too; nothing partial is left behind.
         """
+        limit, written = self.save_max_bytes, 0
         writer = self.create(tool, extension)
         try:
-            writer.write(data)
+            for chunk in (data,) if isinstance(data, bytes) else data:
+                written += len(chunk)
+                if limit is not None and written > limit:
+                    raise OSError(
+                        errno.EFBIG,
+                        f"At least {format_size(written)}, past the {format_size(limit)} an "
+                        "artifact may have through the contents manager",
+                    )
+                writer.write(chunk)
             writer.close()
         except BaseException:
             writer.abort()
@@ -543,6 +557,7 @@ class ContentsArtifactStore(ArtifactStore):
         self.root_dir = self.os_folder = ""  # no local folder: every file is the manager's
         self.contents_manager = contents_manager
         self.upload_max_bytes = upload_max_bytes
+        self.save_max_bytes = upload_max_bytes
         self.staging_dir = staging_dir or tempfile.gettempdir()
         self.loop = loop
         self.temporaries = temporaries
@@ -580,16 +595,6 @@ class ContentsArtifactStore(ArtifactStore):
         return ContentsArtifactWriter(
             self, artifact_id, tool, file, extension, staged, self.upload_max_bytes
         )
-
-    def save(self, tool: str, extension: str, data: bytes) -> ArtifactWriter:
-        """Write ``data`` whole as a new artifact; ``OSError`` past ``upload_max_bytes``."""
-        if len(data) > self.upload_max_bytes:
-            raise OSError(
-                errno.EFBIG,
-                f"{format_size(len(data))} is past the {format_size(self.upload_max_bytes)} "
-                "an artifact may have through the contents manager",
-            )
-        return super().save(tool, extension, data)
 
     def _forget(self, artifact_id: str, staged: str) -> None:
         """Drop a staged artifact: its file removed, no longer protected from retention."""

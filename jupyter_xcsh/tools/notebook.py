@@ -26,7 +26,7 @@ import logging
 import re
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,8 +48,10 @@ from ..execution.kernel.launcher import KernelLauncher
 from ..execution.kernel.observer import ExecutionObserver
 from ..fields import check_type, known_fields
 from ..kernel_tool.logs import KernelLogs
+from ..memory import hand_over, release_in_slices
 from ..notebook.batch import parse_batch, require_batch_preconditions
 from ..notebook.cells import ChangeResult, NotebookRequest, parse_request
+from ..notebook.celltext import PART_CHARS, CellText, text_chunks, text_length
 from ..notebook.find import NotebookFinder
 from ..notebook.model import CellDocument, CellKey, Snapshot, notebook_revision
 from ..notebook.reader import IMAGE_MARK, ReadImage
@@ -200,14 +202,19 @@ class NotebookTool:
             raise
         previous = result.pop("previousCell", None)
         found = result.pop("images", None)
+        text = result.pop("previousCellJson", None)
         self.activity.notebook_call(
             request.action,
             self.store.api_path(request),
             result,
             call_id=call_id,
             restored=request.cell is not None,
-            **(await self._previous_cell(previous))[0],
+            **(await self._previous_cell(previous, text=text))[0],
         )
+        if _large(text):
+            garbage = [previous, text]
+            del previous, text
+            _let_go(garbage)
         if found is not None:
             result = await self._with_images(result, found)
         return {"callId": call_id, **result}
@@ -346,10 +353,10 @@ class NotebookTool:
             )
             raise
         previous = result.pop("previousCells")
-        # Each cell as it was, as JSON, made with the change (for a file, on its worker thread:
-        # a batch of 100 changes of cells with ~10 KB of outputs held the event loop ~16 ms
-        # encoding them here one by one); each text is let go once used.
+        # Each cell as it was, as JSON, made with the change (``store._Outcome.cell_json``);
+        # each text is let go once used.
         texts = result.pop("previousCellsJson")
+        large = any(map(_large, texts))
         changes = []
         budget = MAX_EVENT_BATCH  # one event stays bounded however many changes it lists
         for i, (request, details, cell) in enumerate(
@@ -369,6 +376,10 @@ class NotebookTool:
         self.activity.notebook_call(
             "batch", self.store.api_path(batch), result, call_id=call_id, changes=changes
         )
+        if large and previous:
+            garbage = [previous]
+            del previous, cell, text
+            _let_go(garbage)
         return {"callId": call_id, **result}
 
     async def undo(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -468,19 +479,21 @@ class NotebookTool:
         return {"callId": new_call_id(), "text": _changes_text(details), "details": details}
 
     async def _previous_cell(
-        self, cell: Any, limit: int = MAX_EVENT_CELL, text: str | None = None
+        self, cell: Any, limit: int = MAX_EVENT_CELL, text: CellText | None = None
     ) -> tuple[dict[str, Any], int]:
         """The event fields holding the cell as it was, and the characters they carry inline.
 
         Inline up to ``limit`` characters of JSON, else an artifact (when there is a store).
-        ``text``: the cell's JSON when already made (``store.cells_json``).
+        ``text``: the cell's JSON as the change made it (``store._Outcome.cell_json``; for a
+        large cell, its text in the file, perhaps in parts), written to the artifact as it is.
         """
         if cell is None:
             return {}, 0
         if text is None:
             text = json.dumps(cell, ensure_ascii=False)
-        if len(text) <= limit:
-            return {"previous_cell": cell}, len(text)
+        size = text_length(text)
+        if size <= limit:
+            return {"previous_cell": cell}, size
         if self.artifacts is None:
             return {}, 0
         try:
@@ -490,10 +503,18 @@ class NotebookTool:
             return {}, 0
         return {"previous_cell_artifact": artifact_id}, 0
 
-    def _write_artifact(self, text: str) -> str:
+    def _write_artifact(self, text: CellText) -> str:
         assert self.artifacts is not None
-        # Whole or not at all (save): a cell's JSON cut short could not be reverted to.
-        return self.artifacts.save("notebook", "log", text.encode("utf-8")).id
+
+        # Whole or not at all (save): a cell's JSON cut short could not be reverted to. A MiB
+        # at a time: encoding holds the GIL, and the event loop's thread waits for it (50 MB
+        # encoded at once: ~100 ms).
+        def chunks() -> Iterator[bytes]:
+            for chunk in text_chunks(text):
+                yield chunk.encode("utf-8")
+                hand_over()
+
+        return self.artifacts.save("notebook", "log", chunks()).id
 
 
 def _split_run(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -513,6 +534,20 @@ def _split_run(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | N
 def _run_of(run: RunRequest, index: int) -> RunRequest:
     """The run request of one cell, the one at ``index``."""
     return dataclasses.replace(run, cell_index=index)
+
+
+def _large(text: CellText | None) -> bool:
+    """Whether a cell whose JSON is ``text`` is let go off the event loop (``_let_go``)."""
+    return text is not None and text_length(text) > PART_CHARS
+
+
+def _let_go(garbage: list[Any]) -> None:
+    """Free the large cells as they were, once reported, on a worker thread, a slice at a time.
+
+    Their last reference dropped on the event loop, a cell with 50 MB of output lines held it
+    60-130 ms (``memory.release_in_slices``). The caller keeps no reference to them.
+    """
+    asyncio.get_running_loop().run_in_executor(None, release_in_slices, garbage)
 
 
 def _agent(caller: Caller) -> tuple[str, str] | None:

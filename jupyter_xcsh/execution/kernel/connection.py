@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from queue import Empty
@@ -117,6 +119,11 @@ class KernelConnection:
         self.kernel_info: dict[str, Any] = {}
         self.ready = False
         self.closed = False
+        #: A gateway's client, whose websocket is opened and closed on threads of their own
+        #: (``_start_channels``); whether that websocket is open, under its lock.
+        self._websocket = _opens_a_websocket(client)
+        self._websocket_open = False
+        self._websocket_lock = threading.Lock()
 
     # -- lifecycle ------------------------------------------------------------------------
     async def open(self, deadline: float, is_alive: Callable[[], Awaitable[bool]]) -> None:
@@ -133,7 +140,7 @@ class KernelConnection:
         # (``is_alive``, the sessions' own heartbeat). jupyter_client's is a thread per
         # connection pinging every second, which closing the connection joined on the event
         # loop (up to 133 ms seen with 24 agents' sessions).
-        await ensure_async(self.client.start_channels(hb=False))
+        await self._start_channels()
         for name in ("shell", "iopub", "stdin", "control"):
             self._pumps.append(asyncio.create_task(self._pump(name)))
         while True:
@@ -192,14 +199,60 @@ class KernelConnection:
         for task in self._pumps:
             task.cancel()
         self._pumps.clear()
-        with contextlib.suppress(Exception):
-            self.client.stop_channels()
+        self._stop_channels()
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
             try:
                 on_close()
             except Exception:
                 self.log.exception("xcsh: closing a kernel connection")
+
+    async def _start_channels(self) -> None:
+        """Start the client's channels (no heartbeat); a gateway's on a thread of its own.
+
+        jupyter_server's gateway client opens its websocket with a blocking handshake, and
+        closes it waiting up to 3 s for the gateway's answer, then as long as the socket's
+        timeout (``KERNEL_LAUNCH_TIMEOUT``, 40 s by default) for its reader thread: on the event
+        loop, a gateway slow to accept or to close a kernel's websocket held every request of
+        the server, and a run waiting for a busy kernel answered that much past its deadline.
+        Cancelled, the wait ends at once; the handshake goes on, and what it opened is closed
+        once it is done (``close`` came meanwhile).
+        """
+        if not self._websocket:
+            await ensure_async(self.client.start_channels(hb=False))
+            return
+        loop = asyncio.get_running_loop()
+        started: asyncio.Future[None] = loop.create_future()
+
+        def start() -> None:
+            error: BaseException | None = None
+            try:
+                asyncio.run(self.client.start_channels(hb=False))
+            except BaseException as e:  # reported to the waiter, if it still waits
+                error = e
+            with self._websocket_lock:
+                self._websocket_open = error is None and not self.closed
+                abandoned = error is None and self.closed
+            if abandoned:
+                _stop_channels(self.client)
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                loop.call_soon_threadsafe(_settle, started, error)
+
+        threading.Thread(target=start, name="xcsh-gateway-open", daemon=True).start()
+        await started
+
+    def _stop_channels(self) -> None:
+        """Stop the client's channels; a gateway's websocket is closed on a thread of its own."""
+        if not self._websocket:
+            _stop_channels(self.client)
+            return
+        with self._websocket_lock:
+            was_open, self._websocket_open = self._websocket_open, False
+        if was_open:
+            closing = threading.Thread(
+                target=_stop_channels, args=(self.client,), name="xcsh-gateway-close", daemon=True
+            )
+            closing.start()
 
     # -- requests -------------------------------------------------------------------------
     def route(self, msg_id: str, handler: Handler) -> None:
@@ -522,6 +575,29 @@ class KernelConnection:
                 # a new process started on the same ports (a restart we did not ask for).
                 if state in ("restarting", "dead") or (state == "starting" and self.ready):
                     self._mark_lost(f"kernel {state}")
+
+
+def _opens_a_websocket(client: Any) -> bool:
+    """Whether ``client`` is a gateway's, which opens a websocket (blocking) to start channels."""
+    return hasattr(client, "channel_socket") and inspect.iscoroutinefunction(
+        type(client).start_channels
+    )
+
+
+def _stop_channels(client: Any) -> None:
+    """Stop ``client``'s channels, whatever fails (the connection is gone either way)."""
+    with contextlib.suppress(Exception):
+        client.stop_channels()
+
+
+def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
+    """End ``future`` (on its loop) with ``error`` or None, unless it was cancelled."""
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
 
 
 def probe_socket_views() -> str | None:
