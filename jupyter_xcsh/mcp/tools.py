@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import ConflictError, XcshError, status_for
@@ -35,6 +37,7 @@ __all__ = [
     "ToolContext",
     "build_tools",
     "call_result",
+    "default_tools",
     "error_result",
     "text_result",
 ]
@@ -259,6 +262,16 @@ are lost (stateLost).
 - change (a notebook's kernel): a new kernel of kernel_name (another kernel spec) for the \
 notebook; same rule as restart.
 - sessions: the python tool's sessions."""
+
+
+@cache
+def default_tools() -> Mapping[str, McpTool]:
+    """The tools of the package's own ``rest-api.yml``, built once per process (read-only).
+
+    Deriving their schemas walks the whole description (~0.1 s): paid by every server started
+    in a process (a test suite starts hundreds), for the same frozen tools each time.
+    """
+    return MappingProxyType(build_tools())
 
 
 def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
