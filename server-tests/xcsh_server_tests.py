@@ -15,7 +15,10 @@ Every server error (5xx) answered during the run is listed at its end, with the 
 from, that test's outcome and, for a test that did not pass, the server's traceback: an
 uncaught exception in a handler (tornado's ``Uncaught exception``) or a 5xx ``HTTPError``, as
 tornado logs them. Some tests expect one (a kernel that fails to start); a 500 in a failing
-test then says what it was without digging in the captured logs.
+test then says what it was without digging in the captured logs. A test that failed after one
+of its kernels could not bind a port (``Address already in use``: another process on the
+machine took the port between jupyter_client choosing it and the kernel binding it) is named as
+such: that kernel died at start, with or without the extension (a websocket to it answers 500).
 
 Deselected, with or without the extension: the tests parametrized with the deprecated
 synchronous ``MappingKernelManager``. Its kernels' ZMQ streams live on jupyter_core's
@@ -46,6 +49,8 @@ SYNC_KERNEL_MANAGER = "jupyter_server.services.kernels.kernelmanager.MappingKern
 LOADED = os.environ.get("XCSH_SERVER_TESTS_EXTENSION", "1") != "0"
 
 _servers_checked = 0
+#: What a kernel prints when a port it was given is taken (a ZMQError at bind).
+PORT_TAKEN = "Address already in use"
 
 
 @dataclass
@@ -65,6 +70,8 @@ class ServerErrors(logging.Handler):
         self.test = "(no test)"
         self.errors: list[ServerError] = []
         self.outcomes: dict[str, str] = {}
+        #: Failed tests one of whose kernels could not bind its port.
+        self.port_races: set[str] = set()
 
     def emit(self, record: logging.LogRecord) -> None:
         """Keep uncaught exceptions and 5xx ``HTTPError``s; ignore everything else.
@@ -102,6 +109,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """A test's outcome: failed if any phase failed."""
     if report.outcome != "passed" or report.nodeid not in _errors.outcomes:
         _errors.outcomes[report.nodeid] = report.outcome
+    if report.failed and PORT_TAKEN in report.capstderr:
+        _errors.port_races.add(report.nodeid)
 
 
 @pytest.fixture(autouse=True)
@@ -168,3 +177,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         if outcome != "passed" and error.traceback:
             for line in error.traceback.rstrip().splitlines():
                 terminalreporter.write_line(f"    {line}")
+    for test in sorted(_errors.port_races):
+        terminalreporter.write_line(
+            f"{test} failed after a kernel of its server could not bind its port ({PORT_TAKEN}:"
+            " another process took it after jupyter_client chose it)"
+        )
