@@ -20,6 +20,7 @@ from .execution.inplace.kernels import NotebookKernels
 from .execution.inplace.service import InPlaceService
 from .execution.kernel.connection import probe_socket_views
 from .execution.kernel.launcher import probe_activity_watch, probe_restarter
+from .execution.kernel.stamp import stamp_kernels_when_created
 from .execution.kernel.wire import probe_decoding
 from .execution.python.runner import ExecutionService
 from .fast_paths import FastPaths, probe_fast_paths
@@ -92,6 +93,8 @@ class XcshApp(ExtensionApp):
     artifact_prune_interval = 600.0
     #: The glibc arena limit the extension set (``memory.limit_heap_arenas``); None: none.
     heap_arenas: int | None = None
+    #: Whether the server's kernels are stamped when created (``execution/kernel/stamp.py``).
+    kernels_stamped = False
     _prune_task: asyncio.Task[None] | None = None
 
     def initialize_settings(self) -> None:
@@ -100,6 +103,11 @@ class XcshApp(ExtensionApp):
         server = self.serverapp
         settings = XcshSettings(parent=self)
         self.heap_arenas = limit_heap_arenas(settings.heap_arenas)
+        if settings.stamp_starting_kernels:
+            why_not = stamp_kernels_when_created(server.kernel_manager)
+            self.kernels_stamped = why_not is None
+            if why_not is not None:
+                server.log.info("jupyter_xcsh: kernels not stamped when created: %s", why_not)
         fast = self._fast_paths(settings)
         limits = ReadLimits(
             max_chars=settings.read_max_chars,
@@ -290,6 +298,7 @@ class XcshApp(ExtensionApp):
                 ("malloc_trim after large calls", settings.trim_memory),
                 ("startup heap frozen once started", settings.freeze_startup_heap),
                 (f"malloc arenas limited to {self.heap_arenas}", self.heap_arenas is not None),
+                ("kernels stamped when created", self.kernels_stamped),
                 ("contents manager save guard", fast.uses("save_guard")),
                 ("kernel activity-watch takeover", fast.uses("activity_watch")),
                 ("session kernel stream bound", fast.uses("kernel_stream_bound")),

@@ -384,6 +384,19 @@ class XcshSettings(Configurable):
         ),
     )
 
+    stamp_starting_kernels = Bool(
+        True,
+        config=True,
+        help=(
+            "Create each kernel the server starts with the last_activity and execution_state "
+            "('starting') the server gives it once started (default True). jupyter_server lists "
+            "a starting kernel one event-loop iteration before it sets them, and GET "
+            "/api/kernels, /api/status and /api/sessions answer 500 in that window, with or "
+            "without this extension. False leaves the server's kernels as it creates them. "
+            "Not for a gateway's kernels."
+        ),
+    )
+
     take_over_activity_watch = Bool(
         True,
         config=True,

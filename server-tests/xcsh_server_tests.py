@@ -11,6 +11,15 @@ test had a server fails.
 ``XCSH_SERVER_TESTS_EXTENSION=0`` is the control run: the same tests, the extension not loaded
 (checked the same way).
 
+Every server error (5xx) answered during the run is listed at its end, with the test it came
+from, that test's outcome and, for a test that did not pass, the server's traceback: an
+uncaught exception in a handler (tornado's ``Uncaught exception``) or a 5xx ``HTTPError``, as
+tornado logs them. Some tests expect one (a kernel that fails to start); a 500 in a failing
+test then says what it was without digging in the captured logs. A test that failed after one
+of its kernels could not bind a port (``Address already in use``: another process on the
+machine took the port between jupyter_client choosing it and the kernel binding it) is named as
+such: that kernel died at start, with or without the extension (a websocket to it answers 500).
+
 Deselected, with or without the extension: the tests parametrized with the deprecated
 synchronous ``MappingKernelManager``. Its kernels' ZMQ streams live on jupyter_core's
 process-wide ``run_sync`` event loop (a thread that outlives each test's server), where a stream
@@ -25,7 +34,10 @@ without the extension as with it (issue 29).
 
 from __future__ import annotations
 
+import logging
 import os
+import traceback
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -37,6 +49,68 @@ SYNC_KERNEL_MANAGER = "jupyter_server.services.kernels.kernelmanager.MappingKern
 LOADED = os.environ.get("XCSH_SERVER_TESTS_EXTENSION", "1") != "0"
 
 _servers_checked = 0
+#: What a kernel prints when a port it was given is taken (a ZMQError at bind).
+PORT_TAKEN = "Address already in use"
+
+
+@dataclass
+class ServerError:
+    """One 5xx answer: the test it happened in, what tornado logged, its traceback if any."""
+
+    test: str
+    message: str
+    traceback: str
+
+
+class ServerErrors(logging.Handler):
+    """Collect the 5xx answers tornado logs, each with the test running then."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.test = "(no test)"
+        self.errors: list[ServerError] = []
+        self.outcomes: dict[str, str] = {}
+        #: Failed tests one of whose kernels could not bind its port.
+        self.port_races: set[str] = set()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Keep uncaught exceptions and 5xx ``HTTPError``s; ignore everything else.
+
+        Told apart by tornado's formats, not by logger name: jupyter_server renames tornado's
+        loggers after its own (``ServerApp``).
+        """
+        args = record.args if isinstance(record.args, tuple) else ()
+        uncaught = str(record.msg).startswith("Uncaught exception") and bool(record.exc_info)
+        http_error = record.msg == "%d %s: %s" and bool(args) and isinstance(args[0], int)
+        if not uncaught and not (http_error and args[0] >= 500):
+            return
+        message = record.getMessage().splitlines()[0]
+        trace = "".join(traceback.format_exception(*record.exc_info)) if record.exc_info else ""
+        if trace:
+            message += f": {trace.rstrip().splitlines()[-1]}"
+        self.errors.append(ServerError(self.test, message, trace))
+
+
+_errors = ServerErrors()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Listen to tornado's loggers for the whole run."""
+    for name in ("tornado.application", "tornado.general"):
+        logging.getLogger(name).addHandler(_errors)
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    """The test whose servers answer from now on."""
+    _errors.test = nodeid
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A test's outcome: failed if any phase failed."""
+    if report.outcome != "passed" or report.nodeid not in _errors.outcomes:
+        _errors.outcomes[report.nodeid] = report.outcome
+    if report.failed and PORT_TAKEN in report.capstderr:
+        _errors.port_races.add(report.nodeid)
 
 
 @pytest.fixture(autouse=True)
@@ -92,6 +166,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Say in how many tests' servers the extension was (or was not) loaded."""
+    """Say in how many tests' servers the extension was loaded, and list every 5xx answered."""
     state = "loaded" if LOADED else "not loaded (control run)"
     terminalreporter.write_line(f"{EXTENSION} {state} in the server of {_servers_checked} tests")
+    errors = _errors.errors
+    terminalreporter.write_line(f"server errors (5xx) answered: {len(errors)}")
+    for error in errors:
+        outcome = _errors.outcomes.get(error.test, "?")
+        terminalreporter.write_line(f"  {error.test} [{outcome}]: {error.message}")
+        if outcome != "passed" and error.traceback:
+            for line in error.traceback.rstrip().splitlines():
+                terminalreporter.write_line(f"    {line}")
+    for test in sorted(_errors.port_races):
+        terminalreporter.write_line(
+            f"{test} failed after a kernel of its server could not bind its port ({PORT_TAKEN}:"
+            " another process took it after jupyter_client chose it)"
+        )

@@ -21,6 +21,7 @@ import logging
 import re
 import time
 import uuid
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -94,6 +95,17 @@ def event_source(source: Any) -> str | None:
     return source[:MAX_EVENT_SOURCE]
 
 
+@cache
+def event_schemas() -> tuple[ShapeValidatedSchema, ...]:
+    """The extension's event schemas, loaded once per process and shared by its servers.
+
+    Loading them (their YAML, jupyter_events' check of each schema) was most of the cost of
+    loading the extension, paid again by every server a process starts (a test suite starts
+    hundreds). A shape of event found valid stays valid for every server: the schema is one.
+    """
+    return tuple(ShapeValidatedSchema.from_file(p) for p in sorted(SCHEMA_DIR.glob("*.yaml")))
+
+
 class ActivityEvents:
     """Emit the extension's events on the server's event logger."""
 
@@ -116,10 +128,9 @@ class ActivityEvents:
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
         if event_logger is not None:
-            for path in sorted(SCHEMA_DIR.glob("*.yaml")):
+            for schema in event_schemas():
                 # jupyter_events registers an EventSchema as it is (its annotation says dict).
-                schema: Any = ShapeValidatedSchema.from_file(path)
-                event_logger.register_event_schema(schema)
+                event_logger.register_event_schema(schema)  # type: ignore[arg-type]
 
     def listening(self, schema_id: str) -> bool:
         """Whether an event of ``schema_id`` would reach anyone (the history, a listener)."""

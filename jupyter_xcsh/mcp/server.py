@@ -45,7 +45,7 @@ from .resources import (
     notebook_uri,
 )
 from .summary import BODY, STRUCTURED_META
-from .tools import McpTool, ToolContext, build_tools, call_result, error_result
+from .tools import McpTool, ToolContext, call_result, default_tools, error_result
 
 __all__ = ["McpServer", "RequestContext", "RunningRequests", "progress_token"]
 
@@ -164,7 +164,7 @@ class McpServer:
         log: logging.Logger | None = None,
     ) -> None:
         self.services = services
-        self.tools = dict(tools) if tools is not None else build_tools()
+        self.tools = dict(tools if tools is not None else default_tools())
         self.log = log or logging.getLogger(__name__)
         self.running = RunningRequests()
         self.elicitations = Elicitations()

@@ -22,6 +22,8 @@ import base64
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import ConflictError, XcshError, status_for
@@ -50,6 +52,7 @@ __all__ = [
     "ToolContext",
     "build_tools",
     "call_result",
+    "default_tools",
     "error_result",
     "text_result",
 ]
@@ -299,6 +302,16 @@ A python session's kernel (session [cwd]) or a notebook's (notebook_path).
 - restart, change [kernel_name]: a notebook's kernel; force while a cell runs; variables lost.
 - sessions: the python tool's sessions.
 A busy kernel: waits up to timeout (default 10 s)."""
+
+
+@cache
+def default_tools() -> Mapping[str, McpTool]:
+    """The tools of the package's own ``rest-api.yml``, built once per process (read-only).
+
+    Deriving their schemas walks the whole description (~0.1 s): paid by every server started
+    in a process (a test suite starts hundreds), for the same frozen tools each time.
+    """
+    return MappingProxyType(build_tools())
 
 
 def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
