@@ -47,13 +47,17 @@ async def test_a_cell_ignoring_its_interrupt_ends_within_the_deadline_and_says_s
     assert cell["durationMs"] < 3000
     session = result["session"]
     assert (session["stateLost"], session["stateLostReason"]) == (True, ESCALATED)
-    assert (session["restartCount"], session["generation"]) == (1, 2)
+    # One restart more than before the call: a kernel that died at its start (another process
+    # took its port between jupyter_client choosing it and the kernel binding it) is restarted
+    # and re-run by the first call, and counted there.
+    restarts, generation = before["session"]["restartCount"], before["session"]["generation"]
+    assert (session["restartCount"], session["generation"]) == (restarts + 1, generation + 1)
     after = await run(jp_fetch, "import os\nprint('kept' in globals(), os.getpid())", timeout=120)
     seen, pid = after["text"].split()
     assert (seen, after["isError"]) == ("False", False)
     assert pid != before["text"]  # a new kernel process
     assert after["session"]["stateLost"] is False  # already said by the timed-out call
-    assert after["session"]["generation"] == 2
+    assert after["session"]["generation"] == generation + 1
 
 
 #: A cell that runs until the test creates the file ``go`` (in the session's cwd, the root).
