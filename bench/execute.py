@@ -22,7 +22,8 @@ server:
 2. a large print (20 MB and 200 MB): the tool (JSON result) against a raw client draining the
    same output from a plain kernel (the floor), and from a kernel whose streams flush at the
    tool's size bound (what the bound costs); targets: the tool's rate >= 0.8x the floor's,
-   the server's RSS growth <= 32 MB while it runs and <= 4 MB once it is done.
+   the server's RSS growth <= 32 MB while it runs and <= 4 MB kept in all by ``--repeat``
+   more calls made back to back (each call's growth from just before it to 2 s after, summed).
 """
 
 from __future__ import annotations
@@ -511,9 +512,14 @@ def print_code(megabytes: int) -> str:
     )
 
 
+#: Seconds after a large print before the server's RSS is read (a freed arena, the heap trim
+#: after a large call, go back a moment later).
+SETTLE = 2.0
+
+
 def settle_rss(pid: int) -> int:
     """The RSS of ``pid`` once it stopped moving (a freed arena may go back a moment later)."""
-    time.sleep(0.5)
+    time.sleep(SETTLE)
     return rss_bytes(pid)
 
 
@@ -530,7 +536,6 @@ def measure_output(server: Server, sizes: list[int], repeat: int) -> list[Row]:
         size = megabytes * MIB
         seconds: dict[str, list[float]] = {"plain": [], "bounded": [], "tool": []}
         during: list[int] = []
-        kept: list[int] = []
         for _ in range(repeat):
             for name, client in (("plain", plain), ("bounded", bounded)):
                 t = time.perf_counter()
@@ -545,6 +550,14 @@ def measure_output(server: Server, sizes: list[int], repeat: int) -> list[Row]:
                 seconds["tool"].append(time.perf_counter() - t)
             assert result["totalBytes"] == size, result["totalBytes"]
             during.append(peak.growth)
+        # What the tool's calls keep, by themselves: the raw drains above go through the
+        # server too (its watch of the kernels' messages), and what they leave is given back
+        # by the trim after the tool's next call, which would hide what the tool keeps.
+        kept = []
+        for _ in range(repeat):
+            before = settle_rss(pid)
+            result = server.python(code)
+            assert result["totalBytes"] == size, result["totalBytes"]
             kept.append(settle_rss(pid) - before)
         floor = min(seconds["plain"])
 
@@ -574,11 +587,11 @@ def measure_output(server: Server, sizes: list[int], repeat: int) -> list[Row]:
                 max(during) <= RSS_DURING_TARGET,
             ),
             Row(
-                f"{megabytes} MB print, server RSS kept after",
-                f"{max(kept) / MIB:6.1f} MB",
-                "",
+                f"{megabytes} MB print, server RSS kept after {repeat} calls",
+                f"{sum(kept) / MIB:6.1f} MB",
+                "(" + ", ".join(f"{k / MIB:.1f}" for k in kept) + ")",
                 f"<= {RSS_KEPT_TARGET // MIB} MB",
-                max(kept) <= RSS_KEPT_TARGET,
+                sum(kept) <= RSS_KEPT_TARGET,
             ),
         ]
     plain.stop_channels()

@@ -23,6 +23,7 @@ from .execution.kernel.launcher import probe_activity_watch, probe_restarter
 from .execution.kernel.stamp import stamp_kernels_when_created
 from .execution.kernel.wire import probe_decoding
 from .execution.python.runner import ExecutionService
+from .execution.python.session import probe_trait_store
 from .fast_paths import FastPaths, probe_fast_paths
 from .files.search import FileSearch
 from .files.workspace import FileLimits, Workspace
@@ -276,7 +277,9 @@ class XcshApp(ExtensionApp):
                 "message_decoding": probe_decoding,
                 "socket_views": probe_socket_views,
                 "event_emit": lambda: probe_event_emit(server.event_logger),
-                "activity_watch": lambda: probe_activity_watch(server.kernel_manager),
+                "activity_watch": lambda: (
+                    probe_activity_watch(server.kernel_manager) or probe_trait_store()
+                ),
                 "save_guard": lambda: probe_save_guard(server.contents_manager),
                 "kernel_stream_bound": None,  # checked inside each kernel by the prelude
                 "restarter_wait": lambda: probe_restarter(server.kernel_manager),

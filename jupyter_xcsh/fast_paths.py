@@ -33,7 +33,8 @@ FAST_PATHS: dict[str, str] = {
     ),
     "activity_watch": (
         "the server's activity watcher of a session kernel closed and its figures kept from "
-        "the tool's own connection (jupyter_server's kernel _activity_stream)"
+        "the tool's own connection (jupyter_server's kernel _activity_stream), stored straight "
+        "into the traits' values when nothing observes them (traitlets' _trait_values)"
     ),
     "save_guard": (
         "the contents manager's save and atomic_writing wrapped on the instance: one writer "

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+from traitlets import HasTraits, Instance, Unicode, validate
+
+from jupyter_xcsh.execution.python.session import probe_trait_store, store_trait
 
 from .python_tool import REQUEST_TIMEOUT, eventually, run
 
@@ -72,3 +76,48 @@ async def test_the_server_watches_the_kernel_again_once_the_connection_closes(
     assert jp_serverapp.kernel_manager.get_kernel(kernel_id)._activity_stream is not None
     assert (await run(jp_fetch, "1 + 1"))["text"] == "2"  # a new connection takes over again
     assert jp_serverapp.kernel_manager.get_kernel(kernel_id)._activity_stream is None
+
+
+async def test_an_observer_of_the_kernels_figures_sees_every_change(jp_fetch, jp_serverapp):
+    """The figures are stored without traitlets' machinery only while nothing observes them
+    (``store_trait``): another extension observing a kernel's state still sees it change."""
+    kernel_id = (await run(jp_fetch, "pass"))["session"]["kernelId"]
+    kernel = jp_serverapp.kernel_manager.get_kernel(kernel_id)
+    states: list[str] = []
+    times: list[datetime] = []
+    kernel.observe(lambda change: states.append(change["new"]), names="execution_state")
+    jp_serverapp.kernel_manager.observe(
+        lambda change: times.append(change["new"]), names="last_kernel_activity"
+    )
+    try:
+        await run(jp_fetch, "pass")
+    finally:
+        kernel.unobserve_all("execution_state")
+        jp_serverapp.kernel_manager.unobserve_all("last_kernel_activity")
+
+    assert states[:1] == ["busy"] and states[-1:] == ["idle"]
+    assert times and times == sorted(times)
+    assert kernel.last_activity >= times[-1] or not takes_over(jp_serverapp)
+
+
+def test_a_trait_is_stored_plainly_only_while_nothing_sees_it():
+    class Figures(HasTraits):
+        when = Instance(datetime, allow_none=True)
+        state = Unicode(None, allow_none=True)
+
+        @validate("state")
+        def _upper(self, proposal: Any) -> str:
+            return str(proposal["value"]).upper()
+
+    figures, seen = Figures(), []
+    now = datetime.now(UTC)
+
+    store_trait(figures, "when", now)  # nothing observes it: stored as traitlets would
+    assert figures.when is now and figures._trait_values["when"] is now
+    figures.observe(seen.append, names="when")
+    store_trait(figures, "when", datetime.now(UTC))
+    store_trait(figures, "state", "busy")  # a validator: through traitlets
+
+    assert [change["old"] for change in seen] == [now]
+    assert figures.state == "BUSY"
+    assert probe_trait_store() is None

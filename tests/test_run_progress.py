@@ -1,8 +1,9 @@
 """``GET /api/xcsh/runs/<runId>?after=<n>``: a run's state and its events after a cursor.
 
 A client whose request timed out (or whose stream broke) picks the run up where it left off:
-the events after the ones it saw, never the whole output again, then the final result.
-Real kernels; the bounds of the kept events on ``RunEvents`` itself.
+while the run goes on, the events after the ones it saw, never the whole output again; once
+it has ended, its result (which holds the whole output), the events it no longer keeps
+counted as ``skipped``. Real kernels; the bounds of the kept events on ``RunEvents`` itself.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_xcsh.tools.runs import CHUNK_ENVELOPE, RunEvents
+from jupyter_xcsh.tools.runs import CHUNK_ENVELOPE, RunEvents, RunRegistry
 
 from .openapi_check import assert_response_matches
 from .python_tool import REQUEST_TIMEOUT, answer, eventually, run
@@ -79,18 +80,20 @@ async def test_a_waiting_run_then_its_end_each_after_the_events_already_seen(jp_
     status, result = await answer(jp_fetch, run_id, "bob")
     assert status == 200
 
+    # Ended: the result holds the output, the events after the cursor are no longer kept.
     status, rest = await progress(jp_fetch, run_id, first["next"])
 
-    assert (rest["state"], rest["after"], rest["skipped"]) == ("finished", first["next"], 0)
+    assert (rest["state"], rest["after"], rest["events"]) == ("finished", first["next"], [])
     assert rest["result"] == result and "awaitingInput" not in rest
-    assert rest["events"][0] == {"type": "input", "state": "answered"}
-    assert "hi bob" in printed(rest["events"]) and "before" not in printed(rest["events"])
-    assert {"type": "cell", "index": 1, "status": "complete"} in rest["events"]
-    assert rest["next"] == first["next"] + len(rest["events"])
+    assert "hi bob" in result["text"]
+    # The answer, the cell's output and the cells' ends: counted, each with its number.
+    assert rest["skipped"] >= 3
+    assert rest["next"] == first["next"] + rest["skipped"]
 
     # Everything seen: only the state and the result.
     status, end = await progress(jp_fetch, run_id, rest["next"])
     assert (status, end["events"], end["state"], end["result"]) == (200, [], "finished", result)
+    assert end["skipped"] == 0
 
 
 LOOP = """input('go? ')
@@ -112,20 +115,26 @@ async def test_a_running_run_is_read_in_pieces_that_add_up_to_its_output(jp_fetc
     async def caught_up() -> bool:
         nonlocal cursor
         status, piece = await progress(jp_fetch, run_id, cursor)
-        assert status == 200 and piece["after"] == cursor and piece["skipped"] == 0
+        assert status == 200 and piece["after"] == cursor
+        states.append(piece["state"])
+        if piece["state"] == "finished":  # the rest is in the result, not in events
+            assert piece["events"] == [] and piece["skipped"] == piece["next"] - cursor
+            return True
+        assert piece["skipped"] == 0
         events.extend(piece["events"])
         cursor = piece["next"]
-        states.append(piece["state"])
-        return bool(piece["state"] == "finished")
+        return False
 
     await eventually(caught_up, timeout=120, interval=0.3)
     _, result = await answering
 
     assert "running" in states  # read while it ran
-    assert printed(events) == "go? \n" + "".join(f"tick {i}\n" for i in range(6))
+    output = "go? \n" + "".join(f"tick {i}\n" for i in range(6))
+    assert output.startswith(printed(events))  # the pieces, in order, none twice
     assert result["text"].endswith("tick 5")
     _, everything = await progress(jp_fetch, run_id, 0)
-    assert everything["events"] == events
+    assert everything["events"] == [] and everything["skipped"] == everything["next"]
+    assert everything["next"] >= len(events)
 
 
 @pytest.mark.parametrize("after", ["x", "-1", "1.5", "", " 1", "99999999999999999999"])
@@ -220,8 +229,53 @@ async def test_streamed_the_events_after_the_cursor_then_the_live_ones_then_the_
     assert lines[0] == {"type": "input", "state": "answered"}  # the first event after the cursor
     # The answer's echo ("" and a newline after the prompt), then every tick, none twice.
     assert printed(lines[:-1]) == "\n" + "".join(f"tick {i}\n" for i in range(6))
+    # Ended: every event the stream had is counted, none kept.
     _, everything = await progress(jp_fetch, run_id, seen["next"])
-    assert lines[:-1] == everything["events"]
+    assert everything["events"] == [] and everything["skipped"] == len(lines) - 1
+
+
+async def test_a_finished_run_keeps_its_result_not_its_stream(jp_fetch, jp_serverapp):
+    """A run is kept 10 minutes after its end for whoever follows it: with its result, which
+    holds the output (the text, the rest in its artifact), not with its events, which held up
+    to 4 MiB of output per run (a 20 MB print kept ~3.4 MB of the server's memory per call)."""
+    code = "import sys\nfor _ in range(2048):\n    sys.stdout.write('x' * 1023 + '\\n')"
+    result = await run(jp_fetch, code)
+    assert result["totalBytes"] == 2 * 1024 * 1024 and result["artifactId"]
+    runs: RunRegistry = jp_serverapp.web_app.settings["xcsh"].runs
+
+    kept = runs.get(result["callId"])
+    status, body = await progress(jp_fetch, result["callId"], 0)
+
+    assert (kept.events.bytes, list(kept.events.after(0)[0])) == (0, [])
+    assert status == 200 and body["state"] == "finished"
+    assert body["result"] == result  # followed as before: the result is all there
+    assert body["events"] == [] and body["skipped"] == body["next"] > 2
+
+
+def test_a_closed_run_keeps_no_events_and_its_cursors_stay_valid():
+    events = RunEvents()
+    events.cell_status(0, "running")
+    events.chunk(0, "x" * 100)
+
+    events.close()
+
+    assert (events.next, events.bytes) == (2, 0)
+    assert events.after(0) == ([], 2) and events.after(2) == ([], 0)
+    events.cell_status(0, "complete")  # counted, not kept
+    assert events.after(1) == ([], 2) and events.next == 3
+
+
+def test_a_cell_event_counts_its_json_without_being_serialised():
+    events = RunEvents()
+    events.cell_status(12, "complete")
+    events.cell_status(3, "error")
+
+    expected = [
+        {"type": "cell", "index": 12, "status": "complete"},
+        {"type": "cell", "index": 3, "status": "error"},
+    ]
+    assert events.bytes == sum(len(json.dumps(e)) for e in expected)
+    assert events.after(0)[0] == expected
 
 
 async def _printed_since(jp_fetch: Any, run_id: str, cursor: int, text: str) -> bool:

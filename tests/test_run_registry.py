@@ -26,11 +26,13 @@ class Work:
     def __init__(self) -> None:
         self.release = asyncio.Event()
         self.run_id = ""
+        self.task: asyncio.Task[Any] | None = None  # the task it ran in
 
     async def __call__(
         self, observer: Any, control: CallControl, stdin: Any, run_id: str
     ) -> dict[str, Any]:
         self.run_id = run_id
+        self.task = asyncio.current_task()
         try:
             await control.guard(self.release.wait())
         except CallCancelledError:
@@ -38,9 +40,12 @@ class Work:
         return {"text": "done", "cancelled": False}
 
 
-def start(runs: RunRegistry, work: Work, owner: CallControl) -> asyncio.Future[Any]:
+def start(
+    runs: RunRegistry, work: Work, owner: CallControl, stdin: StdinSpec | None = None
+) -> asyncio.Future[Any]:
     # Detached, as MCP's calls are by default: the request's control alone would not stop it.
-    return asyncio.ensure_future(runs.start(work, StdinSpec(), 300.0, None, owner, detach=True))
+    spec = stdin or StdinSpec()
+    return asyncio.ensure_future(runs.start(work, spec, 300.0, None, owner, detach=True))
 
 
 async def test_a_running_call_is_cancelled_by_its_id_and_an_ended_one_is_not_found():
@@ -60,8 +65,9 @@ async def test_a_running_call_is_cancelled_by_its_id_and_an_ended_one_is_not_fou
 async def test_a_request_cancels_the_calls_it_started_and_no_others():
     runs, mine, theirs = RunRegistry(), Work(), Work()
     owner, other = CallControl(), CallControl()
-    # Cancelled before the call has even begun: it is registered from its start.
-    call = start(runs, mine, owner)
+    # Cancelled before the call has even begun: it is registered from its start. (A call
+    # that may ask for input has a task of its own, which has not run yet.)
+    call = start(runs, mine, owner, StdinSpec(mode="ask"))
     await asyncio.sleep(0)  # the request is in RunRegistry.start's first wait
     assert mine.run_id == ""  # the call's own task has not run yet
     assert runs.interrupt_owned(owner) is True
@@ -73,6 +79,44 @@ async def test_a_request_cancels_the_calls_it_started_and_no_others():
     assert runs.interrupt_owned(owner) is True  # it did start one (ended now): nothing to do
     theirs.release.set()
     assert (await theirs_call)["cancelled"] is False
+
+
+async def test_a_call_that_cannot_ask_runs_in_its_request_followed_as_any_run():
+    """Nothing makes such a request answer before the call's end: the call runs in the
+    request's own task (a task of its own, and waking the request at its end, cost every
+    call a turn of the event loop), and is registered, followed and cancelled as any run."""
+    runs, work, owner = RunRegistry(), Work(), CallControl()
+    call = start(runs, work, owner)
+    try:
+        await asyncio.sleep(0)  # the request's first step: the call is under way in it
+
+        assert work.task is call
+        run = runs.get(work.run_id)
+        assert run.running
+        follower = asyncio.ensure_future(run.next_stop())  # another request following it
+        await asyncio.sleep(0.01)
+        assert not follower.done()
+    finally:
+        work.release.set()
+        result = await call
+
+    assert result == {"text": "done", "cancelled": False}
+    assert await follower == result
+    assert not run.running and runs.interrupt_owned(owner) is True
+    with pytest.raises(NotFoundError, match=f"No running call: {work.run_id}"):
+        runs.interrupt(work.run_id)
+
+
+async def test_a_call_running_in_its_request_is_cancelled_by_its_id():
+    runs, work = RunRegistry(), Work()
+    call = start(runs, work, CallControl())
+    await asyncio.sleep(0)
+
+    runs.interrupt(work.run_id)
+
+    assert (await call)["cancelled"] is True
+    assert work.task is call
+    assert (await runs.get(work.run_id).next_stop())["cancelled"] is True
 
 
 async def _ended_run(runs: RunRegistry) -> str:

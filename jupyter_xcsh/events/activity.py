@@ -161,18 +161,19 @@ class ActivityEvents:
         """Emit one event ``EMIT_DELAY`` seconds from now, dropping ``None`` fields; never raise.
 
         The delay puts the work of events in the time the server waits for a kernel, not
-        between a call's answer and the next request; events keep their order.
+        between a call's answer and the next request; events keep their order. ``data`` is
+        not changed afterwards by the caller (the history takes it as it is, and drops its
+        ``None`` fields on its own thread).
         """
-        if not self.listening(schema_id):
-            return
-        payload = {k: v for k, v in data.items() if v is not None}
+        bus = self._bus_listening(schema_id)
         if self.history is not None:
             try:
-                self.history.record(schema_id, payload)
+                self.history.record(schema_id, data)
             except Exception:  # the history must never break the tool call it reports
                 log.warning("Could not keep an xcsh event of %s", schema_id, exc_info=True)
-            if not self._bus_listening(schema_id):
-                return
+        if not bus:
+            return
+        payload = {k: v for k, v in data.items() if v is not None}
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop (a plain script): at once

@@ -10,8 +10,10 @@ answers into the output as a terminal would. Passwords are never in any event.
 Several server processes may share one file (one home directory): the database is in WAL mode
 with a busy timeout, each write is one short transaction (of the calls finished within
 ``WRITE_DELAY`` of each other), and rows carry the server's contents
-root so that each server serves only its own. Every database operation runs on one worker
-thread of the store, never on the event loop; a failure is logged and never reaches a call.
+root so that each server serves only its own. On the event loop an event costs one append to
+a queue; the store's one worker thread takes the queue ``WRITE_DELAY`` later and does the rest
+(each call's events gathered, stamped, trimmed, serialised and written), so no database work and
+no row building happens on a call's path. A failure is logged and never reaches a call.
 """
 
 from __future__ import annotations
@@ -46,9 +48,10 @@ WRITE_ATTEMPTS = 5
 REVIEW_STATES = ("kept", "undone")
 
 #: Seconds a finished call waits to be written with the calls finishing after it (one
-#: transaction for all: with many calls a second, most of the writes' cost). A query, a
-#: review, ``flush`` and ``close`` write what waits first.
-WRITE_DELAY = 0.2
+#: transaction for all: with many calls a second, most of the writes' cost; and each wake of
+#: the store's thread took the interpreter's lock from the event loop). A query, a review,
+#: ``flush`` and ``close`` write what waits first, so nobody reading sees the delay.
+WRITE_DELAY = 1.0
 
 #: Python calls followed at once (a call whose ``finished`` never comes is forgotten past it).
 MAX_OPEN_CALLS = 1000
@@ -85,6 +88,10 @@ _KINDS = {
 }
 
 
+#: How a call's events are written (one encoder for all: ``json.dumps`` with options makes one
+#: per call).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
 #: One answer of ``GET /api/xcsh/activity``: ``{entries, cursor, more}``.
 HistoryPage = dict[str, Any]
 
@@ -106,67 +113,37 @@ class ActivityHistory:
         self.max_age = max_age
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xcsh-history")
         self._db: sqlite3.Connection | None = None  # used on the worker thread only
-        self._open: dict[str, list[dict[str, Any]]] = {}  # python calls until finished
+        # The worker thread's own: python calls' events until the call finishes, and the calls
+        # whose output is not kept.
+        self._open: dict[str, list[dict[str, Any]]] = {}
         self._redact: set[str] = set()
-        # Finished calls not yet written, and the worker's task that will write them (None:
-        # none queued). Calls finished while the worker writes are written together after.
-        self._pending: list[tuple[tuple[str, str, str, str | None, float], list[Any]]] = []
+        # Events taken and not yet gathered (``(schema_id, payload, time)``; a ``redact`` is
+        # ``(None, call_id, 0)``), and the worker's task that will gather and write them (None:
+        # none queued). Events taken while the worker writes are handled together after.
+        self._pending: list[tuple[str | None, Any, float]] = []
         self._drain: Future[None] | None = None
         self._pending_lock = threading.Lock()
+        self._stamp_second, self._stamp_prefix = -1, ""  # the worker's: ``_stamp``
 
-    # -- recording (the event loop's thread: cheap) ------------------------------------------
+    # -- recording (the event loop's thread: one append) -------------------------------------
     def record(self, schema_id: str, payload: dict[str, Any]) -> Future[None] | None:
-        """Take one event as emitted; a finished call is written (on the worker thread).
+        """Take one event as emitted; the future of the worker's task that handles it.
 
-        ``payload`` is not changed (the lab's listeners receive the same dict).
+        A finished call (a notebook call's event, a python call's or run's ``finished``) is
+        written then, with the calls finished within ``WRITE_DELAY``. ``payload`` is not
+        changed, here or later (the lab's listeners receive the same dict).
         """
-        kind = _KINDS.get(schema_id)
-        call_id = payload.get("callId")
-        if kind is None or not isinstance(call_id, str):
-            return None
-        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
-        emission = {"schema_id": schema_id, "version": 1, "__timestamp__": stamp, **payload}
-        if kind == "notebook":
-            return self._submit(call_id, kind, payload.get("path"), [emission])
-        event = payload.get("event")
-        if event == "outputs":  # a run's outputs for open notebooks: not the panel's
-            return None
-        events = self._open.get(call_id)
-        if events is None:
-            if len(self._open) >= MAX_OPEN_CALLS:  # forget the oldest call never finished
-                oldest = next(iter(self._open))
-                del self._open[oldest]
-                self._redact.discard(oldest)
-            events = self._open[call_id] = []
-        if event == "chunk":  # only the latest tail of a cell is worth keeping
-            cell = payload.get("cellIndex")
-            events[:] = [e for e in events if e.get("event") != "chunk" or e["cellIndex"] != cell]
-        if event == "display":
-            emission = _small_display(emission)
-        if event == "finished" or len(events) < MAX_CALL_EVENTS:
-            events.append(emission)
-        if event != "finished":
-            return None
-        del self._open[call_id]
-        if call_id in self._redact:
-            self._redact.discard(call_id)
-            events = _without_output(events)
-        return self._submit(call_id, kind, payload.get("path"), events)
+        return self._queue((schema_id, payload, time.time()))
 
     def redact(self, call_id: str) -> None:
         """Keep no output text of the call ``call_id`` (it reads stdin)."""
-        self._redact.add(call_id)
-        if len(self._redact) > MAX_OPEN_CALLS:
-            self._redact.pop()
+        self._queue((None, call_id, 0.0))
 
-    def _submit(
-        self, call_id: str, kind: str, path: Any, events: list[dict[str, Any]]
-    ) -> Future[None] | None:
-        """Queue a finished call; the future of the worker's task that writes it."""
-        row = (self.root, call_id, kind, path if isinstance(path, str) else None, time.time())
+    def _queue(self, item: tuple[str | None, Any, float]) -> Future[None] | None:
+        """Append ``item`` for the worker; the future of the task that will take it."""
         at_once = False
         with self._pending_lock:
-            self._pending.append((row, events))
+            self._pending.append(item)
             drain = self._drain
             if drain is None:
                 drain = self._drain = Future()
@@ -210,15 +187,78 @@ class ActivityHistory:
         return self._db
 
     def _write_pending(self) -> None:
-        """Write the calls waiting, in one transaction (the worker thread)."""
+        """Gather the events taken; write the calls they finish in one transaction."""
         with self._pending_lock:
-            batch, self._pending = self._pending, []
+            taken, self._pending = self._pending, []
             drain, self._drain = self._drain, None
         try:
+            batch = []
+            for schema_id, payload, at in taken:
+                if schema_id is None:
+                    self._redact.add(payload)
+                    if len(self._redact) > MAX_OPEN_CALLS:
+                        self._redact.pop()
+                    continue
+                row = self._gather(schema_id, payload, at)
+                if row is not None:
+                    batch.append(row)
             self._write_rows(batch)
         finally:
             if drain is not None:
                 drain.set_result(None)
+
+    def _gather(
+        self, schema_id: str, payload: dict[str, Any], at: float
+    ) -> tuple[tuple[str, str, str, str | None, float], list[Any]] | None:
+        """Add one event to its call; the call's row and events when the event finishes it."""
+        kind = _KINDS.get(schema_id)
+        call_id = payload.get("callId")
+        if kind is None or not isinstance(call_id, str):
+            return None
+        emission = {"schema_id": schema_id, "version": 1, "__timestamp__": self._stamp(at)}
+        emission.update((k, v) for k, v in payload.items() if v is not None)
+        path = payload.get("path")
+        row = (self.root, call_id, kind, path if isinstance(path, str) else None, at)
+        if kind == "notebook":
+            return row, [emission]
+        event = payload.get("event")
+        if event == "outputs":  # a run's outputs for open notebooks: not the panel's
+            return None
+        events = self._open.get(call_id)
+        if events is None:
+            if len(self._open) >= MAX_OPEN_CALLS:  # forget the oldest call never finished
+                oldest = next(iter(self._open))
+                del self._open[oldest]
+                self._redact.discard(oldest)
+            events = self._open[call_id] = []
+        if event == "chunk":  # only the latest tail of a cell is worth keeping
+            cell = payload.get("cellIndex")
+            events[:] = [e for e in events if e.get("event") != "chunk" or e["cellIndex"] != cell]
+        if event == "display":
+            emission = _small_display(emission)
+        if event == "finished" or len(events) < MAX_CALL_EVENTS:
+            events.append(emission)
+        if event != "finished":
+            return None
+        del self._open[call_id]
+        if call_id in self._redact:
+            self._redact.discard(call_id)
+            events = _without_output(events)
+        return row, events
+
+    def _stamp(self, at: float) -> str:
+        """``at`` as ``datetime.isoformat`` writes it in UTC, to the millisecond.
+
+        The date and time of its second are made once per second (a call's events share them).
+        """
+        second = int(at)
+        micros = round((at - second) * 1_000_000)  # rounded as datetime does, then cut
+        if micros >= 1_000_000:
+            second, micros = second + 1, micros - 1_000_000
+        if second != self._stamp_second:
+            self._stamp_second = second
+            self._stamp_prefix = datetime.fromtimestamp(second, UTC).isoformat()[:19]
+        return f"{self._stamp_prefix}.{micros // 1000:03d}+00:00"
 
     def _write_rows(
         self, batch: list[tuple[tuple[str, str, str, str | None, float], list[Any]]]
@@ -226,7 +266,7 @@ class ActivityHistory:
         rows = []
         for row, events in batch:
             try:
-                rows.append((*row, json.dumps(events, ensure_ascii=False, default=str)))
+                rows.append((*row, _ENCODER.encode(events)))
             except (TypeError, ValueError) as e:
                 log.warning("xcsh: could not keep a call in the activity history: %s", e)
         if not rows:
@@ -398,9 +438,9 @@ class ActivityHistory:
 
     def close(self) -> None:
         """Finish the writes submitted, then close the file (calls still running are lost)."""
-        self._open.clear()
 
         def _close() -> None:
+            self._open.clear()
             if self._db is not None:
                 self._db.close()
                 self._db = None

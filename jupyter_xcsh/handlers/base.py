@@ -82,6 +82,7 @@ class XcshAPIHandler(APIHandler):
 
     services: XcshServices
     _remembering: RememberingAuthorizer | None = None
+    _agent_key: str | None = None
 
     def initialize(self, services: XcshServices) -> None:
         """Keep the services the extension app built once for every request."""
@@ -118,10 +119,15 @@ class XcshAPIHandler(APIHandler):
         the same (hashed: the token never sits in a key); otherwise (cookie, JupyterHub) the
         user's name.
         """
-        token = self.identity_provider.get_token(self) if self.token_authenticated else None
-        if token:
-            return "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
-        return "user:" + str(getattr(self.current_user, "username", self.current_user))
+        key = self._agent_key
+        if key is None:  # once per request (an MCP request asked three times)
+            token = self.identity_provider.get_token(self) if self.token_authenticated else None
+            if token:
+                key = "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+            else:
+                key = "user:" + str(getattr(self.current_user, "username", self.current_user))
+            self._agent_key = key
+        return key
 
     def json_body(self) -> dict[str, Any]:
         r"""Parse the request body as a JSON object, or fail with a 400 that says why.

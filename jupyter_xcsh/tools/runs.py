@@ -1,28 +1,29 @@
 """Calls that outlive the request that started them: runs, followed by whoever asks.
 
-Every python call and run in place runs in a task of its own (a ``BackgroundRun``), which the
-request that started it follows. With ``stdin: "ask"`` that request returns at the first
-prompt with the output so far and ``awaitingInput``; the kernel keeps waiting. Whoever answers
+Every python call and run in place is a run (a ``BackgroundRun``), which the request that
+started it follows. With ``stdin: "ask"`` the run has a task of its own and that request
+returns at the first prompt with the output so far and ``awaitingInput``; the kernel keeps
+waiting. A call that cannot ask runs in the task of the request that started it (nothing would
+make it answer earlier), followed by others all the same. Whoever answers
 (``POST /api/xcsh/runs/<runId>/input``, the tool's own ``run_id`` + ``answer``: the agent, or a
 person in the lab's activity panel) gets what the request would have got next: the end of the
 call, or its next prompt. ``GET /api/xcsh/runs/<runId>`` and ``run_id`` + ``wait`` follow the
 call without answering; ``GET /api/xcsh/runs/<runId>?after=<n>`` answers at once with its
-state and the events after the ``n``-th (each run keeps its events, bounded: ``RunEvents``).
-A client that hangs up interrupts the call unless it asked for ``detach`` (MCP's default):
-the run then goes on up to its own timeout, to be followed again.
-The id of a run is its call id.
+state and the events after the ``n``-th (a run keeps its events, bounded, while it goes on:
+``RunEvents``; once it has ended, only its result). A client that hangs up interrupts the
+call unless it asked for ``detach`` (MCP's default): the run then goes on up to its own
+timeout, to be followed again. The id of a run is its call id.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 import math
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,10 @@ DEFAULT_WAIT, MAX_WAIT = 30.0, 600.0
 MAX_EVENTS, MAX_EVENT_BYTES = 5000, 4 * 1024 * 1024
 #: What a chunk event adds to its text's length in ``RunEvents``' bound (its JSON's keys).
 CHUNK_ENVELOPE = len(json.dumps({"type": "chunk", "index": 0, "text": ""}))
+#: A cell event's JSON length, less its index's digits and its status (both ASCII).
+CELL_ENVELOPE = len(json.dumps({"type": "cell", "index": 0, "status": ""})) - 1
+#: What a start event's ``type`` adds to its call's size (``_held``).
+START_ENVELOPE = len('"type": "start", ')
 #: The largest cursor taken (more is past any run's end).
 MAX_CURSOR = 2**53 - 1
 
@@ -123,18 +128,6 @@ class RelayObserver(ExecutionObserver):
     def __init__(self) -> None:
         self.targets: list[ExecutionObserver] = []
 
-    @contextlib.contextmanager
-    def following(self, observer: ExecutionObserver | None) -> Iterator[None]:
-        """Forward to ``observer`` for the duration of the block."""
-        if observer is None:
-            yield
-            return
-        self.targets.append(observer)
-        try:
-            yield
-        finally:
-            self.targets.remove(observer)
-
     def call_started(self, call: dict[str, Any]) -> None:  # noqa: D102
         for target in list(self.targets):
             target.call_started(call)
@@ -175,7 +168,9 @@ class RunEvents(ExecutionObserver):
     numbers of the others do not change, so a cursor (``next``) stays valid. An event's bytes
     are its JSON's length, but a chunk of output counts its text's characters plus
     ``CHUNK_ENVELOPE``: serialising each chunk only to measure it took the event loop ~3 ms a
-    MiB of output, and what the bound limits is the memory the kept text holds.
+    MiB of output, and what the bound limits is the memory the kept text holds. A cell event's
+    length is counted, not serialised (every call has two per cell). Once the run has ended
+    (``close``) none are kept: its result holds the whole output.
     """
 
     def __init__(self, max_events: int = MAX_EVENTS, max_bytes: int = MAX_EVENT_BYTES) -> None:
@@ -183,6 +178,7 @@ class RunEvents(ExecutionObserver):
         self.max_bytes = max_bytes
         self.first = 0  # the number of the oldest event kept
         self.bytes = 0
+        self.closed = False
         self._events: deque[tuple[dict[str, Any], int]] = deque()
 
     @property
@@ -193,8 +189,12 @@ class RunEvents(ExecutionObserver):
     def add(self, event: dict[str, Any], size: int | None = None) -> None:
         """Keep ``event``, dropping the oldest past the bounds (never the newest).
 
-        ``size``: what it counts in ``max_bytes``; default, its JSON's length.
+        ``size``: what it counts in ``max_bytes``; default, its JSON's length. After
+        ``close`` the event is only counted (the cursor goes on), not kept.
         """
+        if self.closed:
+            self.first += 1
+            return
         if size is None:
             size = len(json.dumps(event))
         self._events.append((event, size))
@@ -206,6 +206,16 @@ class RunEvents(ExecutionObserver):
             self.bytes -= dropped
             self.first += 1
 
+    def close(self) -> None:
+        """Keep no event from now on (the run ended).
+
+        Every cursor stays valid: the events an answer lacks are counted as ``skipped``.
+        """
+        self.closed = True
+        self.first = self.next
+        self.bytes = 0
+        self._events.clear()
+
     def after(self, cursor: int) -> tuple[list[dict[str, Any]], int]:
         """The events numbered ``cursor`` on, and how many of those are no longer kept."""
         start = max(cursor, self.first)
@@ -213,10 +223,11 @@ class RunEvents(ExecutionObserver):
         return [event for event, _ in kept], start - cursor
 
     def call_started(self, call: dict[str, Any]) -> None:  # noqa: D102
-        self.add({"type": "start", **call})
+        self.add({"type": "start", **call}, _held(call) + START_ENVELOPE)
 
     def cell_status(self, index: int, status: str) -> None:  # noqa: D102
-        self.add({"type": "cell", "index": index, "status": status})
+        size = CELL_ENVELOPE + len(str(index)) + len(status)
+        self.add({"type": "cell", "index": index, "status": status}, size)
 
     def chunk(self, index: int, text: str) -> None:  # noqa: D102
         self.add({"type": "chunk", "index": index, "text": text}, len(text) + CHUNK_ENVELOPE)
@@ -232,6 +243,28 @@ class RunEvents(ExecutionObserver):
 
     def input_ended(self, how: str) -> None:  # noqa: D102
         self.add({"type": "input", "state": how})
+
+
+def _held(value: Any) -> int:
+    """About the length of ``value`` as JSON, without serialising it.
+
+    Its strings' lengths, its keys and punctuation, 12 for anything else: what a run's start
+    event (a call's names, and its cells: flat objects) holds, as a chunk counts its text.
+    """
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, list):
+        return 2 + sum(_held(item) + 2 for item in value)
+    if not isinstance(value, dict):
+        return 12
+    size = 2
+    for key, item in value.items():
+        size += len(key) + 4
+        if isinstance(item, str):  # the common case, without a call
+            size += len(item) + 2
+        else:
+            size += _held(item)
+    return size
 
 
 def parse_cursor(raw: str) -> int:
@@ -273,18 +306,80 @@ class BackgroundRun:
         self.finished_at: float | None = None
         #: Called once the call has ended (``RunRegistry`` notes the run as finished).
         self.on_finish: Callable[[BackgroundRun], None] | None = None
-        self._task: asyncio.Task[dict[str, Any]] | None = None
-        self._wake = asyncio.Event()
-        stdin.listen(self._wake.set)
+        # The call: its own task (``start``), or the future of a call run by the request
+        # that started it (``run_here``).
+        self._task: asyncio.Future[dict[str, Any]] | None = None
+        # The followers' waits (one future each): woken when the call ends or a prompt starts
+        # or stops waiting. A future each, not tasks waiting on events: a call's follower
+        # made two tasks and cancelled them, per call, for nothing.
+        self._waiters: list[asyncio.Future[None]] = []
+        # Listeners of its prompts, let go once the call has ended: the run and its stdin
+        # referred to each other, so every run ended as garbage for the cyclic collector.
+        self._unlisten = [stdin.listen(self._wake)]
 
     def start(self, work: Awaitable[dict[str, Any]]) -> None:
         """Run ``work`` (the call, reporting to ``self.relay``) in a task of its own."""
         self._task = asyncio.ensure_future(work)
         self._task.add_done_callback(self._done)
 
-    def _done(self, task: asyncio.Task[dict[str, Any]]) -> None:
+    async def run_here(
+        self,
+        work: Awaitable[dict[str, Any]],
+        observer: ExecutionObserver | None = None,
+        control: CallControl | None = None,
+        *,
+        detach: bool = False,
+    ) -> dict[str, Any]:
+        """Run ``work`` in the calling task, to its end; its result.
+
+        For a call that cannot ask for input: nothing would make its request answer before the
+        end, so it needs no task of its own and nobody to wake its request. Whoever else
+        follows it meanwhile (``next_stop``, ``progress``) does as for a run in its own task.
+        ``observer`` and ``control`` are the request's, as ``next_stop`` takes them (a client
+        gone away cancels the call unless ``detach``: then the call just goes on).
+        """
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(self._done)
+        self._task = future
+        if observer is not None:
+            self.relay.targets.append(observer)
+        if control is not None and not detach:
+            control.attach(self.control.cancel)
+        try:
+            result = await work
+        except Exception as e:
+            future.set_exception(e)  # a follower gets it too (retrieved in ``_done``)
+            raise
+        except BaseException:
+            future.cancel()
+            raise
+        finally:
+            if observer is not None:
+                self.relay.targets.remove(observer)
+            if control is not None and not detach:
+                control.attach(None)
+        future.set_result(result)
+        return result
+
+    def on_prompt(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` whenever one of the call's prompts starts or stops waiting."""
+        self._unlisten.append(self.stdin.listen(callback))
+
+    def _wake(self) -> None:
+        """Wake every follower: the call ended, or one of its prompts started or stopped."""
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _done(self, task: asyncio.Future[dict[str, Any]]) -> None:
         self.finished_at = time.monotonic()
-        self._wake.set()
+        # Kept for re-attach is the result, not the stream: the events held up to 4 MiB of
+        # output for as long as the run is kept (10 minutes), the result holds all of it.
+        self.events.close()
+        self._wake()
+        for unlisten in self._unlisten:
+            unlisten()
+        self._unlisten.clear()
         if self.on_finish is not None:
             self.on_finish(self)
         if not task.cancelled():
@@ -320,52 +415,67 @@ class BackgroundRun:
         assert task is not None, "start() the run first"
         if answer is not None and self.stdin.waiting is None:
             self.stdin.answer(answer)  # raises the ConflictError before anything is followed
-        gone = asyncio.Event()
+        gone = False
+
+        def went_away() -> None:
+            nonlocal gone
+            gone = True
+            self._wake()
+
         if control is not None:
-            control.attach(gone.set if detach else self.control.cancel)
+            control.attach(went_away if detach else self.control.cancel)
         deadline = None if wait is None else time.monotonic() + wait
+        if observer is not None:
+            self.relay.targets.append(observer)
         try:
-            with self.relay.following(observer):
-                if answer is not None:
-                    self.stdin.answer(answer)  # after following: the answer is reported too
-                while True:
-                    if task.done():
-                        return task.result()
-                    partial = self.stdin.partial_result
-                    if self.stdin.waiting is not None and partial is not None:
-                        result = await partial()
-                        if "awaitingInput" in result:
-                            return result
-                        continue  # answered while the result was being made
-                    now = time.monotonic()
-                    if gone.is_set() or (deadline is not None and now >= deadline):
-                        if partial is not None:
-                            return await self._running_result(partial)
-                        deadline = now + 0.05  # not under way yet: its result so far soon
-                    self._wake.clear()
-                    woken = asyncio.ensure_future(self._wake.wait())
-                    left = max(0.0, deadline - now) if deadline is not None else None
-                    stop = asyncio.ensure_future(
-                        gone.wait() if left is None else asyncio.sleep(left)
-                    )
-                    try:
-                        await asyncio.wait({task, woken, stop}, return_when=asyncio.FIRST_COMPLETED)
-                    except asyncio.CancelledError:
-                        if not detach:  # the follower's own task ended: the call with it
-                            self.control.cancel()
-                        raise
-                    finally:
-                        woken.cancel()
-                        stop.cancel()
+            if answer is not None:
+                self.stdin.answer(answer)  # after following: the answer is reported too
+            while True:
+                if task.done():
+                    return task.result()
+                partial = self.stdin.partial_result
+                if self.stdin.waiting is not None and partial is not None:
+                    result = await partial()
+                    if "awaitingInput" in result:
+                        return result
+                    continue  # answered while the result was being made
+                now = time.monotonic()
+                if gone or (deadline is not None and now >= deadline):
+                    if partial is not None:
+                        return await self._running_result(partial)
+                    deadline = now + 0.05  # not under way yet: its result so far soon
+                left = None if deadline is None else max(0.0, deadline - now)
+                try:
+                    await self._woken(left)
+                except asyncio.CancelledError:
+                    if not detach:  # the follower's own task ended: the call with it
+                        self.control.cancel()
+                    raise
         finally:
+            if observer is not None:
+                self.relay.targets.remove(observer)
             if control is not None:
                 control.attach(None)
+
+    async def _woken(self, timeout: float | None) -> None:
+        """Wait until ``_wake`` (or ``timeout`` seconds)."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiters.append(waiter)
+        timer = None if timeout is None else loop.call_later(timeout, _wake_one, waiter)
+        try:
+            await waiter
+        finally:
+            self._waiters.remove(waiter)
+            if timer is not None:
+                timer.cancel()
 
     def progress(self, after: int) -> dict[str, Any]:
         """The run's state and its events after the ``after``-th, at once (``RunProgress``).
 
         ``InvalidRequestError`` when ``after`` is past the events so far. A run that ended
-        carries its result (a run that failed raises its error).
+        carries its result (a run that failed raises its error) and no events: ``skipped``
+        counts those after ``after``.
         """
         events = self.events
         if after > events.next:
@@ -406,6 +516,11 @@ class BackgroundRun:
             await asyncio.wait({self._task})
 
 
+def _wake_one(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 #: A call to run in the background: given the observer and control of its run, the stdin policy
 #: answering its prompts and its run id (= call id), it runs the call and returns the result.
 RunWork = Callable[[ExecutionObserver, CallControl, StdinPolicy, str], Awaitable[dict[str, Any]]]
@@ -434,7 +549,6 @@ class RunRegistry:
 
     def add(self, run: BackgroundRun) -> None:
         """Keep ``run`` findable by its id (until ``retention`` seconds after it ends)."""
-        self.prune()
         self._runs[run.id] = run
         if run.finished_at is None:
             self._going[run.id] = run
@@ -446,6 +560,9 @@ class RunRegistry:
         if self._runs.get(run.id) is run and run.finished_at is not None:
             self._going.pop(run.id, None)
             self._finished[run.id] = run.finished_at
+        # Runs are forgotten as others end, after their request has answered (freeing an
+        # old run and its result was work on the way of every new call before it began).
+        self.prune()
 
     async def start(
         self,
@@ -485,9 +602,15 @@ class RunRegistry:
                 if policy.waiting is not None:
                     refuse()
 
-            policy.listen(refuse_queued)
+            run.on_prompt(refuse_queued)
+        call = work(run.relay, run.control, policy, run_id)
+        if not stdin.asks:
+            # Nothing returns before the call's end: the request runs it itself (a task of its
+            # own, woken at the end, cost every call a turn of the loop and ~4% of its work).
+            self.add(run)
+            return await run.run_here(call, observer, control, detach=detach)
         # The task starts at next_stop's first wait, its follower in place: it sees everything.
-        run.start(work(run.relay, run.control, policy, run_id))
+        run.start(call)
         self.add(run)
         return await run.next_stop(observer, control, detach=detach)
 
