@@ -222,7 +222,7 @@ class XcshApp(ExtensionApp):
             inplace=inplace,
             run=run,
             files=FilesTool(workspace, FileSearch(workspace, regex)),
-            kernel=KernelTool(execution, inplace.kernels, notebook_store),
+            kernel=KernelTool(execution, inplace.kernels, notebook_store, runs),
         )
         self.settings["xcsh"] = self.services
         loop = getattr(server, "io_loop", None)  # set before extensions load (init_ioloop)
