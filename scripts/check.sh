@@ -145,6 +145,7 @@ extra_envs() {
   from_wheel "$VENV-rtc4" "$WHEEL[test]" "jupyter-collaboration>=4,<5"
   from_wheel "$VENV-sdocs" "$WHEEL[test]" jupyter-server-documents
   from_wheel "$VENV-s3" "$WHEEL[test]" s3contents "moto[server]"
+  from_wheel "$VENV-ai" "$WHEEL[test]" "jupyter-ai>=3,<4"
   from_wheel "$VENV-docs" "$WHEEL[docs]"
 }
 ENVS_LOG=$(mktemp /tmp/xcsh-envs.XXXXXX)
@@ -235,6 +236,13 @@ fast_paths_off_then_the_short_stages() {
   "$VENV-s3/bin/python" -m pip list 2>/dev/null | grep -Ei "^(s3contents|s3fs|moto) "
   bounded 10 "$VENV-s3/bin/python" -m pytest tests -m s3 -p no:cacheprovider -q -ra \
     --basetemp="$TWICE/s3"
+
+  step "Jupyter AI 3's personas get the tools from its persona manager ($VENV-ai)"
+  # jupyter-ai installed: its PersonaManager's MCP server list holds this server (URL, token),
+  # and a persona's stamped headers call the notebook tool with it (tests/test_jupyter_ai.py).
+  "$VENV-ai/bin/python" -m pip list 2>/dev/null | grep -Ei "^jupyter-ai(-persona-manager)? "
+  bounded 5 "$VENV-ai/bin/python" -m pytest tests -m jupyter_ai -p no:cacheprovider -q -ra \
+    --basetemp="$TWICE/ai"
 
   step "the docs site: Sphinx with MyST, every warning an error ($VENV-docs)"
   # docs/conf.py: a broken link or anchor between pages, or a missing image, fails the build

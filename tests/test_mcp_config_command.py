@@ -97,7 +97,9 @@ def test_jupyter_dispatches_the_xcsh_subcommand():
     )
 
     assert done.returncode == 0, done.stderr
-    assert "--client {claude,claude-json,codex,cursor,gemini,generic,vscode}" in done.stdout
+    assert "--client {claude,claude-json,codex,cursor,gemini,generic,jupyter-ai,vscode}" in (
+        done.stdout
+    )
 
 
 HUB_ENVIRON = {
@@ -203,4 +205,33 @@ def test_codex_names_and_values_are_quoted_as_toml_needs():
     no_token = McpEndpoint.of({"url": "http://h:1/", "token": "", "root_dir": "/"})
     assert tomllib.loads(render(no_token, client="codex"))["mcp_servers"]["jupyter"] == {
         "url": "http://h:1/api/xcsh/mcp"
+    }
+
+
+def test_a_jupyter_ai_persona_is_named_by_persona_and_chat():
+    from jupyter_xcsh.mcp.jupyter_ai import persona_identity
+
+    persona = "jupyter-ai-personas::jupyter_ai_acp_client::ClaudeAcpPersona"
+    assert persona_identity(persona, "1a2b3c4d-5e6f") == (
+        "Claude (Jupyter AI chat 1a2b3c4d)",
+        f"jupyter-ai {persona} 1a2b3c4d-5e6f",
+    )
+    assert persona_identity(persona, "") == ("Claude (Jupyter AI)", f"jupyter-ai {persona}")
+    assert persona_identity("someone", "c") is None
+    assert persona_identity(persona, "bad chat\n")[1] == f"jupyter-ai {persona}"
+
+
+def test_the_jupyter_ai_settings_file_is_its_persona_managers_shape():
+    endpoint = McpEndpoint.of({"url": "http://h:1/", "token": "t", "root_dir": "/"})
+    settings = json.loads(render(endpoint, client="jupyter-ai"))
+
+    assert settings == {
+        "mcp_servers": [
+            {
+                "type": "http",
+                "name": "jupyter",
+                "url": "http://h:1/api/xcsh/mcp",
+                "headers": [{"name": "Authorization", "value": "token t"}],
+            }
+        ]
     }

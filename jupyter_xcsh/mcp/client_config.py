@@ -183,6 +183,17 @@ def _toml_key(key: str) -> str:
     return key if bare else _toml_string(key)
 
 
+def jupyter_ai(endpoint: McpEndpoint, name: str) -> str:
+    """A chat's ``.jupyter/mcp_settings.json`` for Jupyter AI 3's personas.
+
+    The extension offers itself to the personas at start-up (``mcp/jupyter_ai.py``); this is
+    for an operator who turned that off, or a server other than the personas' own.
+    """
+    headers = [{"name": key, "value": value} for key, value in endpoint.headers.items()]
+    server = {"type": "http", "name": name, "url": endpoint.url, "headers": headers}
+    return json.dumps({"mcp_servers": [server]}, indent=2)
+
+
 def vscode(endpoint: McpEndpoint, name: str) -> str:
     """A ``.vscode/mcp.json`` (VS Code / GitHub Copilot agent mode)."""
     server = {"type": "http", "url": endpoint.url, "headers": endpoint.headers}
@@ -207,6 +218,7 @@ CLIENTS: dict[str, tuple[str, str, Callable[[McpEndpoint, str], str]]] = {
     "claude-json": ("Claude Code", ".mcp.json in the project's root", claude_code_file),
     "codex": ("Codex", "~/.codex/config.toml, or .codex/config.toml of a trusted project", codex),
     "gemini": ("Gemini CLI", "~/.gemini/settings.json or .gemini/settings.json", gemini),
+    "jupyter-ai": ("Jupyter AI", ".jupyter/mcp_settings.json beside the chats", jupyter_ai),
     "vscode": ("VS Code", ".vscode/mcp.json", vscode),
     "cursor": ("Cursor", ".cursor/mcp.json or ~/.cursor/mcp.json", cursor),
     "generic": ("Any streamable-HTTP client", "its MCP configuration", generic),
