@@ -39,6 +39,7 @@ from .handlers import runs as runs_handlers
 from .handlers import sessions as sessions_handlers
 from .handlers.base import NotFoundHandler
 from .kernel_tool.logs import KernelLogs
+from .mcp.jupyter_ai import offer_to_jupyter_ai, server_token, server_url, settings_entry
 from .memory import freeze_startup_heap, limit_heap_arenas
 from .notebook.find import NotebookFinder
 from .notebook.live import LiveDocuments
@@ -222,9 +223,12 @@ class XcshApp(ExtensionApp):
             inplace=inplace,
             run=run,
             files=FilesTool(workspace, FileSearch(workspace, regex)),
-            kernel=KernelTool(execution, inplace.kernels, notebook_store),
+            kernel=KernelTool(execution, inplace.kernels, notebook_store, runs),
         )
         self.settings["xcsh"] = self.services
+        if settings.offer_to_jupyter_ai:
+            entry = settings_entry(server_url(server), server_token(server))
+            self.log.info("jupyter_xcsh: MCP endpoint %s", offer_to_jupyter_ai(server, entry))
         loop = getattr(server, "io_loop", None)  # set before extensions load (init_ioloop)
         if tuple(server_version[:2]) < (2, 16) and loop is not None:
             # Before 2.16 the server never calls ``_start_jupyter_server_extension``: the

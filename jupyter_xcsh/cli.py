@@ -1,8 +1,8 @@
 """``jupyter xcsh``: command-line helpers of jupyter-xcsh.
 
 ``jupyter xcsh mcp-config`` prints the MCP client configuration of a running Jupyter Server
-(Claude Code, VS Code, Cursor, any streamable-HTTP client), token included, so connecting an
-agent is one copy and paste. ``jupyter server`` itself prints nothing new.
+(Claude Code, Codex, Gemini CLI, VS Code, Cursor, any streamable-HTTP client), token included,
+so connecting an agent is one copy and paste. ``jupyter server`` itself prints nothing new.
 """
 
 from __future__ import annotations

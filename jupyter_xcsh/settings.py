@@ -284,6 +284,18 @@ class XcshSettings(Configurable):
         ),
     )
 
+    offer_to_jupyter_ai = Bool(
+        True,
+        config=True,
+        help=(
+            "Where Jupyter AI 3 is installed, offer this server's MCP endpoint (its URL and "
+            "token) to Jupyter AI's personas at start-up, appended to "
+            "c.PersonaManager.builtin_mcp_servers (default True; left alone when the operator "
+            "set that list). False: the personas get it only from a chat's "
+            ".jupyter/mcp_settings.json (jupyter xcsh mcp-config --client jupyter-ai)."
+        ),
+    )
+
     fast_paths = Bool(
         True,
         config=True,

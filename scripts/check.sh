@@ -28,7 +28,8 @@ esac
 #   versions       JupyterLab's lowest and newest 4.x (the lab extension), the core suites on
 #                  the lowest declared versions and on the newest pre-releases
 #   services       Enterprise Gateway, a real JupyterHub, s3contents on a local S3, Pillow
-#   collaboration  jupyter-collaboration (newest, newest 4.x), jupyter-server-documents
+#   collaboration  jupyter-collaboration (newest, newest 4.x), jupyter-server-documents, and
+#                  Jupyter AI 3 (whose backend it is)
 # --all (or XCSH_CI_LANE=all) runs the three; XCSH_CI_LANE=<lane> one of them.
 LANES=(versions services collaboration)
 if [ -z "$LANE" ]; then
@@ -190,6 +191,7 @@ extra_envs() {
     from_wheel "$VENV-rtc" "$WHEEL[test]" jupyter-collaboration
     from_wheel "$VENV-rtc4" "$WHEEL[test]" "jupyter-collaboration>=4,<5"
     from_wheel "$VENV-sdocs" "$WHEEL[test]" jupyter-server-documents
+    from_wheel "$VENV-ai" "$WHEEL[test]" "jupyter-ai>=3,<4"
   fi
 }
 ENVS_LOG=$(mktemp /tmp/xcsh-envs.XXXXXX)
@@ -401,5 +403,11 @@ bounded 10 "$VENV-sdocs/bin/python" -m pytest tests -p no:cacheprovider -q -ra -
 XCSH_TEST_SERVER_DOCUMENTS=1 bounded 10 "$VENV-sdocs/bin/python" -m pytest -n 2 -p no:cacheprovider -q -ra \
   -k "not racing and not test_run_runs_the_cell_with_that_execution_count" \
   $(ls tests/test_notebook_*.py | grep -v -e _run -e _live -e _server_documents)
+
+step "Jupyter AI 3's personas get the tools from its persona manager ($VENV-ai)"
+# jupyter-ai installed: its PersonaManager's MCP server list holds this server (URL, token),
+# and a persona's stamped headers call the notebook tool with it (tests/test_jupyter_ai.py).
+"$VENV-ai/bin/python" -m pip list 2>/dev/null | grep -Ei "^jupyter-ai(-persona-manager)? "
+bounded 5 "$VENV-ai/bin/python" -m pytest tests -m jupyter_ai -p no:cacheprovider -q -ra
 
 step "all checks passed (lane $LANE)"

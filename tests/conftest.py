@@ -103,17 +103,20 @@ def pytest_collection_modifyitems(config, items):
     tests need it absent (the main environment); ``fast_path`` tests need the fast paths on
     (not ``XCSH_TEST_FAST_PATHS=off``); ``collaboration`` tests need
     jupyter-collaboration, ``server_documents`` tests jupyter-server-documents and ``s3``
-    tests s3contents and moto: they run only when a marker expression selects tests
-    (``-m collaboration``, ``-m server_documents``, ``-m s3``), ``s3`` tests only where
-    s3contents is installed. The others are deselected, not skipped.
+    tests s3contents and moto, ``jupyter_ai`` tests jupyter-ai: they run only when a marker
+    expression selects tests (``-m collaboration``, ``-m server_documents``, ``-m s3``, ``-m
+    jupyter_ai``), ``s3`` tests only where s3contents is installed, ``jupyter_ai`` tests only
+    where jupyter-ai is. The others are deselected, not skipped.
     """
     unwanted = {"without_pillow" if importlib.util.find_spec("PIL") else "pillow"}
     if fast_paths_off():
         unwanted.add("fast_path")
     if not config.getoption("markexpr"):
-        unwanted |= {"collaboration", "server_documents", "s3"}
+        unwanted |= {"collaboration", "server_documents", "s3", "jupyter_ai"}
     if importlib.util.find_spec("s3contents") is None:
         unwanted.add("s3")
+    if importlib.util.find_spec("jupyter_ai_persona_manager") is None:
+        unwanted.add("jupyter_ai")
 
     def wanted(item):
         return not any(item.get_closest_marker(name) for name in unwanted)

@@ -55,7 +55,8 @@ async def test_without_a_client_every_client_is_printed(jp_serverapp, capsys):
     assert main(["mcp-config", "--runtime-dir", jp_serverapp.runtime_dir]) == 0
     out = capsys.readouterr().out
 
-    for title in ("## Claude Code", "## VS Code", "## Cursor", "## Any streamable-HTTP client"):
+    titles = ("## Claude Code", "## Codex", "## Gemini CLI", "## VS Code", "## Cursor", "## Any")
+    for title in titles:
         assert title in out
     assert f"# Header: Authorization: token {jp_serverapp.identity_provider.token}" in out
 
@@ -96,7 +97,9 @@ def test_jupyter_dispatches_the_xcsh_subcommand():
     )
 
     assert done.returncode == 0, done.stderr
-    assert "--client {claude,cursor,generic,vscode}" in done.stdout
+    assert "--client {claude,claude-json,codex,cursor,gemini,generic,jupyter-ai,vscode}" in (
+        done.stdout
+    )
 
 
 HUB_ENVIRON = {
@@ -138,3 +141,97 @@ def test_outside_jupyterhub_the_servers_own_url_and_token_are_used():
         "s3cr3t",
         None,
     )
+
+
+def printed(runtime_dir, client, capsys):
+    """What ``jupyter xcsh mcp-config --client <client>`` prints for the test server."""
+    assert main(["mcp-config", "--runtime-dir", runtime_dir, "--client", client]) == 0
+    return capsys.readouterr().out
+
+
+def _endpoint_of(jp_serverapp, jp_base_url):
+    token = jp_serverapp.identity_provider.token
+    return f"{jp_base_url}api/xcsh/mcp", {"Authorization": f"token {token}"}
+
+
+async def test_each_agents_own_configuration_file_parses_and_names_the_server(
+    jp_serverapp, http_server, jp_base_url, capsys, monkeypatch, jp_root_dir
+):
+    import tomllib
+
+    monkeypatch.chdir(jp_root_dir)
+    runtime = jp_serverapp.runtime_dir
+    path, headers = _endpoint_of(jp_serverapp, jp_base_url)
+
+    claude = json.loads(printed(runtime, "claude-json", capsys))  # .mcp.json
+    codex = tomllib.loads(printed(runtime, "codex", capsys))  # ~/.codex/config.toml
+    gemini = json.loads(printed(runtime, "gemini", capsys))  # ~/.gemini/settings.json
+    vscode = json.loads(printed(runtime, "vscode", capsys))  # .vscode/mcp.json
+
+    servers = {
+        "claude": (claude["mcpServers"]["jupyter"], "url", "headers"),
+        "codex": (codex["mcp_servers"]["jupyter"], "url", "http_headers"),
+        "gemini": (gemini["mcpServers"]["jupyter"], "httpUrl", "headers"),
+        "vscode": (vscode["servers"]["jupyter"], "url", "headers"),
+    }
+    assert claude["mcpServers"]["jupyter"]["type"] == "http"
+    assert vscode["servers"]["jupyter"]["type"] == "http"
+    assert set(codex["mcp_servers"]["jupyter"]) == {"url", "http_headers"}
+    assert set(gemini["mcpServers"]["jupyter"]) == {"httpUrl", "headers"}
+    for client, (server, url_key, headers_key) in servers.items():
+        assert server[url_key].startswith("http://"), client
+        assert server[url_key].endswith(path), client
+        assert server[headers_key] == headers, client
+        # Each one reaches the running server with its own URL and headers.
+        response = await AsyncHTTPClient().fetch(
+            server[url_key],
+            method="POST",
+            body=PING,
+            headers={**server[headers_key], "MCP-Protocol-Version": VERSION},
+        )
+        assert json.loads(response.body)["result"] == {}, client
+
+
+def test_codex_names_and_values_are_quoted_as_toml_needs():
+    import tomllib
+
+    endpoint = McpEndpoint.of({"url": 'http://h:1/a"b\\', "token": "t\u00e9\n", "root_dir": "/"})
+    table = tomllib.loads(render(endpoint, client="codex", name="my jupyter.lab"))
+
+    assert table["mcp_servers"]["my jupyter.lab"] == {
+        "url": 'http://h:1/a"b\\/api/xcsh/mcp',
+        "http_headers": {"Authorization": "token t\u00e9\n"},
+    }
+    no_token = McpEndpoint.of({"url": "http://h:1/", "token": "", "root_dir": "/"})
+    assert tomllib.loads(render(no_token, client="codex"))["mcp_servers"]["jupyter"] == {
+        "url": "http://h:1/api/xcsh/mcp"
+    }
+
+
+def test_a_jupyter_ai_persona_is_named_by_persona_and_chat():
+    from jupyter_xcsh.mcp.jupyter_ai import persona_identity
+
+    persona = "jupyter-ai-personas::jupyter_ai_acp_client::ClaudeAcpPersona"
+    assert persona_identity(persona, "1a2b3c4d-5e6f") == (
+        "Claude (Jupyter AI chat 1a2b3c4d)",
+        f"jupyter-ai {persona} 1a2b3c4d-5e6f",
+    )
+    assert persona_identity(persona, "") == ("Claude (Jupyter AI)", f"jupyter-ai {persona}")
+    assert persona_identity("someone", "c") is None
+    assert persona_identity(persona, "bad chat\n")[1] == f"jupyter-ai {persona}"
+
+
+def test_the_jupyter_ai_settings_file_is_its_persona_managers_shape():
+    endpoint = McpEndpoint.of({"url": "http://h:1/", "token": "t", "root_dir": "/"})
+    settings = json.loads(render(endpoint, client="jupyter-ai"))
+
+    assert settings == {
+        "mcp_servers": [
+            {
+                "type": "http",
+                "name": "jupyter",
+                "url": "http://h:1/api/xcsh/mcp",
+                "headers": [{"name": "Authorization", "value": "token t"}],
+            }
+        ]
+    }

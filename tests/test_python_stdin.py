@@ -187,7 +187,10 @@ async def test_another_call_on_a_waiting_session_is_a_409(jp_fetch):
     waiting = await run(jp_fetch, NAME, stdin="ask")
 
     status, body = await tool(jp_fetch)({"cells": [{"code": "1 + 1"}]})
-    assert (status, body["message"]) == (409, "Session default is waiting for input")
+    assert status == 409
+    assert body["message"].startswith(
+        f"Session default is waiting for input: run {waiting['callId']} waits"
+    )
     # Other sessions are free.
     assert (await run(jp_fetch, "1 + 1", session="other"))["text"] == "2"
 
@@ -215,7 +218,11 @@ async def test_a_call_queued_behind_one_that_starts_waiting_gets_the_409(jp_fetc
     waiting = await first
 
     status, body = await queued
-    assert (status, body["message"]) == (409, "Session default is waiting for input")
+    assert status == 409
+    assert body["message"].startswith(
+        f"Session default is waiting for input: run {waiting['callId']} waits"
+    )
+    assert body["details"]["runId"] == waiting["callId"]
     _, done = await answer(jp_fetch, waiting["callId"], "bob")
     assert done["isError"] is False
 

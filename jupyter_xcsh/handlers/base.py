@@ -17,6 +17,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from ..errors import XcshError, status_for
+from ..mcp.jupyter_ai import CHAT_HEADER, PERSONA_HEADER, persona_identity
 from ..notebook.presence import DEFAULT_NAME as DEFAULT_AGENT_NAME
 from ..paths import hide_root
 from ..services import XcshServices
@@ -105,11 +106,22 @@ class XcshAPIHandler(APIHandler):
 
         # A token's caller is an agent ("Agent" unless it says); a browser session (the lab's
         # own requests) is one only when it names itself.
-        name = self.request.headers.get("X-Agent-Name", "").strip()
+        headers = self.request.headers
+        name = headers.get("X-Agent-Name", "").strip()
+        agent = self.agent_key()
+        # A Jupyter AI persona: named by its persona and chat (one agent per chat).
+        persona = persona_identity(headers.get(PERSONA_HEADER, ""), headers.get(CHAT_HEADER, ""))
+        if persona is not None:
+            name = name or persona[0]
+            agent = f"{agent} {persona[1]}"
         if not name and self.token_authenticated:
             name = DEFAULT_AGENT_NAME
         return Caller(
-            user=self.current_user, authorize=authorize, agent=self.agent_key(), name=name
+            user=self.current_user,
+            authorize=authorize,
+            agent=agent,
+            name=name,
+            persona=persona[1] if persona is not None else "",
         )
 
     def agent_key(self) -> str:

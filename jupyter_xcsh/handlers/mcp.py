@@ -217,11 +217,13 @@ class McpHandler(XcshAPIHandler):
                 timeout=self.services.settings.input_timeout,
             )
         session = session_id or ""
-        # One agent per MCP session (clients sharing the server's token told apart).
+        # One agent per MCP session (clients sharing the server's token told apart), or per
+        # Jupyter AI persona and chat, which its headers name.
+        caller = self.caller
         caller = dataclasses.replace(
-            self.caller,
-            agent=f"{client} {session}".strip(),
-            name=self.caller.name or DEFAULT_AGENT_NAME,
+            caller,
+            agent=caller.agent if caller.persona else f"{client} {session}".strip(),
+            name=caller.name or DEFAULT_AGENT_NAME,
         )
         return RequestContext(
             caller, client, version, control, progress, elicit=elicit, session=session

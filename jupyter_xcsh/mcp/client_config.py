@@ -142,6 +142,58 @@ def claude_code(endpoint: McpEndpoint, name: str) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
 
+def claude_code_file(endpoint: McpEndpoint, name: str) -> str:
+    """A project's ``.mcp.json`` (Claude Code reads it from the project's root)."""
+    server = {"type": "http", "url": endpoint.url, "headers": endpoint.headers}
+    return json.dumps({"mcpServers": {name: server}}, indent=2)
+
+
+def codex(endpoint: McpEndpoint, name: str) -> str:
+    """A ``[mcp_servers.<name>]`` table of Codex's ``~/.codex/config.toml``.
+
+    Codex connects to a table with a ``url`` over streamable HTTP, sending ``http_headers``
+    as they are (its ``headers`` key would be ignored; ``bearer_token_env_var`` would need the
+    token in an environment variable, which a pasted configuration cannot set).
+    """
+    lines = [f"[mcp_servers.{_toml_key(name)}]", f"url = {_toml_string(endpoint.url)}"]
+    if endpoint.headers:
+        pairs = ", ".join(
+            f"{_toml_key(header)} = {_toml_string(value)}"
+            for header, value in endpoint.headers.items()
+        )
+        lines.append(f"http_headers = {{ {pairs} }}")
+    return "\n".join(lines)
+
+
+def gemini(endpoint: McpEndpoint, name: str) -> str:
+    """``mcpServers`` of Gemini CLI's ``settings.json`` (``httpUrl``: streamable HTTP)."""
+    server = {"httpUrl": endpoint.url, "headers": endpoint.headers}
+    return json.dumps({"mcpServers": {name: server}}, indent=2)
+
+
+def _toml_string(value: str) -> str:
+    # A TOML basic string takes JSON's escapes (\", \\, \n, \uXXXX), and json.dumps writes
+    # no other (ASCII only, so no raw control character either).
+    return json.dumps(value)
+
+
+def _toml_key(key: str) -> str:
+    """A bare TOML key when it may be one, else a quoted key."""
+    bare = key and all(c.isascii() and (c.isalnum() or c in "-_") for c in key)
+    return key if bare else _toml_string(key)
+
+
+def jupyter_ai(endpoint: McpEndpoint, name: str) -> str:
+    """A chat's ``.jupyter/mcp_settings.json`` for Jupyter AI 3's personas.
+
+    The extension offers itself to the personas at start-up (``mcp/jupyter_ai.py``); this is
+    for an operator who turned that off, or a server other than the personas' own.
+    """
+    headers = [{"name": key, "value": value} for key, value in endpoint.headers.items()]
+    server = {"type": "http", "name": name, "url": endpoint.url, "headers": headers}
+    return json.dumps({"mcp_servers": [server]}, indent=2)
+
+
 def vscode(endpoint: McpEndpoint, name: str) -> str:
     """A ``.vscode/mcp.json`` (VS Code / GitHub Copilot agent mode)."""
     server = {"type": "http", "url": endpoint.url, "headers": endpoint.headers}
@@ -163,6 +215,10 @@ def generic(endpoint: McpEndpoint, name: str) -> str:
 #: Client name -> (title, where it goes, renderer).
 CLIENTS: dict[str, tuple[str, str, Callable[[McpEndpoint, str], str]]] = {
     "claude": ("Claude Code", "run in a shell", claude_code),
+    "claude-json": ("Claude Code", ".mcp.json in the project's root", claude_code_file),
+    "codex": ("Codex", "~/.codex/config.toml, or .codex/config.toml of a trusted project", codex),
+    "gemini": ("Gemini CLI", "~/.gemini/settings.json or .gemini/settings.json", gemini),
+    "jupyter-ai": ("Jupyter AI", ".jupyter/mcp_settings.json beside the chats", jupyter_ai),
     "vscode": ("VS Code", ".vscode/mcp.json", vscode),
     "cursor": ("Cursor", ".cursor/mcp.json or ~/.cursor/mcp.json", cursor),
     "generic": ("Any streamable-HTTP client", "its MCP configuration", generic),

@@ -229,7 +229,7 @@ class McpServer:
                 while len(self.client_names) > MAX_LOG_CLIENTS:
                     del self.client_names[next(iter(self.client_names))]
         name = self.client_names.get(context.subscriber)
-        if name is None:
+        if name is None or context.caller.persona:  # a Jupyter AI persona keeps its own name
             return context
         return replace(context, caller=replace(context.caller, name=name))
 

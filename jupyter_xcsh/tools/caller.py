@@ -21,12 +21,16 @@ class Caller:
     its session): the notebook tool's ``changes`` says ``you`` for the caller's own changes.
     ``name``: what the agent calls itself (MCP's ``clientInfo.name``, REST's ``X-Agent-Name``
     header), shown to the people of a collaboration room; "" when it said nothing.
+    ``persona``: the Jupyter AI persona and chat the agent is, from the headers Jupyter AI
+    stamps on its personas' requests ("" otherwise); ``name`` and ``agent`` then say so, and
+    what the client says of itself (MCP's ``clientInfo``) does not rename it.
     """
 
     user: Any
     authorize: Callable[[str, str], Awaitable[bool]]
     agent: str = ""
     name: str = ""
+    persona: str = ""
 
     async def require(self, action: str, resource: str) -> None:
         """Raise ``ForbiddenError`` unless the caller may do ``action`` on ``resource``."""

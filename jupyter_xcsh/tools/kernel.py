@@ -30,6 +30,7 @@ from ..kernel_tool.request import KernelRequest, parse_kernel_request
 from ..kernel_tool.targets import NotebookTarget, SessionTarget, busy_error
 from ..notebook.store import NotebookStore
 from .caller import Caller
+from .runs import BackgroundRun, RunRegistry
 
 __all__ = ["KernelTool"]
 
@@ -62,11 +63,17 @@ class KernelTool:
     """Inspect and control the kernels of python sessions and notebooks."""
 
     def __init__(
-        self, execution: ExecutionService, kernels: NotebookKernels, store: NotebookStore
+        self,
+        execution: ExecutionService,
+        kernels: NotebookKernels,
+        store: NotebookStore,
+        runs: RunRegistry | None = None,
     ) -> None:
         self.execution = execution
         self.kernels = kernels
         self.store = store
+        #: The runs, for ``status`` to name one waiting for input on the kernel.
+        self.runs = runs if runs is not None else RunRegistry()
 
     async def call(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Validate ``body``, check the caller may, act; return ``{text, details}``.
@@ -210,6 +217,8 @@ class KernelTool:
             "running": {"by": "python call"} if state == "busy" else None,
             "target": _target_details(target),
         }
+        key = target.session.key
+        self._note_waiting(details, self.runs.waiting_on(key.name, key.cwd))
         return {"text": _status_text(target.what, details), "details": details}
 
     async def _notebook_status(self, target: NotebookTarget) -> dict[str, Any]:
@@ -250,7 +259,23 @@ class KernelTool:
             "running": running,
             "target": _target_details(target),
         }
+        self._note_waiting(details, self.runs.waiting_in(target.api_path))
         return {"text": _status_text(target.what, details), "details": details}
+
+    @staticmethod
+    def _note_waiting(details: dict[str, Any], run: BackgroundRun | None) -> None:
+        """Say in a status that the kernel's cell waits for an answer, and which run asked.
+
+        A kernel waiting on a prompt looks busy, and nothing else would tell the agent that
+        its own forgotten ``stdin: "ask"`` call holds it (until end of file, 300 s later).
+        """
+        waiting = run.stdin.waiting if run is not None else None
+        if run is None or waiting is None:
+            return
+        details["state"] = "busy"
+        running = details.get("running") or {"by": "python call"}
+        running["awaitingInput"] = waiting.describe(run.id)
+        details["running"] = running
 
     async def _locate(self, target: NotebookTarget, code: str) -> dict[str, Any]:
         """The index and id of the notebook's code cell whose source is ``code``, if one is."""
@@ -282,7 +307,15 @@ class KernelTool:
                 interrupted = target.busy(kernel)
             else:  # not read by this server: the server's own record of the kernel
                 interrupted = self._server_state(target.kernel_id) == "busy"
-            await self.execution.launcher.interrupt(target.kernel_id)
+            waiting = self.runs.waiting_in(target.api_path)
+            if waiting is not None:
+                # Cancelled as its call would be, the run ends its prompt's wait at once and
+                # interrupts its own cell (a signal alone left the prompt waiting until the
+                # kernel's reply came back, and a call made meanwhile was still refused).
+                waiting.control.cancel()
+                interrupted = True
+            else:
+                await self.execution.launcher.interrupt(target.kernel_id)
         text = f"Interrupted {target.what}" + ("" if interrupted else " (nothing was running)")
         details = {
             "action": "interrupt",
@@ -439,5 +472,15 @@ def _status_text(what: str, details: dict[str, Any]) -> str:
             where = f" cell {running['cellIndex']}"
         if running.get("executionCount") is not None:
             where += f" [{running['executionCount']}]"
-        text += f" · running{where} ({running['by']})"
+        waiting = running.get("awaitingInput")
+        if waiting is not None:
+            run_id = waiting["runId"]
+            text += (
+                f" · waiting for input{' at' + where if where else ''} (run {run_id}, prompt "
+                f"{waiting['prompt']!r}): "
+                f'answer with the python tool\'s {{"run_id": "{run_id}", "answer": "..."}}, or '
+                "interrupt it"
+            )
+        else:
+            text += f" · running{where} ({running['by']})"
     return text

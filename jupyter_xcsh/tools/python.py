@@ -17,7 +17,7 @@ from ..execution.python.runner import ExecutionService
 from ..notebook.store import NotebookStore
 from ..settings import XcshSettings
 from .caller import Caller
-from .runs import RunInputTool, RunRegistry, session_waiting, take_run_fields
+from .runs import BackgroundRun, RunInputTool, RunRegistry, session_waiting, take_run_fields
 
 __all__ = ["NotebookScratch", "PythonTool"]
 
@@ -89,8 +89,10 @@ class PythonTool:
         if request.notebook_path is not None:
             return await self._start_scratch(request, caller, observer, control, detach)
         await caller.require(ACTION, RESOURCE)
-        if request.mode == "session" and self.runs.waiting_on(request.session, request.cwd):
-            raise session_waiting(request.session)
+        if request.mode == "session":
+            waiting = self.runs.waiting_on(request.session, request.cwd)
+            if waiting is not None:
+                raise session_waiting(request.session, waiting)
         return await self._start_run(request, observer, control, detach)
 
     async def _start_scratch(
@@ -114,13 +116,13 @@ class PythonTool:
         for action, resource in NOTEBOOK_PERMISSIONS:
             await caller.require(action, resource)
         api_path, _ = await notebooks.store.resolve(path)
-        if self.runs.waiting_in(api_path) is not None:
-            raise session_waiting(path)
+        waiting = self.runs.waiting_in(api_path)
+        if waiting is not None:
+            raise session_waiting(path, waiting)
         # The notebook's kernel spec names the kernel to start when it has none (as a run's).
         outcome = await notebooks.store.view(path, lambda d: kernelspec_name(d.metadata))
         kernel_name = outcome.value
         codes = [(cell.title, cell.code) for cell in request.cells]
-        refusal = session_waiting(path)
 
         async def work(
             relay: ExecutionObserver, run_control: CallControl, stdin: StdinPolicy, call_id: str
@@ -150,7 +152,9 @@ class PythonTool:
             observer,
             control,
             detach=detach,
-            reject_queued=lambda: notebooks.inplace.reject_queued(api_path, refusal),
+            reject_queued=lambda run: notebooks.inplace.reject_queued(
+                api_path, session_waiting(path, run)
+            ),
             notebook=api_path,
         )
 
@@ -181,9 +185,9 @@ class PythonTool:
         """Run the call in a task of its own; return at its end or (``ask``) its first prompt."""
         session = request.session if request.mode == "session" else None
 
-        def reject_queued() -> None:
+        def reject_queued(run: BackgroundRun) -> None:
             assert session is not None
-            self.execution.reject_queued(session, request.cwd, session_waiting(session))
+            self.execution.reject_queued(session, request.cwd, session_waiting(session, run))
 
         return await self.runs.start(
             lambda relay, run_control, stdin, run_id: self._run(

@@ -90,8 +90,9 @@ class RunTool:
         for action, resource in PERMISSIONS:
             await caller.require(action, resource)
         api_path, _ = await self.store.resolve(request.notebook_path)
-        if self.runs.waiting_in(api_path) is not None:
-            raise session_waiting(request.notebook_path)
+        waiting = self.runs.waiting_in(api_path)
+        if waiting is not None:
+            raise session_waiting(request.notebook_path, waiting)
         return api_path
 
     async def start(
@@ -176,7 +177,6 @@ class RunTool:
         detach: bool,
     ) -> dict[str, Any]:
         """Run in a task of its own; return at the end of the run or (``ask``) its first prompt."""
-        refusal = session_waiting(run.request.notebook_path)
         return await self.runs.start(
             lambda relay, run_control, stdin, run_id: self._run(
                 run, relay, run_control, stdin, run_id
@@ -186,7 +186,9 @@ class RunTool:
             observer,
             control,
             detach=detach,
-            reject_queued=lambda: self.inplace.reject_queued(run.api_path, refusal),
+            reject_queued=lambda waiting: self.inplace.reject_queued(
+                run.api_path, session_waiting(run.request.notebook_path, waiting)
+            ),
             notebook=run.api_path,
         )
 

@@ -573,16 +573,16 @@ class RunRegistry:
         control: CallControl | None,
         *,
         detach: bool,
-        reject_queued: Callable[[], None] | None = None,
+        reject_queued: Callable[[BackgroundRun], None] | None = None,
         session: str | None = None,
         cwd: str = "",
         notebook: str | None = None,
     ) -> dict[str, Any]:
         """Run ``work`` as a new run; return at its end or (``ask``) at its first prompt.
 
-        ``reject_queued`` ends the calls queued behind this one (on its session or notebook)
-        whenever one of its prompts waits: they would only wait out their deadline. ``session``
-        and ``cwd``, or ``notebook``, say where the run holds a kernel.
+        ``reject_queued(run)`` ends the calls queued behind this one (on its session or
+        notebook) whenever one of its prompts waits: they would only wait out their deadline.
+        ``session`` and ``cwd``, or ``notebook``, say where the run holds a kernel.
         """
         run_id = new_call_id()
         policy = StdinPolicy(stdin, input_timeout, run_id)
@@ -600,7 +600,7 @@ class RunRegistry:
 
             def refuse_queued() -> None:
                 if policy.waiting is not None:
-                    refuse()
+                    refuse(run)
 
             run.on_prompt(refuse_queued)
         call = work(run.relay, run.control, policy, run_id)
@@ -778,6 +778,43 @@ class RunAnswer:
         return await self.tool.answer(self.run_id, body, caller, observer, control)
 
 
-def session_waiting(name: str) -> ConflictError:
-    """The error of a call on a session waiting for an answer (docs/developers/contract.md §8.3)."""
-    return ConflictError(f"Session {name} is waiting for input")
+def session_waiting(name: str, run: BackgroundRun) -> ConflictError:
+    """The error of a call on a session waiting for an answer (docs/developers/contract.md §8.3).
+
+    ``name`` is the session's name, or the notebook's path as the caller gave it, and ``run``
+    the run whose prompt waits. The message names the run, its prompt (never an answer: a
+    password's is never kept) and both ways out, in the tools' own words, so an agent that
+    forgot its prompt is not left with a session blocked for ``input_timeout`` seconds.
+    """
+    waiting = run.stdin.waiting
+    if waiting is None:  # its wait just ended: what the caller may do is try again
+        return ConflictError(f"Session {name} is waiting for input", reason="waiting_for_input")
+    where: dict[str, str]
+    if run.notebook is not None:
+        where = {"notebook_path": name}
+    else:
+        where = {"session": name} | ({"cwd": run.cwd} if run.cwd else {})
+    answer = json.dumps({"run_id": run.id, "answer": "..."})
+    interrupt = json.dumps({"action": "interrupt"} | where)
+    kind = "a password prompt" if waiting.password else "the prompt"
+    left = run.stdin.input_timeout - (time.monotonic() - waiting.since)
+    message = (
+        f"Session {name} is waiting for input: run {run.id} waits for an answer to {kind} "
+        f"{waiting.prompt!r}. Answer it with the python tool: {answer}; or end its wait with "
+        f"the kernel tool: {interrupt} (over REST: POST /api/xcsh/runs/{run.id}/input "
+        f'{{"value": "..."}}, or POST /api/xcsh/calls/{run.id}/interrupt).'
+    )
+    if math.isfinite(left):
+        message += f" Unanswered, it gets end of file in {max(0, math.ceil(left))} seconds."
+    details: dict[str, Any] = {
+        "runId": run.id,
+        "prompt": waiting.prompt,
+        "password": waiting.password,
+        "cellIndex": waiting.cell_index,
+    }
+    if run.notebook is not None:
+        details["notebookPath"] = run.notebook
+    else:
+        details["session"] = name
+        details["cwd"] = run.cwd
+    return ConflictError(message, reason="waiting_for_input", details=details)
