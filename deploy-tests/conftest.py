@@ -79,3 +79,12 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
             yield running
     finally:
         shutil.rmtree(base / "home", ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test here ``process`` (each starts a hub or a server of its own), and those
+    that drive Chromium ``browser``."""
+    for item in items:
+        item.add_marker(pytest.mark.process)
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 from typing import Any
 
 import pytest
@@ -107,12 +108,26 @@ def pytest_collection_modifyitems(config, items):
     expression selects tests (``-m collaboration``, ``-m server_documents``, ``-m s3``, ``-m
     jupyter_ai``), ``s3`` tests only where s3contents is installed, ``jupyter_ai`` tests only
     where jupyter-ai is. The others are deselected, not skipped.
+
+    Every test whose kernels are on a gateway (the ``gateway`` value of a parametrized
+    fixture, :data:`tests.gateway.KERNELS`) is marked ``process``: it needs the Kernel Gateway
+    this worker starts.
     """
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "gateway" in callspec.params.values():
+            item.add_marker(pytest.mark.process)
     unwanted = {"without_pillow" if importlib.util.find_spec("PIL") else "pillow"}
     if fast_paths_off():
         unwanted.add("fast_path")
-    if not config.getoption("markexpr"):
-        unwanted |= {"collaboration", "server_documents", "s3", "jupyter_ai"}
+    # An environment's tests run only where the marker expression names them: `-m "not
+    # slow"` (the quick loop) leaves them out as a run without -m does.
+    markexpr = config.getoption("markexpr") or ""
+    unwanted |= {
+        name
+        for name in ("collaboration", "server_documents", "s3", "jupyter_ai")
+        if not re.search(rf"\b{name}\b", markexpr)
+    }
     if importlib.util.find_spec("s3contents") is None:
         unwanted.add("s3")
     if importlib.util.find_spec("jupyter_ai_persona_manager") is None:

@@ -72,6 +72,7 @@ async def test_a_malformed_body_reports_nothing(notebook_tool, notebook, events)
     assert [event["error"] for event in events] == ["Cell index 7 out of range (0-3) in a.ipynb"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 async def test_a_python_call_is_reported_from_start_to_finish(jp_fetch, python_events):
     code = (

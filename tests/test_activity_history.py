@@ -190,6 +190,7 @@ async def test_turned_off_keeps_nothing_and_answers_404(jp_fetch, jp_serverapp, 
     assert not (data_dir / "xcsh" / "activity.sqlite").exists()
 
 
+@pytest.mark.slow
 async def test_stdin_answers_are_never_stored(jp_fetch, history):
     answer = "answer-never-kept-1f3c"
     code = "x = input('name? ')\nprint('got', x)"
@@ -266,6 +267,8 @@ def _served_history(url: str, token: str, process: subprocess.Popen[bytes]) -> A
             time.sleep(0.2)  # the server is starting: nothing to await in another process
 
 
+@pytest.mark.slow
+@pytest.mark.process
 async def test_a_restarted_server_serves_the_history(
     jp_fetch, jp_serverapp, jp_root_dir, notebook_tool, notebooks, history, tmp_path
 ):

@@ -313,6 +313,7 @@ class TestOnAServer:
         config.ServerApp.contents_manager_class = "tests.memory_contents.MemoryContentsManager"
         return config
 
+    @pytest.mark.slow
     async def test_spilled_output_and_images_go_through_the_manager_and_read_back(
         self, jp_fetch, jp_serverapp, jp_root_dir
     ):

@@ -35,6 +35,7 @@ class TestGatewayServerErrors:
     def jp_server_config(self, request, jp_server_config, proxy):
         return use_kernels(request, jp_server_config, "gateway", url=proxy.url)
 
+    @pytest.mark.slow
     async def test_a_kernel_start_failing_with_503_is_retried_once(self, jp_fetch, proxy):
         result = await run(jp_fetch, "print('started')", timeout=120)
 
@@ -69,6 +70,7 @@ class TestFileDescriptorExhaustion:
 
         assert result["text"] == "started"
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("fail_start", [2])
     async def test_emfile_releases_cached_clients_and_marks_sessions_for_restart(self, jp_fetch):
         await run(jp_fetch, "x = 1", session="a", timeout=120)
@@ -90,6 +92,7 @@ class TestSlowKernelStart:
         config.SlowStartKernelManager.start_delay = 4.0
         return config
 
+    @pytest.mark.slow
     async def test_a_slow_start_times_out_and_the_next_call_gets_its_kernel(
         self, jp_fetch, jp_serverapp
     ):
@@ -108,6 +111,7 @@ class TestSlowKernelStart:
         km = jp_serverapp.kernel_manager
         assert km.started == km.list_kernel_ids() == [after["session"]["kernelId"]]
 
+    @pytest.mark.slow
     async def test_a_late_kernel_of_a_per_call_session_is_shut_down(self, jp_fetch, jp_serverapp):
         result = await run(jp_fetch, "print('ran')", timeout=1, mode="per-call")
 
@@ -115,6 +119,7 @@ class TestSlowKernelStart:
         km = jp_serverapp.kernel_manager
         await eventually(lambda: _started_and_gone(km), timeout=60)
 
+    @pytest.mark.slow
     async def test_deleting_a_session_while_its_kernel_starts_leaves_no_kernel(
         self, jp_fetch, jp_serverapp
     ):
@@ -133,6 +138,7 @@ class TestSlowKernelStart:
         # The kernel that was starting is shut down once it is up, not left running untracked.
         await eventually(lambda: _started_and_gone(jp_serverapp.kernel_manager), timeout=60)
 
+    @pytest.mark.slow
     async def test_stopping_the_server_while_a_kernel_starts_leaves_no_kernel(
         self, jp_fetch, jp_serverapp
     ):
@@ -196,6 +202,7 @@ class TestSessionCap:
         config.XcshSettings.max_sessions = 1
         return config
 
+    @pytest.mark.slow
     async def test_kernels_still_shutting_down_count_against_the_cap(self, jp_fetch, jp_serverapp):
         km = jp_serverapp.kernel_manager
         a = (await run(jp_fetch, "1", session="a", timeout=60))["session"]["kernelId"]

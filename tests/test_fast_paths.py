@@ -130,6 +130,7 @@ async def test_with_fast_paths_off_the_public_api_gives_the_same_results(
     assert stream["text"] == "OutStream"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(fast_paths_off(), reason="each path is turned off alone")
 @pytest.mark.parametrize(
     "xcsh_config", [{"disabled_fast_paths": [name]} for name in FAST_PATHS], ids=list(FAST_PATHS)

@@ -325,6 +325,7 @@ async def test_search_is_bounded_by_limit_and_max_files(files_tool, tree):
     assert "2 files read (max_files)" in result["details"]["stoppedAfter"]
 
 
+@pytest.mark.slow
 async def test_a_runaway_regex_is_stopped_and_a_bad_one_refused(files_tool, jp_root_dir):
     (jp_root_dir / "a.txt").write_text("a" * 40 + "!\n")
 

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from jupyter_xcsh.memory import limit_heap_arenas
 
 #: Starts threads that allocate together, then prints how many heaps glibc made.
@@ -59,6 +61,7 @@ def _env_without_arena_max() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
 
 
+@pytest.mark.process
 def test_threads_share_at_most_the_limit_of_heaps():
     env = _env_without_arena_max()
     limit, limited = _heaps(2, env)
@@ -69,6 +72,7 @@ def test_threads_share_at_most_the_limit_of_heaps():
     assert unlimited > limited
 
 
+@pytest.mark.process
 def test_an_operators_malloc_arena_max_is_left_alone():
     limit, heaps = _heaps(1, {**_env_without_arena_max(), "MALLOC_ARENA_MAX": "3"})
     assert limit == "None"

@@ -541,6 +541,7 @@ async def test_a_control_character_in_cwd_is_a_400_and_shuts_nothing_down(fetch,
     assert [s["cwd"] for s in await sessions(jp_fetch)] == [""]
 
 
+@pytest.mark.slow
 async def test_a_cwd_of_white_space_is_not_stripped_to_the_root(fetch, jp_fetch):
     await run(jp_fetch, "x = 1")
     status, _, result = await fetch("DELETE", "/api/xcsh/sessions/default", params={"cwd": " "})

@@ -72,6 +72,7 @@ DATA = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_variables_of_a_python_session_describe_numpy_and_pandas(jp_fetch, transport):
     await run(jp_fetch, DATA, session="vars")
@@ -99,6 +100,7 @@ async def test_variables_of_a_python_session_describe_numpy_and_pandas(jp_fetch,
     assert after == before + 1  # the probes used no execution count
 
 
+@pytest.mark.slow
 async def test_variables_are_bounded(jp_fetch):
     await run(jp_fetch, "for i in range(300): globals()[f'v{i}'] = 'x' * 1000", session="many")
 
@@ -113,6 +115,7 @@ async def test_variables_are_bounded(jp_fetch):
     assert "inspect one by name" in small["text"]
 
 
+@pytest.mark.slow
 async def test_inspect_shows_one_variable_at_length(jp_fetch):
     await run(jp_fetch, DATA, session="ins")
 
@@ -148,6 +151,7 @@ async def test_variables_of_a_notebook_kernel_add_nothing_to_the_notebook(jp_fet
     assert "idle · execution count 1" in status["text"]
 
 
+@pytest.mark.slow
 async def test_a_notebook_kernel_busy_with_a_persons_cell_is_waited_for_or_busy(
     jp_fetch, jp_root_dir, jp_serverapp
 ):
@@ -176,6 +180,7 @@ async def test_a_notebook_kernel_busy_with_a_persons_cell_is_waited_for_or_busy(
         other.close()
 
 
+@pytest.mark.slow
 async def test_a_probe_queued_behind_a_persons_cell_not_yet_seen_answers_busy_uninterrupted(
     jp_fetch, jp_root_dir, jp_serverapp
 ):
@@ -207,6 +212,7 @@ async def test_a_probe_queued_behind_a_persons_cell_not_yet_seen_answers_busy_un
         other.close()
 
 
+@pytest.mark.slow
 async def test_restart_is_refused_while_a_persons_cell_runs_unless_forced(
     jp_fetch, jp_root_dir, jp_serverapp
 ):
@@ -258,6 +264,7 @@ async def test_interrupt_stops_the_running_cell(jp_fetch, jp_root_dir, jp_server
         other.close()
 
 
+@pytest.mark.slow
 async def test_interrupt_of_a_python_session_cancels_its_call(jp_fetch):
     await run(jp_fetch, "x = 1", session="long")
     call = asyncio.ensure_future(run(jp_fetch, "import time; time.sleep(60)", session="long"))
@@ -269,6 +276,7 @@ async def test_interrupt_of_a_python_session_cancels_its_call(jp_fetch):
     assert (await call)["cancelled"] is True
 
 
+@pytest.mark.slow
 async def test_change_gives_the_notebook_a_new_kernel(jp_fetch, jp_root_dir):
     write_notebook(jp_root_dir / "ch.ipynb", "x = 1")
     first = await run_ok(jp_fetch, notebook_path="ch.ipynb", cell_index=0)
@@ -372,6 +380,7 @@ async def test_the_kernel_tool_is_listed_over_mcp(jp_fetch):
     assert schema["required"] == ["action"]
 
 
+@pytest.mark.slow
 async def test_a_forced_restart_stops_a_run_in_place_which_says_its_state_is_lost(
     jp_fetch, jp_root_dir
 ):

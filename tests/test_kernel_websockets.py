@@ -107,6 +107,7 @@ async def test_a_session_kernels_websocket_is_counted_and_closed_as_the_servers_
     await eventually(idle)  # the restarted kernel is reported idle, not left "starting"
 
 
+@pytest.mark.slow
 async def test_a_websocket_opening_across_a_restart_of_a_session_kernel_closes_once_it_answers(
     jp_fetch, jp_ws_fetch, jp_serverapp
 ):

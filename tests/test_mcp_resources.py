@@ -148,6 +148,7 @@ async def save_as_the_lab_does(jp_fetch: Any, path: str, source: str) -> None:
     await jp_fetch("api", "contents", path, method="PUT", body=json.dumps(body))
 
 
+@pytest.mark.slow
 async def test_a_subscriber_is_told_of_a_lab_save_and_an_agents_edit_not_others(
     jp_fetch, notebooks
 ):

@@ -190,6 +190,7 @@ def test_long_strings_are_clipped_and_a_summary_always_fits():
     assert set(summary["details"]) == set(body["details"])
 
 
+@pytest.mark.slow
 async def test_a_recursion_error_over_mcp_is_bounded_and_said_once(jp_fetch):
     code = "def f(n):\n    return f(n + 1)\nf(0)"
 
@@ -223,6 +224,7 @@ async def test_a_run_of_many_cells_over_mcp_is_bounded(jp_fetch, jp_root_dir):
     )
 
 
+@pytest.mark.slow
 async def test_every_tool_s_result_and_refusal_fits_its_output_schema(jp_fetch, jp_root_dir):
     # call_tool checks each: valid for the outputSchema, within LIMIT, no text in it.
     write_notebook(jp_root_dir / "s.ipynb", "x = 41 + 1", "print(x)")

@@ -164,6 +164,7 @@ async def test_every_tool_schema_has_one_type_per_property_and_no_alternatives(j
 UNLISTED = {"cell", "execution_count", "detach"}
 
 
+@pytest.mark.slow
 async def test_unlisted_fields_are_still_accepted(jp_fetch, jp_root_dir):
     tools = await listed_tools(jp_fetch)
     write_notebook(jp_root_dir / "u.ipynb", "x = 1", "y = 2")
@@ -406,6 +407,7 @@ def test_merged_actions_keep_only_fields_every_operation_requires():
     assert base["properties"]["action"]["enum"] == ["edit"]  # the base is left alone
 
 
+@pytest.mark.slow
 async def test_a_streamed_call_sends_progress_before_its_result(jp_fetch):
     await run(jp_fetch, "import time")
     code = "print('one', flush=True)\ntime.sleep(2.5)\nprint('two')"
@@ -433,6 +435,7 @@ async def test_a_streamed_call_sends_progress_before_its_result(jp_fetch):
     assert headers["X-Accel-Buffering"] == "no"
 
 
+@pytest.mark.slow
 async def test_without_a_progress_token_the_stream_holds_only_the_result(jp_fetch):
     _, messages = await stream_call(jp_fetch, "python", {"cells": [{"code": "print(5)"}]})
 
@@ -454,6 +457,7 @@ async def _busy(jp_fetch):
     return any(s["busy"] for s in await sessions(jp_fetch))
 
 
+@pytest.mark.slow
 async def test_notifications_cancelled_interrupts_the_named_call_only(jp_fetch, jp_root_dir):
     await run(jp_fetch, "import time")
     call = asyncio.create_task(
@@ -545,6 +549,7 @@ async def _idle(jp_fetch):
     return not await _busy(jp_fetch)
 
 
+@pytest.mark.slow
 async def test_a_detached_run_goes_on_after_its_client_hung_up_and_is_followed_by_run_id(
     jp_fetch, jp_root_dir
 ):
@@ -573,6 +578,7 @@ async def test_a_detached_run_goes_on_after_its_client_hung_up_and_is_followed_b
     assert again["content"][0]["text"] == "7"  # a finished run's result is kept
 
 
+@pytest.mark.slow
 async def test_wait_returns_the_result_so_far_of_a_run_still_going(jp_fetch):
     code = "import time\nprint('one', flush=True)\ntime.sleep(3)\nprint('two')"
     texts = []

@@ -102,6 +102,7 @@ async def _stall(
     return probe.worst(since, loop.time()), event
 
 
+@pytest.mark.slow
 async def test_no_change_of_a_cell_with_50_mb_of_outputs_blocks_the_event_loop(
     notebook_tool, events, jp_fetch, jp_root_dir
 ):
@@ -143,6 +144,7 @@ async def test_no_change_of_a_cell_with_50_mb_of_outputs_blocks_the_event_loop(
     assert path.read_text(encoding="utf-8") == jupyter_text(nb)
 
 
+@pytest.mark.slow
 async def test_an_edit_of_a_cell_with_50_mb_of_outputs_changes_only_its_source(
     notebook_tool, jp_root_dir
 ):

@@ -190,6 +190,7 @@ async def test_a_malformed_body_is_a_400_never_a_500(notebook_tool, notebook, ra
     assert result["message"].startswith(message)
 
 
+@pytest.mark.slow
 async def test_files_that_are_not_notebooks_are_422(notebook_tool, jp_root_dir):
     (jp_root_dir / "bad.ipynb").write_text("{oops", encoding="utf-8")
     (jp_root_dir / "nocells.ipynb").write_text('{"metadata": {}}', encoding="utf-8")

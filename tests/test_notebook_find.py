@@ -249,6 +249,7 @@ class TestRunawayRegex:
 class TestRunawayRegexesOfOthers:
     jp_server_config = _find_timeout(4.0)
 
+    @pytest.mark.slow
     async def test_runaway_regexes_do_not_hold_up_another_callers_find(
         self, notebook_tool, runaway_find
     ):

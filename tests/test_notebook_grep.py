@@ -96,6 +96,7 @@ def test_a_runaway_regex_is_stopped_at_its_deadline_and_the_next_search_works():
     assert after == [[0, 1, [[1, 6, 11]]]]
 
 
+@pytest.mark.slow
 def test_the_event_loop_keeps_running_while_a_runaway_regex_is_searched():
     async def search():
         workers = RegexWorkers(timeout=3)

@@ -51,6 +51,7 @@ def texts(cell):
     return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
 
 
+@pytest.mark.slow
 async def test_a_notebook_without_a_session_runs_in_a_new_lab_style_session(jp_fetch, jp_root_dir):
     path = jp_root_dir / "work" / "three.ipynb"
     before = write_notebook(
@@ -210,6 +211,7 @@ async def test_with_two_sessions_at_one_path_the_run_uses_the_one_the_lab_finds(
     assert again["kernel"] == {**first["kernel"], "started": False}
 
 
+@pytest.mark.slow
 async def test_a_busy_kernel_is_waited_for_and_never_interrupted(
     jp_fetch, jp_root_dir, jp_serverapp
 ):
@@ -235,6 +237,7 @@ async def test_a_busy_kernel_is_waited_for_and_never_interrupted(
     assert stored(path).cells[0].execution_count == 3
 
 
+@pytest.mark.slow
 async def test_a_timeout_interrupts_only_the_runs_own_cell_and_keeps_the_kernel(
     jp_fetch, jp_root_dir
 ):
@@ -278,6 +281,7 @@ async def test_clear_output_loops_and_updated_displays_store_their_final_state(
     assert nb.cells[2].outputs == []
 
 
+@pytest.mark.slow
 async def test_huge_output_is_stored_as_its_tail_and_kept_whole_in_an_artifact(
     jp_fetch, jp_root_dir
 ):
@@ -322,6 +326,7 @@ async def test_huge_output_is_stored_as_its_tail_and_kept_whole_in_an_artifact(
     assert peak_kib - before_kib < 32 * 1024, (before_kib, peak_kib)
 
 
+@pytest.mark.slow
 async def test_a_cell_deleted_while_it_runs_gets_nothing_written(
     jp_fetch, jp_root_dir, notebook_tool
 ):
@@ -349,6 +354,7 @@ async def test_a_cell_deleted_while_it_runs_gets_nothing_written(
     assert stored(path).cells == []
 
 
+@pytest.mark.slow
 async def test_a_kernel_dying_mid_run_loses_state_and_nothing_is_rerun(
     jp_fetch, jp_root_dir, jp_serverapp
 ):
@@ -381,6 +387,7 @@ async def test_a_kernel_dying_mid_run_loses_state_and_nothing_is_rerun(
     await wait_until(restarted)
 
 
+@pytest.mark.slow
 async def test_sources_are_read_when_each_cell_is_sent(jp_fetch, jp_root_dir, notebook_tool):
     write_notebook(
         jp_root_dir / "edit.ipynb",

@@ -22,6 +22,7 @@ from .notebook_run import (
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.mark.slow
 async def test_a_cell_queued_behind_someone_elses_request_is_never_interrupted(
     jp_fetch, jp_root_dir, jp_serverapp
 ):

@@ -65,6 +65,7 @@ async def test_ask_returns_at_the_prompt_and_the_answer_completes_the_run(
     ]
 
 
+@pytest.mark.slow
 async def test_the_time_spent_waiting_for_an_answer_is_not_counted(jp_fetch, jp_root_dir):
     path = jp_root_dir / "slow.ipynb"
     write_notebook(path, "x = 1", ASKING)

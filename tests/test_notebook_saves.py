@@ -67,6 +67,7 @@ class LabSaver(threading.Thread):
                 self.failures.append(repr(e))
 
 
+@pytest.mark.slow
 @pytest.mark.fast_path  # the save_guard (XcshSettings.guard_saves); docs/operators/interventions.md
 async def test_agent_changes_racing_lab_saves_never_leave_a_corrupt_notebook(
     notebook_tool, jp_root_dir, jp_http_port, jp_base_url, jp_auth_header

@@ -75,6 +75,7 @@ async def test_over_mcp_the_same_text_and_the_artifact_tool_pages_it_as_plain_li
     assert page["content"][0]["text"] == "line 20: red value=400\nline 21: red value=441\n"
 
 
+@pytest.mark.slow
 async def test_a_pandas_key_error_is_folded_and_its_full_traceback_kept(jp_fetch, jp_root_dir):
     result = await run(jp_fetch, KEY_ERROR)
 
@@ -95,6 +96,7 @@ async def test_a_pandas_key_error_is_folded_and_its_full_traceback_kept(jp_fetch
     assert error["ename"] == "KeyError" and no_escapes(result)
 
 
+@pytest.mark.slow
 async def test_a_recursion_error_shows_its_repeated_frame_once(jp_fetch):
     result = await run(jp_fetch, RECURSION)
 

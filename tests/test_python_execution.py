@@ -44,6 +44,7 @@ async def test_state_persists_between_calls_of_a_session(jp_fetch):
     assert (cell["status"], cell["output"], cell["exitCode"]) == ("complete", "42\n", 0)
 
 
+@pytest.mark.slow
 async def test_sessions_are_keyed_by_name_and_working_directory(jp_fetch, jp_root_dir):
     (jp_root_dir / "sub").mkdir()
     await run(jp_fetch, "x = 'default'")
@@ -56,6 +57,7 @@ async def test_sessions_are_keyed_by_name_and_working_directory(jp_fetch, jp_roo
     assert len({s["kernelId"] for s in await sessions(jp_fetch)}) == 3
 
 
+@pytest.mark.slow
 async def test_per_call_mode_isolates_calls_and_leaves_no_kernel_behind(jp_fetch):
     await run(jp_fetch, "x = 1", mode="per-call")
     second = await run(jp_fetch, "print(x)", mode="per-call")
@@ -107,6 +109,7 @@ async def test_a_single_failing_cell_returns_its_traceback_without_ansi(jp_fetch
     assert result["text"].endswith("Command exited with code 1")
 
 
+@pytest.mark.slow
 async def test_no_cells_and_silent_cells_say_there_was_no_output(jp_fetch):
     assert (await run(jp_fetch))["text"] == "(no output)"
     assert (await run(jp_fetch, "x = 1"))["text"] == "(no output)"
@@ -122,6 +125,7 @@ def display_code(bundle):
     return f"from IPython.display import display\ndisplay({bundle!r}, raw=True)"
 
 
+@pytest.mark.slow
 async def test_display_text_prefers_markdown_then_plain_then_html(jp_fetch):
     html = (
         "<h2>Report</h2><p>A <a href='https://x.org'>link</a></p><ul><li>one</li></ul>"
@@ -141,6 +145,7 @@ async def test_display_text_prefers_markdown_then_plain_then_html(jp_fetch):
     ]
 
 
+@pytest.mark.slow
 async def test_images_and_json_are_captured_as_structured_outputs(jp_fetch):
     code = (
         "from IPython.display import display\n"
@@ -165,6 +170,7 @@ async def test_images_and_json_are_captured_as_structured_outputs(jp_fetch):
     assert result["text"] == f"<Figure>\nrows\n[image 1: 1x1 PNG, {size}B]"
 
 
+@pytest.mark.slow
 async def test_status_helper_emits_status_events_and_no_text(jp_fetch):
     result = await run(jp_fetch, "status('load', rows=3)\nstatus('done')")
 
@@ -206,6 +212,7 @@ async def test_working_directory_errors_are_exact_400s(jp_fetch, jp_root_dir):
     assert (status, body["message"]) == (400, "Working directory is not a directory: file.txt")
 
 
+@pytest.mark.slow
 async def test_hidden_working_directories_follow_the_servers_hidden_file_policy(
     jp_fetch, jp_root_dir, jp_serverapp, tmp_path
 ):
@@ -249,6 +256,7 @@ async def test_malformed_bodies_are_400s_that_say_why(jp_fetch, body, message, t
     assert (status, result["message"]) == (400, message)
 
 
+@pytest.mark.slow
 async def test_reset_restarts_the_kernel_before_the_first_cell_only(jp_fetch):
     await run(jp_fetch, "x = 1")
     result = await run(jp_fetch, "'x' in globals()", "x = 2", "x", reset=True)
@@ -258,6 +266,7 @@ async def test_reset_restarts_the_kernel_before_the_first_cell_only(jp_fetch):
     assert result["session"]["stateLost"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_timeout_interrupts_the_cell_and_the_session_stays_usable(jp_fetch, transport):
     await run(jp_fetch, "kept = 'yes'", transport=transport)
@@ -274,6 +283,7 @@ async def test_timeout_interrupts_the_cell_and_the_session_stays_usable(jp_fetch
     assert after["session"]["stateLost"] is False
 
 
+@pytest.mark.slow
 async def test_timeout_is_one_deadline_for_all_cells_and_is_clamped(jp_fetch):
     await run(jp_fetch, "import time")
     # timeout 0.01 is clamped to 1 s; the first cell takes ~0.6 s of it, so the second cell
@@ -313,6 +323,7 @@ async def test_large_output_is_truncated_and_spilled_byte_exact(jp_fetch, jp_roo
     assert read_back["text"] == str(len(expected))
 
 
+@pytest.mark.slow
 async def test_stop_extension_shuts_down_every_session_kernel(jp_fetch, jp_serverapp):
     await run(jp_fetch, "1")
     await run(jp_fetch, "2", session="other")

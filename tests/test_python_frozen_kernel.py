@@ -30,6 +30,7 @@ async def _timed(jp_fetch, body):
     return status, result, time.monotonic() - start
 
 
+@pytest.mark.slow
 async def test_a_kernel_frozen_between_calls_ends_the_call_within_its_deadline(jp_fetch):
     pid = int((await run(jp_fetch, "import os\nprint(os.getpid())"))["text"].strip())
     os.kill(pid, signal.SIGSTOP)
@@ -48,6 +49,7 @@ async def test_a_kernel_frozen_between_calls_ends_the_call_within_its_deadline(j
     assert (await run(jp_fetch, "print(40 + 2)"))["text"].strip() == "42"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["session", "per-call"])
 async def test_a_kernel_that_freezes_in_its_cell_ends_the_call_within_its_deadline(jp_fetch, mode):
     if mode == "session":

@@ -45,6 +45,7 @@ def printed(result):
     return int(size), digest
 
 
+@pytest.mark.slow
 async def test_an_image_is_inlined_named_in_the_text_and_kept_as_an_artifact(jp_fetch):
     await define_helpers(jp_fetch)
     result = await run(jp_fetch, "data = png(64, 48)\nshow(data)\nprint(len(data))")
@@ -92,6 +93,7 @@ async def test_with_pillow_a_4000x3000_png_is_inlined_downscaled_and_kept_whole(
     assert (len(body), hashlib.sha256(body).hexdigest()) == (size, digest)
 
 
+@pytest.mark.slow
 @pytest.mark.without_pillow
 async def test_without_pillow_a_4000x3000_png_is_not_inlined_but_kept_whole(jp_fetch):
     await define_helpers(jp_fetch)
@@ -133,6 +135,7 @@ async def test_six_figures_inline_four_and_link_two(jp_fetch):
         assert image_size(body) == (40, 30) and len(body) == image["bytes"]
 
 
+@pytest.mark.slow
 async def test_a_results_inline_images_stay_within_4_mib(jp_fetch):
     # Random pixels do not compress: each PNG is about 0.9 MiB, under the 1 MiB of one image.
     await define_helpers(jp_fetch)
@@ -158,6 +161,7 @@ async def test_images_are_numbered_across_cells_and_named_in_their_cell(jp_fetch
     )
 
 
+@pytest.mark.slow
 async def test_svg_gif_and_a_figure_in_two_formats(jp_fetch):
     await define_helpers(jp_fetch)
     code = (

@@ -32,6 +32,7 @@ IGNORES_SIGINT = (
 )
 
 
+@pytest.mark.slow
 async def test_a_cell_ignoring_its_interrupt_ends_within_the_deadline_and_says_state_is_lost(
     jp_fetch,
 ):
@@ -121,6 +122,7 @@ async def test_interrupting_a_call_that_is_not_running_is_a_404(jp_fetch):
     assert json.loads(e.value.response.body)["message"] == f"No running call: {'0' * 32}"
 
 
+@pytest.mark.slow
 async def test_the_timeout_notice_gives_whole_seconds_rounded_half_up(jp_fetch):
     await run(jp_fetch, "import time")
 
@@ -169,6 +171,7 @@ def slow_ready_kernel(jp_kernel_dir):
 
 @pytest.mark.parametrize("jp_server_config", ["local"], indirect=True)
 class TestCallerGoneWhileAPerCallKernelStarts:
+    @pytest.mark.slow
     async def test_the_kernel_is_shut_down_without_waiting_for_it_to_answer(
         self, jp_fetch, jp_serverapp, slow_ready_kernel
     ):

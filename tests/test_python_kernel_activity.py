@@ -61,6 +61,7 @@ async def test_the_server_watch_is_taken_over_and_its_figures_kept(
     assert datetime.fromisoformat(model["last_activity"]) > before
 
 
+@pytest.mark.slow
 @pytest.mark.fast_path
 async def test_the_server_watches_the_kernel_again_once_the_connection_closes(
     jp_fetch, jp_serverapp

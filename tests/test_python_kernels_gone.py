@@ -27,6 +27,7 @@ async def shut_down_through_the_kernels_api(jp_fetch, kernel_id):
     assert response.code == 204
 
 
+@pytest.mark.slow
 async def test_a_kernel_shut_down_through_the_kernels_api_is_replaced_and_the_loss_said(jp_fetch):
     first = await run(jp_fetch, "x = 1")
     kernel_id = first["session"]["kernelId"]
@@ -58,6 +59,7 @@ async def _listed_dead(jp_fetch):
     return [s["dead"] for s in await sessions(jp_fetch)] == [True]
 
 
+@pytest.mark.slow
 async def test_deleting_a_session_whose_kernel_is_gone_succeeds(jp_fetch):
     kernel_id = (await run(jp_fetch, "1"))["session"]["kernelId"]
     await shut_down_through_the_kernels_api(jp_fetch, kernel_id)
@@ -73,6 +75,7 @@ async def test_deleting_a_session_whose_kernel_is_gone_succeeds(jp_fetch):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xcsh_settings", [{"max_sessions": 1}])
 async def test_evicting_a_session_whose_kernel_is_gone_never_fails_another_caller(jp_fetch):
     kernel_id = (await run(jp_fetch, "x = 1", session="a"))["session"]["kernelId"]
@@ -87,6 +90,7 @@ async def test_evicting_a_session_whose_kernel_is_gone_never_fails_another_calle
     assert again["session"]["stateLost"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xcsh_settings", [{"max_sessions": 1}])
 async def test_eviction_says_the_state_is_lost_and_keeps_the_counters(jp_fetch):
     first = await run(jp_fetch, "x = 1", session="a")
@@ -101,6 +105,7 @@ async def test_eviction_says_the_state_is_lost_and_keeps_the_counters(jp_fetch):
     assert (session["restartCount"], session["generation"]) == (1, 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "xcsh_settings", [{"idle_timeout": 3.0, "cleanup_interval": 0.3, "heartbeat_interval": 0.2}]
 )
@@ -121,6 +126,7 @@ async def _no_sessions(jp_fetch):
     return await sessions(jp_fetch) == []
 
 
+@pytest.mark.slow
 async def test_a_kernel_culled_by_the_server_is_replaced_and_the_loss_said(jp_fetch, jp_serverapp):
     kernel_id = (await run(jp_fetch, "x = 1"))["session"]["kernelId"]
     km = jp_serverapp.kernel_manager

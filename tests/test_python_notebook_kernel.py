@@ -108,6 +108,7 @@ async def test_notebook_path_refuses_what_does_not_go_with_it(jp_fetch, jp_root_
     assert await sessions(jp_fetch) == []  # nothing ran anywhere
 
 
+@pytest.mark.slow
 async def test_scratch_code_waits_behind_a_persons_cell_and_never_interrupts_it(
     jp_fetch, jp_root_dir, jp_serverapp
 ):
@@ -148,6 +149,7 @@ async def test_scratch_code_is_refused_while_a_run_of_the_notebook_waits_for_inp
     )
 
 
+@pytest.mark.slow
 async def test_scratch_and_runs_of_one_notebook_take_turns(jp_fetch, jp_root_dir):
     write_notebook(
         jp_root_dir / "q.ipynb", "import time\nlog = []", "time.sleep(1.5); log.append('run')"

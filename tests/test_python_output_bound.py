@@ -50,6 +50,7 @@ with open("sizes.json", "w") as f:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.fast_path  # kernel_stream_bound (XcshSettings.bound_kernel_streams)
 async def test_a_huge_print_leaves_a_session_kernel_in_messages_of_at_most_the_bound(
     jp_fetch, jp_root_dir
@@ -128,6 +129,7 @@ async def test_the_server_reads_a_session_kernel_with_a_small_iopub_queue(jp_fet
     assert socket.getsockopt(zmq.RCVHWM) == IOPUB_HIGH_WATER_MARK
 
 
+@pytest.mark.slow
 async def test_the_server_gives_freed_memory_back_after_a_large_call_only(jp_fetch, monkeypatch):
     """The heap is trimmed after a call with more than ``TRIM_AFTER_BYTES`` of output, once,
     on a worker thread (``TrimSoon``): never on the event loop's thread, where walking the

@@ -15,6 +15,7 @@ from .python_tool import run
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.mark.slow
 @pytest.mark.fast_path  # socket_views
 async def test_queued_messages_are_taken_without_awaiting_the_socket(
     jp_fetch, jp_root_dir, monkeypatch

@@ -33,6 +33,7 @@ def jp_server_config(request, jp_server_config):
     return config
 
 
+@pytest.mark.slow
 async def test_a_kernel_killed_mid_call_is_restarted_and_the_call_rerun_once(jp_fetch):
     await run(jp_fetch, "state = 1")
 
@@ -48,6 +49,7 @@ async def test_a_kernel_killed_mid_call_is_restarted_and_the_call_rerun_once(jp_
     assert after["session"]["stateLost"] is False
 
 
+@pytest.mark.slow
 async def test_a_kernel_killed_again_after_its_restart_fails_with_the_exact_error(jp_fetch):
     await run(jp_fetch, "1")
 
@@ -61,6 +63,7 @@ async def test_a_kernel_killed_again_after_its_restart_fails_with_the_exact_erro
     assert after["isError"] is False
 
 
+@pytest.mark.slow
 async def test_a_kernel_that_died_while_idle_is_restarted_before_the_next_call(jp_fetch):
     pid = int((await run(jp_fetch, "import os\nstate = 1\nprint(os.getpid())"))["text"])
 
@@ -76,6 +79,7 @@ async def test_a_kernel_that_died_while_idle_is_restarted_before_the_next_call(j
     assert result["session"]["restartCount"] == 1
 
 
+@pytest.mark.slow
 async def test_counters_after_two_deaths_say_two_restarts_and_a_third_kernel(jp_fetch):
     for deaths in (1, 2):
         pid = int((await run(jp_fetch, "import os\nprint(os.getpid())", timeout=120))["text"])
@@ -96,6 +100,7 @@ async def _noticed(jp_fetch):
     return [s["dead"] for s in await sessions(jp_fetch)] == [True]
 
 
+@pytest.mark.slow
 async def test_per_call_kernels_are_shut_down_even_when_the_call_kills_them(jp_fetch):
     result = await run(jp_fetch, KILL_ALWAYS, mode="per-call", timeout=120)
 

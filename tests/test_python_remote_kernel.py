@@ -20,6 +20,7 @@ def jp_server_config(request, jp_server_config):
     return use_kernels(request, jp_server_config, "gateway")
 
 
+@pytest.mark.slow
 async def test_setup_steps_the_kernel_cannot_take_become_a_one_line_notice(
     jp_fetch, jp_root_dir, jp_base_url, hidden_root_kernel
 ):
@@ -42,6 +43,7 @@ async def test_setup_steps_the_kernel_cannot_take_become_a_one_line_notice(
     assert again["session"]["kernelId"] == result["session"]["kernelId"]
 
 
+@pytest.mark.slow
 async def test_output_explains_how_to_read_an_artifact_over_http(
     jp_fetch, jp_base_url, hidden_root_kernel
 ):

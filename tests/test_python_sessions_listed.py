@@ -32,6 +32,7 @@ async def server_sessions(jp_fetch):
     return {s["name"]: (s["type"], s["path"], s["kernel"]["id"]) for s in listed}
 
 
+@pytest.mark.slow
 async def test_each_sessions_kernel_is_a_server_session_named_for_its_session(
     jp_fetch, jp_root_dir, jp_serverapp
 ):
@@ -65,6 +66,7 @@ async def test_an_evicted_sessions_record_goes_with_its_kernel(jp_fetch, jp_serv
     assert await server_sessions(jp_fetch) == {"Agent: b": ("xcsh", "", b)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xcsh_settings", [{"idle_timeout": 1.0, "cleanup_interval": 0.5}])
 async def test_an_idle_sessions_record_goes_with_its_kernel(jp_fetch, jp_serverapp):
     kernel_id = (await run(jp_fetch, "1"))["session"]["kernelId"]
@@ -78,6 +80,7 @@ async def _gone(jp_fetch, kernel_id):
     return kernel_id not in await kernel_ids(jp_fetch)
 
 
+@pytest.mark.slow
 async def test_a_kernel_shut_down_from_the_lab_is_replaced_under_the_same_name(
     jp_fetch, jp_serverapp
 ):

@@ -66,6 +66,7 @@ class TestModes:
     def jp_server_config(self, request, jp_server_config):
         return use_kernels(request, jp_server_config)
 
+    @pytest.mark.slow
     async def test_notice_fails_the_cell_with_the_notes_text(self, jp_fetch):
         result = await run(jp_fetch, NAME)
 
@@ -86,6 +87,7 @@ class TestModes:
         assert result["cells"][0]["output"].startswith("name? \n")
         assert "[stdin]" not in result["text"]
 
+    @pytest.mark.slow
     async def test_answers_are_given_in_order_and_echoed_after_the_prompt(self, jp_fetch):
         result = await run(jp_fetch, NAME, stdin=["bob"])
 
@@ -131,6 +133,7 @@ async def test_notice_fails_the_cell_even_when_the_code_catches_eoferror(jp_fetc
     )
 
 
+@pytest.mark.slow
 async def test_a_debugger_gets_end_of_file_and_the_call_ends_in_two_seconds(jp_fetch):
     # The call's timeout is the 2 s: a debugger waiting on its prompt would time it out. In
     # ipykernel, breakpoint() goes to debugpy (nothing without a client attached); with
@@ -174,6 +177,7 @@ async def test_a_second_prompt_in_the_same_cell_asks_again(jp_fetch):
     assert done["text"] == "first? x\nsecond? y\nxy"
 
 
+@pytest.mark.slow
 async def test_answers_continue_through_later_cells_and_their_prompts(jp_fetch):
     waiting = await run(jp_fetch, "print('one')", "v = input('v? ')", "print(v * 2)", stdin="ask")
     assert [c["status"] for c in waiting["cells"]] == ["complete", "running", "pending"]
@@ -183,6 +187,7 @@ async def test_answers_continue_through_later_cells_and_their_prompts(jp_fetch):
     assert result["text"] == "[1/3]\none\n\n[2/3]\nv? ab\n\n[3/3]\nabab"
 
 
+@pytest.mark.slow
 async def test_another_call_on_a_waiting_session_is_a_409(jp_fetch):
     waiting = await run(jp_fetch, NAME, stdin="ask")
 
@@ -227,6 +232,7 @@ async def test_a_call_queued_behind_one_that_starts_waiting_gets_the_409(jp_fetc
     assert done["isError"] is False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xcsh_settings", [{"input_timeout": 1.0}])
 async def test_an_unanswered_prompt_gets_end_of_file_after_input_timeout(jp_fetch):
     waiting = await run(jp_fetch, NAME, stdin="ask")
@@ -253,6 +259,7 @@ async def test_following_a_waiting_run_returns_its_prompt_at_once(jp_fetch):
     await answer(jp_fetch, waiting["callId"], "bob")
 
 
+@pytest.mark.slow
 async def test_time_waiting_for_an_answer_does_not_count_against_the_timeout(jp_fetch):
     await run(jp_fetch, "x = 1")  # a warm kernel: the 2 s are the call's own
     waiting = await run(jp_fetch, NAME, "print('next')", stdin="ask", timeout=2)

@@ -58,6 +58,7 @@ async def stream(jp_fetch, body):
     return lines
 
 
+@pytest.mark.slow
 async def test_progress_lines_arrive_before_the_final_result(jp_fetch):
     code = "import time\nprint('first', flush=True)\ntime.sleep(1.5)\nprint('second')"
     lines = await stream(jp_fetch, {"cells": [{"code": code, "title": "slow"}]})
@@ -147,6 +148,7 @@ async def _idle(jp_fetch):
 
 # Local kernels only: a gateway drops IOPub output past its own rate limit (1 MB/s), so it
 # cannot outrun a client deterministically; the stream writer is the same for both.
+@pytest.mark.slow
 @pytest.mark.parametrize("jp_server_config", ["local"], indirect=True)
 async def test_a_client_reading_slowly_gets_skipped_output_not_an_unbounded_buffer(
     jp_fetch, jp_http_port, jp_base_url, jp_auth_header

@@ -45,6 +45,7 @@ def printed(events: list[dict[str, Any]]) -> str:
     return "".join(e["text"] for e in events if e["type"] == "chunk")
 
 
+@pytest.mark.slow
 async def test_a_waiting_run_then_its_end_each_after_the_events_already_seen(jp_fetch):
     waiting = await run(
         jp_fetch, "print('before')\nname = input('name? ')", "print('hi', name)", stdin="ask"
@@ -103,6 +104,7 @@ for i in range(6):
     time.sleep(0.4)"""
 
 
+@pytest.mark.slow
 async def test_a_running_run_is_read_in_pieces_that_add_up_to_its_output(jp_fetch):
     waiting = await run(jp_fetch, LOOP, stdin="ask")
     run_id = waiting["callId"]
@@ -148,6 +150,7 @@ async def test_a_cursor_that_is_not_an_event_number_is_a_400(jp_fetch, after):
     await answer(jp_fetch, waiting["callId"], "")
 
 
+@pytest.mark.slow
 async def test_a_cursor_past_the_events_so_far_is_a_400(jp_fetch):
     waiting = await run(jp_fetch, "input('? ')", stdin="ask")
     _, seen = await progress(jp_fetch, waiting["callId"], 0)
@@ -204,6 +207,7 @@ def test_a_chunk_counts_the_text_it_holds_not_its_escaped_json():
     assert [len(e["text"]) for e in kept] == [200, 1] and skipped == 0
 
 
+@pytest.mark.slow
 async def test_streamed_the_events_after_the_cursor_then_the_live_ones_then_the_result(jp_fetch):
     waiting = await run(jp_fetch, LOOP, stdin="ask")
     run_id = waiting["callId"]

@@ -30,6 +30,7 @@ async def busy(jp_fetch, name="default"):
     return any(s["busy"] for s in await sessions(jp_fetch) if s["name"] == name)
 
 
+@pytest.mark.slow
 async def test_sessions_are_listed_with_their_kernel_and_state(jp_fetch, jp_root_dir):
     (jp_root_dir / "sub").mkdir()
     first = await run(jp_fetch, "1")
@@ -44,6 +45,7 @@ async def test_sessions_are_listed_with_their_kernel_and_state(jp_fetch, jp_root
     assert default["kernelId"] in await kernel_ids(jp_fetch)
 
 
+@pytest.mark.slow
 async def test_deleting_a_session_shuts_its_kernel_down(jp_fetch):
     kernel_id = (await run(jp_fetch, "x = 1"))["session"]["kernelId"]
 
@@ -110,6 +112,7 @@ async def _queue_length_is(jp_fetch, n):
     return any(s["queueLength"] == n for s in await sessions(jp_fetch))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xcsh_settings", [{"max_sessions": 2}])
 async def test_the_least_recently_used_session_is_evicted_past_the_cap(jp_fetch):
     a = (await run(jp_fetch, "1", session="a"))["session"]["kernelId"]
@@ -123,6 +126,7 @@ async def test_the_least_recently_used_session_is_evicted_past_the_cap(jp_fetch)
     assert b not in await kernel_ids(jp_fetch)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xcsh_settings", [{"idle_timeout": 1.0, "cleanup_interval": 0.5}])
 async def test_idle_sessions_are_disposed_by_the_cleanup(jp_fetch):
     kernel_id = (await run(jp_fetch, "1"))["session"]["kernelId"]
@@ -135,6 +139,7 @@ async def _gone(jp_fetch, kernel_id):
     return await sessions(jp_fetch) == [] and kernel_id not in await kernel_ids(jp_fetch)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xcsh_settings", [{"kernel_mode": "per-call"}])
 async def test_configured_mode_is_the_default(jp_fetch):
     await run(jp_fetch, "x = 1")
@@ -204,6 +209,7 @@ async def test_stopping_the_server_mid_call_ends_the_call_cleanly(jp_fetch, jp_s
     assert result["text"] == "started\n\nSession was shut down"
 
 
+@pytest.mark.slow
 async def test_a_json_client_that_disconnects_interrupts_its_call(jp_fetch, jp_root_dir):
     await run(jp_fetch, "import time, pathlib")
     code = "time.sleep(30)\npathlib.Path('finished').write_text('x')"
@@ -230,6 +236,7 @@ async def _all_idle(jp_fetch):
     return bool(listed) and not any(s["busy"] for s in listed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xcsh_settings", [{"max_sessions": 2}])
 async def test_eviction_never_picks_a_busy_session(jp_fetch, jp_root_dir):
     await run(jp_fetch, "1", session="a")
@@ -277,6 +284,7 @@ class TestNoToken:
         assert await kernel_ids(jp_fetch) == set()
 
 
+@pytest.mark.slow
 async def test_a_cwd_addresses_one_of_two_sessions_with_the_same_name(jp_fetch, jp_root_dir):
     (jp_root_dir / "sub").mkdir()
     in_root = (await run(jp_fetch, "import time"))["session"]["kernelId"]

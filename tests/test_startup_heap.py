@@ -17,7 +17,7 @@ import pytest
 
 from .processes import free_port, server_command, stop_process, wait_for_http
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.process]
 
 FROZEN = re.compile(r"jupyter_xcsh: (\d+) objects of the server's startup heap frozen")
 INTERVENTIONS = "jupyter_xcsh process-wide interventions on:"
@@ -42,6 +42,7 @@ def started_server_log(tmp_path: Path, *options: str) -> str:
     return log.read_text()
 
 
+@pytest.mark.slow
 def test_a_started_server_freezes_its_startup_heap_once(tmp_path):
     text = started_server_log(tmp_path)
 
@@ -53,6 +54,7 @@ def test_a_started_server_freezes_its_startup_heap_once(tmp_path):
     assert "startup heap frozen once started" in interventions
 
 
+@pytest.mark.slow
 def test_the_freeze_can_be_turned_off(tmp_path):
     text = started_server_log(tmp_path, "--XcshSettings.freeze_startup_heap=False")
 

@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.process
+
 #: A process whose event loop closes while the task that started an AnyIO worker thread is
 #: still pending: that worker then never stops on its own (what jupyter-collaboration 4.x's
 #: stores left in the test servers' loops).
@@ -41,6 +45,7 @@ def _exits(how: str, within: float) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_a_process_left_with_an_anyio_worker_ends_once_the_workers_are_stopped():
     assert not _exits("leave", 8)  # the hang this guards against, as it is without the stop
     assert _exits("stop", 30)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from jupyter_xcsh.execution.kernel.messages import error_output
 from jupyter_xcsh.outputs.tracebacks import fold_traceback
 
@@ -80,6 +82,7 @@ def test_library_frames_become_one_line_and_the_users_and_the_last_frames_stay_w
     assert "Could not get source" not in folded.text
 
 
+@pytest.mark.slow
 def test_a_recursion_shows_the_repeated_frame_once_and_says_how_many_times_it_repeated():
     folded = fold_traceback("\n".join(recursion(2975)))
 

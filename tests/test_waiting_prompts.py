@@ -44,6 +44,7 @@ def without_deadline(message):
     return head
 
 
+@pytest.mark.slow
 async def test_a_call_on_a_waiting_session_names_the_run_its_prompt_and_the_ways_out(jp_fetch):
     waiting = await run(jp_fetch, NAME, stdin="ask")
     run_id = waiting["callId"]
@@ -117,6 +118,7 @@ async def test_a_run_in_place_waiting_names_its_run_and_the_notebooks_kernel(jp_
     assert after["cells"][0]["output"] == "after\n"
 
 
+@pytest.mark.slow
 async def test_over_mcp_the_refusal_and_the_status_name_the_waiting_run(jp_fetch):
     waiting = await call_tool(jp_fetch, "python", {"cells": [{"code": NAME}], "stdin": "ask"})
     run_id = waiting["structuredContent"]["awaitingInput"]["runId"]

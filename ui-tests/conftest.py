@@ -359,3 +359,9 @@ def lab_page(browser: Browser, lab: Lab, request: pytest.FixtureRequest) -> Iter
             (SCREENSHOTS / f"{name}-console.log").write_text(log + "\n")
         finally:
             context.close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test here ``browser``: each drives a real JupyterLab (or hub) in Chromium."""
+    for item in items:
+        item.add_marker(pytest.mark.browser)
