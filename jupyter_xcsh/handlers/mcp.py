@@ -27,9 +27,13 @@ from ..mcp.elicitation import offers_elicitation, session_id_for
 from ..mcp.progress import ProgressNotifier
 from ..mcp.protocol import (
     INVALID_REQUEST,
+    Envelope,
     Message,
     ProtocolError,
     decode,
+    http_status,
+    is_modern,
+    modern_envelope,
     parse_messages,
     request_version,
 )
@@ -72,6 +76,7 @@ class McpHandler(XcshAPIHandler):
     mcp: McpServer
     gone = False
     _streaming = False  # an event was flushed: the response has begun
+    _issued_session: str | None = None  # the Mcp-Session-Id this initialize hands out
     _ticker: asyncio.TimerHandle
 
     def initialize(self, services: XcshServices, mcp: McpServer) -> None:  # type: ignore[override]
@@ -108,7 +113,10 @@ class McpHandler(XcshAPIHandler):
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
-        """Answer one JSON-RPC message or batch."""
+        """Answer one JSON-RPC message or batch (2025 era), or one request (2026 era)."""
+        if is_modern(self.request.headers.get("MCP-Protocol-Version")):
+            await self._post_modern()
+            return
         try:
             version = request_version(self.request.headers.get("MCP-Protocol-Version"))
             body = decode(self.request.body)
@@ -126,12 +134,12 @@ class McpHandler(XcshAPIHandler):
                 self.mcp.notification(message, client)
             elif isinstance(message, Message) and message.kind == "response":
                 self.mcp.response(message, client)
-            elif isinstance(message, Message) and message.method == "initialize":
-                # A client that can be asked is told apart on later requests by this id.
+            elif isinstance(message, Message) and message.method == "initialize" and not batch:
+                # A client that can be asked is told apart on later requests by this id; its
+                # name (clientInfo) is kept under it, as its later requests will send it.
                 capabilities = message.params.get("capabilities")
-                session_id = session_id_for(capabilities) or new_session_id()
-                if not batch:
-                    self.set_header("Mcp-Session-Id", session_id)
+                self._issued_session = session_id_for(capabilities) or new_session_id()
+                self.set_header("Mcp-Session-Id", self._issued_session)
         if not requests:
             self.set_status(202)
             self.finish()
@@ -142,6 +150,61 @@ class McpHandler(XcshAPIHandler):
             answers = [await self._answer(message, client, version) for message in requests]
             if not self.gone:
                 self._write_json(answers if batch else answers[0], 200)
+
+    async def _post_modern(self) -> None:
+        """Answer one 2026-07-28 request: its envelope and routing headers checked first.
+
+        No session: nothing is kept between requests but the calls running now. A notification
+        is acknowledged (202) and dropped: this era has none from client to server, a client
+        cancels by closing its request (what a hang-up does, ``on_connection_close``).
+        """
+        try:
+            body = decode(self.request.body)
+            problem = check_body(body)
+            if problem is not None:
+                raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {problem}")
+            if not isinstance(body, dict):
+                raise ProtocolError(
+                    INVALID_REQUEST, "Invalid Request: one JSON-RPC request or notification"
+                )
+            messages, _ = parse_messages(body, "")
+            message = messages[0]
+            assert isinstance(message, Message)  # parse_messages raised for a bad single one
+            if message.kind == "response":
+                raise ProtocolError(
+                    INVALID_REQUEST, "Invalid Request: one JSON-RPC request or notification"
+                )
+            if message.kind == "notification":
+                self.set_status(202)
+                self.finish()
+                return
+            headers = {
+                name.lower(): self.request.headers.get_list(name)
+                for name in ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
+            }
+            envelope = modern_envelope(message, headers)
+        except ProtocolError as e:
+            response = e.response()
+            self._write_json(response, http_status(response))
+            return
+        context = self._context(self._client_key(), envelope.version, message, envelope)
+        if self._streams(message):
+            await self._stream(message, context)
+            return
+        response = await self.mcp.request(message, context)
+        if not self.gone:
+            self._write_json(response, http_status(response))
+
+    @web.authenticated
+    @authorized("read")
+    async def delete(self) -> None:
+        """End a 2025 session: its subscriptions and name are forgotten (204)."""
+        session = self.request.headers.get("Mcp-Session-Id")
+        if not session:
+            raise web.HTTPError(405)
+        self.mcp.forget(f"{self._client_key()} {session}")
+        self.set_status(204)
+        self.finish()
 
     @web.authenticated
     @authorized("read")
@@ -193,22 +256,32 @@ class McpHandler(XcshAPIHandler):
     ) -> dict[str, Any]:
         if isinstance(message, ProtocolError):
             return message.response()
-        return await self.mcp.request(message, self._context(client, version))
+        return await self.mcp.request(message, self._context(client, version, message))
 
     def _client_key(self) -> str:
         # Who may cancel a call by its request id: the credential, else the user.
         return self.agent_key()
 
     def _context(
-        self, client: str, version: str, streamed: Message | None = None
+        self,
+        client: str,
+        version: str,
+        message: Message | None = None,
+        envelope: Envelope | None = None,
     ) -> RequestContext:
         control = CallControl()
         self.controls.append(control)
+        streamed = message if message is not None and self._streams(message) else None
         token = progress_token(streamed.params) if streamed is not None else None
         progress = ProgressNotifier(token, self._send_event) if token is not None else None
         elicit = None
-        session_id = self.request.headers.get("Mcp-Session-Id")
-        if streamed is not None and offers_elicitation(streamed.params, session_id):
+        # 2026: no session at all; 2025: the one the client repeats, or initialize's own.
+        session_id = None if envelope is not None else self._session_id()
+        if (
+            envelope is None
+            and streamed is not None
+            and offers_elicitation(streamed.params, session_id)
+        ):
             elicit = functools.partial(
                 self.mcp.elicitations.ask,
                 client,
@@ -217,15 +290,38 @@ class McpHandler(XcshAPIHandler):
                 timeout=self.services.settings.input_timeout,
             )
         session = session_id or ""
-        # One agent per MCP session (clients sharing the server's token told apart).
+        # One agent per MCP session (clients sharing the server's token told apart); in the
+        # 2026 era, per client name (there is no session).
+        agent = f"{client} {session}".strip()
+        if envelope is not None and envelope.client_name:
+            agent = f"{client} client:{envelope.client_name}"
         caller = dataclasses.replace(
-            self.caller,
-            agent=f"{client} {session}".strip(),
-            name=self.caller.name or DEFAULT_AGENT_NAME,
+            self.caller, agent=agent, name=self.caller.name or DEFAULT_AGENT_NAME
         )
         return RequestContext(
-            caller, client, version, control, progress, elicit=elicit, session=session
+            caller,
+            client,
+            version,
+            control,
+            progress,
+            elicit=elicit,
+            session=session,
+            envelope=envelope,
+            give_up=self._give_up if streamed is not None else None,
         )
+
+    def _give_up(self) -> None:
+        """End a cancelled call's stream without its answer; its run goes on when detached."""
+        if self.gone or self._finished:
+            return
+        self.gone = True  # nothing more is written to it
+        self._ticker.cancel()
+        with contextlib.suppress(Exception):
+            self.finish(set_content_type=SSE)
+
+    def _session_id(self) -> str | None:
+        """The request's ``Mcp-Session-Id``, or the one its ``initialize`` is given now."""
+        return self._issued_session or self.request.headers.get("Mcp-Session-Id")
 
     async def _stream(self, message: Message, context: RequestContext) -> None:
         self.set_header("Content-Type", SSE)
@@ -237,7 +333,10 @@ class McpHandler(XcshAPIHandler):
             response = await self.mcp.request(message, context)
         finally:
             self._ticker.cancel()
-        if not self.gone:
+        if not self.gone and context.modern and not self._streaming and "error" in response:
+            # 2026: an error before anything streamed is JSON, with the transport's status.
+            self._write_json(response, http_status(response))
+        elif not self.gone:
             # Not flushed: a call that sent nothing before answers in one write, with a
             # Content-Length; after progress events, as the last chunk.
             self.write(_event(response))
