@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import uuid
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -26,6 +27,7 @@ from ..execution.kernel.control import CallControl
 from ..mcp.elicitation import offers_elicitation, session_id_for
 from ..mcp.progress import ProgressNotifier
 from ..mcp.protocol import (
+    INVALID_PARAMS,
     INVALID_REQUEST,
     Envelope,
     Message,
@@ -45,6 +47,8 @@ from .base import XcshAPIHandler, check_body
 
 #: Seconds between two progress notifications (or keep-alive comments) of a streamed call.
 PROGRESS_INTERVAL = 2.0
+#: The ``_meta`` key naming the ``subscriptions/listen`` request each of its frames belongs to.
+SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
 #: Seconds between two keep-alive comments of a notification stream (GET).
 KEEP_ALIVE = 15.0
 
@@ -59,17 +63,21 @@ NO_TOKEN = (
 
 
 class McpHandler(XcshAPIHandler):
-    """Serve MCP (protocol 2025-03-26 to 2025-11-25), stateless (docs/developers/contract.md §9).
+    """Serve MCP, stateless, in both eras (docs/developers/contract.md §9).
 
-    ``POST``: one JSON-RPC message (or a 2025-03-26 batch). 200 with the JSON-RPC answer as
+    2026-07-28, and 2025-03-26 to 2025-11-25: the era chosen per request by its
+    ``MCP-Protocol-Version`` header.
+
+    ``POST``: one JSON-RPC message (or a 2025-03-26 batch); 2026: one request, its envelope
+    and routing headers checked first (``_post_modern``). 200 with the JSON-RPC answer as
     ``application/json``, or as ``text/event-stream`` for a ``tools/call`` whose client accepts
     it; 202 for notifications and responses only; 400 (a JSON-RPC error body) for a body that
     is not JSON-RPC or an unsupported ``MCP-Protocol-Version``; 403 for a caller who may not
     read the API, or a foreign ``Origin`` (checked for every request, token or not, as MCP
     asks against DNS rebinding). ``GET`` with ``Accept: text/event-stream``: the client's
     notification stream (its resource subscriptions' updates), kept open until it leaves;
-    without that ``Accept``, or any other method (``DELETE``: there is no session to end), a
-    405 listing ``Allow``.
+    without that ``Accept``, or any other method, a 405 listing ``Allow``. ``DELETE`` with a
+    2025 ``Mcp-Session-Id``: 204, its subscriptions and name forgotten.
     """
 
     auth_resource = "api"
@@ -187,6 +195,9 @@ class McpHandler(XcshAPIHandler):
             response = e.response()
             self._write_json(response, http_status(response))
             return
+        if message.method == "subscriptions/listen":
+            await self._listen(message, envelope)
+            return
         context = self._context(self._client_key(), envelope.version, message, envelope)
         if self._streams(message):
             await self._stream(message, context)
@@ -215,22 +226,79 @@ class McpHandler(XcshAPIHandler):
         self.set_header("Content-Type", SSE)
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")
+        subscriber = self._context(self._client_key(), "").subscriber
+        self._write_event(b": stream of notifications\n\n")  # headers out at once
+        await self._notify_changes(subscriber, {})
+        self._finish_quietly()
+
+    async def _notify_changes(self, subscriber: str, meta: dict[str, Any]) -> None:
+        """Send ``notifications/resources/updated`` for the subscriber's changes until it leaves.
+
+        This request looks for its client's changes itself: nothing outlives it.
+        """
         self._closed = asyncio.Event()
         subscriptions = self.mcp.subscriptions
-        subscriber = self._context(self._client_key(), "").subscriber
         with subscriptions.streaming(subscriber):
-            self._write_event(b": stream of notifications\n\n")  # headers out at once
             quiet = 0.0
             while not self.gone:
-                # This request looks for its client's changes itself: nothing outlives it.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._closed.wait(), POLL_INTERVAL)
                 for uri in await subscriptions.changed(subscriber):
-                    self._send_event(updated(uri))
+                    event = updated(uri)
+                    if meta:
+                        event["params"]["_meta"] = meta
+                    self._send_event(event)
                 quiet += POLL_INTERVAL
                 if quiet >= KEEP_ALIVE:
                     quiet = 0.0
                     self._write_event(b": keep-alive\n\n")  # finds a client gone quietly
+
+    async def _listen(self, message: Message, envelope: Envelope) -> None:
+        """``subscriptions/listen`` (2026): acknowledge the honored filter, then stream changes.
+
+        The notebooks named in ``resourceSubscriptions`` that the caller may read are watched
+        as a 2025 subscription is; the list-changed kinds are honored and never fire (the
+        tools and the resource templates do not change while the server runs). The stream is
+        the request's response: it ends when the client leaves, its subscriptions with it.
+        """
+        if SSE not in self.request.headers.get("Accept", ""):
+            raise web.HTTPError(406, "subscriptions/listen answers as text/event-stream")
+        wanted = message.params.get("notifications")
+        if not isinstance(wanted, dict):
+            error = ProtocolError(
+                INVALID_PARAMS,
+                "Invalid params: notifications must be an object",
+                request_id=message.id,
+            ).response()
+            self._write_json(error, http_status(error))
+            return
+        client = self._client_key()
+        context = self._context(client, envelope.version, None, envelope)
+        subscriber = f"{client} listen:{uuid.uuid4().hex}"
+        try:
+            uris = await self.mcp.listen(wanted.get("resourceSubscriptions"), context, subscriber)
+            honored: dict[str, Any] = {
+                kind: True
+                for kind in ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
+                if wanted.get(kind) is True
+            }
+            if uris:
+                honored["resourceSubscriptions"] = uris
+            meta = {SUBSCRIPTION_ID_META: message.id}
+            self.set_header("Content-Type", SSE)
+            self.set_header("Cache-Control", "no-cache")
+            self.set_header("X-Accel-Buffering", "no")
+            acknowledged = {"notifications": honored, "_meta": meta}
+            self._send_event(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/subscriptions/acknowledged",
+                    "params": acknowledged,
+                }
+            )
+            await self._notify_changes(subscriber, meta)
+        finally:
+            self.mcp.forget(subscriber)
         self._finish_quietly()
 
     def _finish_quietly(self) -> None:

@@ -21,7 +21,8 @@ spec.
 Modules: ``protocol`` (JSON-RPC and versions, pure), ``schemas`` (tool input schemas derived
 from ``rest-api.yml``), ``tools`` (the tool table, and a tool's body or error as an MCP
 result), ``progress`` (progress notifications), ``server`` (the methods, cancellation),
-``client_config`` (ready-made client configuration for ``jupyter xcsh mcp-config``).
+``tasks`` (the Tasks extension of 2026-07-28: runs that outlive their request), ``client_config``
+(ready-made client configuration for ``jupyter xcsh mcp-config``).
 """
 
 from .server import McpServer

@@ -87,7 +87,15 @@ _ERROR_STATUS = {
     METHOD_NOT_FOUND: 404,
 }
 #: Methods whose ``Mcp-Name`` header mirrors a body parameter, and which.
-_NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAMED_BY = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # The Tasks extension: a task's requests name it, for routing to the instance holding it.
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 #: The version of a request without an ``MCP-Protocol-Version`` header (the transport spec's
 #: rule for servers that cannot tell otherwise, as a stateless one cannot).
 UNANNOUNCED_VERSION = "2025-03-26"

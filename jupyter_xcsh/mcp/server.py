@@ -1,14 +1,16 @@
-"""The MCP methods of a stateless server: initialize, ping, tools, resources, and cancellation.
+"""The MCP methods of a stateless server, both eras: tools, resources, tasks, cancellation.
 
-Stateless: no session id is handed out and nothing is kept between HTTP requests but the
-calls running now, so a ``notifications/cancelled`` (which arrives on another request) finds
-the call it names, by the caller (their credential, see ``handlers/mcp.py``) and the request
-id. Two clients sharing one credential and using the same request id at the same moment are
-indistinguishable: a cancel from one reaches both calls.
+2025's ``initialize`` and 2026's ``server/discover``. Nothing is kept between HTTP requests but
+the calls running now (and, in the 2025 era, each session's subscriptions and client name), so
+a ``notifications/cancelled`` (which arrives on another request) finds the call it names, by
+the caller (their credential, see ``handlers/mcp.py``) and the request id. Two clients sharing
+one credential and using the same request id at the same moment are indistinguishable: a cancel
+from one reaches both calls.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -49,6 +51,8 @@ from .resources import (
     notebook_uri,
 )
 from .summary import BODY, STRUCTURED_META
+from .tasks import EXTENSION as TASKS_EXTENSION
+from .tasks import TASK_AFTER, Tasks, offers_tasks
 from .tools import (
     REQUEST_STATE,
     ROUND_KEY,
@@ -221,8 +225,12 @@ class McpServer:
         }
         #: The methods of the 2026 era: no handshake (``server/discover`` says what
         #: ``initialize`` said), no ``ping``, no log level, and no ``resources/subscribe``.
+        self.tasks = Tasks(services)
         self.modern_methods: dict[str, Method] = {
             "server/discover": self._discover,
+            "tasks/get": self._get_task,
+            "tasks/update": self._update_task,
+            "tasks/cancel": self._cancel_task,
             **{name: method for name, method in self.methods.items() if name not in MODERN_REMOVED},
         }
         #: The least severe log level each client asked for (``logging/setLevel``).
@@ -327,9 +335,30 @@ class McpServer:
             "capabilities": {
                 "tools": {"listChanged": False},
                 "resources": {"subscribe": False, "listChanged": False},
+                "extensions": {TASKS_EXTENSION: {}},
             },
             "instructions": INSTRUCTIONS,
         }
+
+    async def _get_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        def result(body: dict[str, Any]) -> dict[str, Any]:
+            return {"resultType": "complete", **call_result(body, context.version)}
+
+        return await self._as_protocol(self.tasks.get(params, context.caller, result))
+
+    async def _update_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return await self._as_protocol(self.tasks.update(params, context.caller))
+
+    async def _cancel_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return await self._as_protocol(self.tasks.cancel(params, context.caller))
+
+    @staticmethod
+    async def _as_protocol(answer: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+        """A method's answer, a refusal of the authorizer as a JSON-RPC error."""
+        try:
+            return await answer
+        except RefusedError as e:
+            raise ProtocolError(INVALID_REQUEST, e.message) from None
 
     async def _ping(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         return {}
@@ -376,8 +405,22 @@ class McpServer:
         # leave unset: it means "not given", as REST's nullable fields do.
         arguments = {key: value for key, value in arguments.items() if value is not None}
         rounds = _input_rounds(params, context)
+        as_task = offers_tasks(context.envelope) and _runs(name, arguments)
         call = ToolContext(
-            self.services, context.caller, context.progress, context.control, context.elicit, rounds
+            self.services,
+            context.caller,
+            context.progress,
+            context.control,
+            context.elicit,
+            rounds,
+            as_task=as_task,
+        )
+        # A run still going TASK_AFTER seconds on becomes a task: its request stops following
+        # it (as when its client hangs up, the run going on), and answers the task.
+        timer = (
+            asyncio.get_running_loop().call_later(TASK_AFTER, context.control.cancel)
+            if as_task
+            else None
         )
         # structuredContent is the body's summary unless the caller asks for the body itself.
         meta = params.get("_meta")
@@ -391,6 +434,11 @@ class McpServer:
             return asked.result()
         except XcshError as e:
             return error_result(e, context.version, whole=whole)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if as_task and body.get("running") is True and isinstance(body.get("callId"), str):
+            return self.tasks.created(body["callId"])
         return call_result(body, context.version, whole=whole)
 
     async def _list_resources(
@@ -475,6 +523,27 @@ class McpServer:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: uri must be a string")
+        await self._subscribe_to(uri, context, context.subscriber)
+        return {}
+
+    async def listen(self, uris: object, context: RequestContext, subscriber: str) -> list[str]:
+        """Subscribe a ``subscriptions/listen`` stream to ``uris``; the ones honored.
+
+        A URI that is no notebook of the root, or one the caller may not read, is left out of
+        the acknowledgment (and never fires), as the 2026 spec lets a server honor a subset.
+        """
+        honored: list[str] = []
+        for uri in uris if isinstance(uris, list) else []:
+            if not isinstance(uri, str) or uri in honored:
+                continue
+            try:
+                await self._subscribe_to(uri, context, subscriber)
+            except ProtocolError:
+                continue
+            honored.append(uri)
+        return honored
+
+    async def _subscribe_to(self, uri: str, context: RequestContext, subscriber: str) -> None:
         path = notebook_path(uri)
         if path is None:
             raise ProtocolError(
@@ -485,10 +554,9 @@ class McpServer:
         await self._notebook(uri, path, context)  # exists, and the caller may read it
         api_path, _ = await self.services.notebook_store.resolve(path)
         try:
-            await self.subscriptions.subscribe(context.subscriber, uri, api_path)
+            await self.subscriptions.subscribe(subscriber, uri, api_path)
         except XcshError as e:
             raise ProtocolError(INVALID_REQUEST, e.message, data={"uri": uri}) from None
-        return {}
 
     async def _unsubscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         uri = params.get("uri")
@@ -496,6 +564,15 @@ class McpServer:
             raise ProtocolError(INVALID_PARAMS, "Invalid params: uri must be a string")
         self.subscriptions.unsubscribe(context.subscriber, uri)
         return {}
+
+
+def _runs(name: str, arguments: Mapping[str, Any]) -> bool:
+    """Whether a call of tool ``name`` starts or follows a run (which may become a task)."""
+    if name == "python":
+        return True
+    return name == "notebook" and (
+        arguments.get("action") == "run" or arguments.get("run") is True or "run_id" in arguments
+    )
 
 
 def _input_rounds(params: Mapping[str, Any], context: RequestContext) -> InputRounds | None:

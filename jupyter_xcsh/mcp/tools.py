@@ -72,6 +72,8 @@ class ToolContext:
     elicit: Elicit | None = None
     #: 2026-07-28: prompts asked as ``input_required`` results, answered by the client's retry.
     rounds: InputRounds | None = None
+    #: 2026-07-28 with the Tasks extension: a run that goes on may become a task.
+    as_task: bool = False
 
 
 class InputRounds:
@@ -135,7 +137,9 @@ def _with_mcp_defaults(context: ToolContext, arguments: dict[str, Any]) -> dict[
     """
     if "run_id" in arguments:
         return arguments
-    asks = {"stdin": "ask"} if context.elicit is not None or context.rounds is not None else {}
+    # A run that may become a task runs in a task of its own (stdin ask), its request only
+    # following it: one that can stop following it and answer.
+    asks = {"stdin": "ask"} if context.elicit or context.rounds or context.as_task else {}
     return {"detach": DETACH_BY_DEFAULT, **asks, **arguments}
 
 
