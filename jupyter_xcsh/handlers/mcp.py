@@ -376,6 +376,7 @@ class McpHandler(XcshAPIHandler):
             session=session,
             envelope=envelope,
             give_up=self._give_up if streamed is not None else None,
+            trace=self.request.headers.get("traceparent", ""),
         )
 
     def _give_up(self) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import NotFoundError, RefusedError, XcshError
+from ..events.origin import call_origin, valid_traceparent
 from ..execution.kernel.control import CallControl
 from ..services import XcshServices
 from ..tools import Caller
@@ -109,6 +110,8 @@ class RequestContext:
     envelope: Envelope | None = None
     #: Ends the request's answer unanswered (a cancelled request gets no response).
     give_up: Callable[[], None] | None = None
+    #: The request's ``traceparent`` header (W3C trace context), "" without one.
+    trace: str = ""
 
     @property
     def modern(self) -> bool:
@@ -267,7 +270,10 @@ class McpServer:
             return error_response(
                 message.id, METHOD_NOT_FOUND, f"Method not found: {message.method}{era}"
             )
-        with self.running.track(context.client, message.id, context):
+        meta = message.params.get("_meta")
+        trace = valid_traceparent(meta.get("traceparent") if isinstance(meta, dict) else None)
+        origin = call_origin(context.caller.name, trace or valid_traceparent(context.trace))
+        with self.running.track(context.client, message.id, context), origin:
             try:
                 result = await method(message.params, context)
                 if context.modern:
