@@ -125,6 +125,7 @@ async def test_an_unknown_version_names_the_served_ones(jp_fetch):
     assert status == 400
     assert response["error"]["code"] == -32022
     assert MODERN in response["error"]["data"]["supported"]
+    assert response["id"] == 7  # the client can match it
 
 
 @pytest.mark.parametrize("method", ["initialize", "ping", "resources/subscribe"])

@@ -146,3 +146,14 @@ async def test_a_client_without_the_extension_gets_no_task(jp_fetch):
     assert status == 200
     assert response["result"]["resultType"] == "complete"
     assert response["result"]["content"][0]["text"] == "waited"
+
+
+async def test_tasks_methods_need_the_extension_declared(jp_fetch):
+    body = {"jsonrpc": "2.0", "id": 4, "method": "tasks/get"}
+    body["params"] = {"taskId": "t", "_meta": ENVELOPE}
+    status, _, response = await post(jp_fetch, body, headers=routing("tasks/get", "t"))
+
+    assert status == 400
+    assert response["error"]["code"] == -32021
+    required = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    assert response["error"]["data"] == {"requiredCapabilities": required}

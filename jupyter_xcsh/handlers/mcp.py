@@ -32,6 +32,7 @@ from ..mcp.protocol import (
     Envelope,
     Message,
     ProtocolError,
+    body_id,
     decode,
     http_status,
     is_modern,
@@ -126,7 +127,11 @@ class McpHandler(XcshAPIHandler):
             await self._post_modern()
             return
         try:
-            version = request_version(self.request.headers.get("MCP-Protocol-Version"))
+            try:
+                version = request_version(self.request.headers.get("MCP-Protocol-Version"))
+            except ProtocolError as e:
+                e.request_id = body_id(self.request.body)  # the client can match the error
+                raise
             body = decode(self.request.body)
             problem = check_body(body)  # REST's limits: depth, lone surrogates
             if problem is not None:

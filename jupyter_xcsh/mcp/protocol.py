@@ -25,6 +25,7 @@ __all__ = [
     "INVALID_REQUEST",
     "LATEST_VERSION",
     "METHOD_NOT_FOUND",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "MODERN_VERSIONS",
     "PARSE_ERROR",
     "PROTOCOL_VERSIONS",
@@ -36,6 +37,7 @@ __all__ = [
     "Message",
     "ProtocolError",
     "allows_batches",
+    "body_id",
     "decode",
     "error_response",
     "http_status",
@@ -57,6 +59,8 @@ RESOURCE_NOT_FOUND = -32002
 #: 2026-07-28: a routing header (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``) that
 #: disagrees with the body, or appears twice.
 HEADER_MISMATCH = -32020
+#: 2026-07-28: the request needs a client capability its client did not declare.
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 #: 2026-07-28: a per-request protocol version this server does not serve (``data`` names the
 #: served ones: a client negotiating ``auto`` retries with one of them).
 UNSUPPORTED_PROTOCOL_VERSION = -32022
@@ -82,7 +86,7 @@ _ERROR_STATUS = {
     INVALID_REQUEST: 400,
     INVALID_PARAMS: 400,
     HEADER_MISMATCH: 400,
-    -32021: 400,  # a client capability the method needs is missing
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
     UNSUPPORTED_PROTOCOL_VERSION: 400,
     METHOD_NOT_FOUND: 404,
 }
@@ -304,6 +308,16 @@ def decode(raw: bytes) -> Any:
         raise ProtocolError(PARSE_ERROR, "Parse error: nested too deeply") from None
     except (UnicodeDecodeError, ValueError) as e:
         raise ProtocolError(PARSE_ERROR, f"Parse error: {e}") from None
+
+
+def body_id(raw: bytes) -> RequestId | None:
+    """The id of a request body, for an error found before the body was parsed (else None)."""
+    try:
+        body = json.loads(raw)
+    except (RecursionError, UnicodeDecodeError, ValueError):
+        return None
+    found = body.get("id") if isinstance(body, dict) else None
+    return found if _valid_id(found) else None
 
 
 def _refuse_constant(name: str) -> Any:

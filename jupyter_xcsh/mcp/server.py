@@ -31,6 +31,7 @@ from .protocol import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     MODERN_VERSIONS,
     PROTOCOL_VERSIONS,
     RESOURCE_NOT_FOUND,
@@ -347,6 +348,8 @@ class McpServer:
         }
 
     async def _get_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        _needs_tasks(context)
+
         def result(body: dict[str, Any]) -> dict[str, Any]:
             return {"resultType": "complete", **call_result(body, context.version)}
 
@@ -570,6 +573,16 @@ class McpServer:
             raise ProtocolError(INVALID_PARAMS, "Invalid params: uri must be a string")
         self.subscriptions.unsubscribe(context.subscriber, uri)
         return {}
+
+
+def _needs_tasks(context: RequestContext) -> None:
+    """Refuse a ``tasks/*`` request whose client did not declare the extension (``-32021``)."""
+    if not offers_tasks(context.envelope):
+        raise ProtocolError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"Missing required client capability: extension {TASKS_EXTENSION}",
+            data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+        )
 
 
 def _runs(name: str, arguments: Mapping[str, Any]) -> bool:
