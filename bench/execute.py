@@ -1,6 +1,7 @@
 """Benchmark running code: the python tool against the other ways of reaching a kernel.
 
 Usage: python bench/execute.py [--rounds 400] [--megabytes 20,200] [--repeat 3] [--fast-paths off]
+       [--sdk-python .venv-mcp/bin/python]
 
 Starts one Jupyter Server (127.0.0.1, a free port) with the extension, and
 jupyter-server-nbmodel when it is installed, then measures in the same run, on kernels of that
@@ -15,9 +16,12 @@ server:
      until it is done, back to back;
    - the python tool: ``POST /api/xcsh/python`` on a warm session (keep-alive connection),
      also with a JupyterLab listening to the server's events (``/api/events/subscribe``), and
-     as an MCP ``tools/call`` answered as JSON and as Server-Sent Events;
+     as an MCP ``tools/call`` answered as JSON and as Server-Sent Events, in the 2025 era and
+     in 2026-07-28's (the request's envelope and routing headers; target: p50 <= 1.1x REST's);
    - no kernel at all: ``GET /api/status`` on the same connection, what any authenticated
      request of the server costs (the part of the tool's time that is not its own);
+   - with ``--sdk-python``: the official MCP SDK's own server answering a no-op tool
+     (``bench/mcp_sdk_server.py``), no Jupyter, no kernel: its protocol layer alone;
    targets: the tool's p50 <= 1.3x and p95 <= 1.5x the raw round trip's;
 2. a large print (20 MB and 200 MB): the tool (JSON result) against a raw client draining the
    same output from a plain kernel (the floor), and from a kernel whose streams flush at the
@@ -58,6 +62,8 @@ MIB = 1024 * 1024
 
 #: The tool's targets, as ratios to the raw ZMQ round trip / drain rate in the same run.
 PASS_P50_TARGET, PASS_P95_TARGET = 1.3, 1.5
+#: MCP's ``pass`` (either era, JSON or SSE) against REST's, p50, in the same run (issue 39).
+MCP_OVER_REST = 1.1
 DRAIN_TARGET = 0.8
 #: Server RSS growth allowed while a large print runs, and kept once it is done.
 RSS_DURING_TARGET, RSS_KEPT_TARGET = 32 * MIB, 4 * MIB
@@ -211,20 +217,30 @@ class Server:
         response.read()
         assert response.status == 200, response.status
 
-    def mcp_python(self, code: str, *, sse: bool, timeout: float = 600) -> dict:
-        """The same call as an MCP ``tools/call`` over the keep-alive connection."""
+    def mcp_python(
+        self, code: str, *, sse: bool, timeout: float = 600, version: str = "2025-11-25"
+    ) -> dict:
+        """The same call as an MCP ``tools/call`` over the keep-alive connection.
+
+        ``version`` 2026-07-28: with the request's envelope in ``_meta`` and its routing
+        headers, as the official SDK client sends it.
+        """
         self.mcp_id += 1
         arguments = {"cells": [{"code": code}], "timeout": timeout}
-        body = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": self.mcp_id,
-                "method": "tools/call",
-                "params": {"name": "python", "arguments": arguments},
+        params: dict = {"name": "python", "arguments": arguments}
+        headers = {**self.headers, "MCP-Protocol-Version": version}
+        if version == "2026-07-28":
+            params["_meta"] = {
+                "io.modelcontextprotocol/protocolVersion": version,
+                "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {},
             }
+            headers.update({"Mcp-Method": "tools/call", "Mcp-Name": "python"})
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": self.mcp_id, "method": "tools/call", "params": params}
         )
         accept = "application/json, text/event-stream" if sse else "application/json"
-        headers = {**self.headers, "Accept": accept, "MCP-Protocol-Version": "2025-11-25"}
+        headers["Accept"] = accept
         self.conn.request("POST", "/api/xcsh/mcp", body=body, headers=headers)
         response = self.conn.getresponse()
         raw = response.read()
@@ -425,7 +441,64 @@ def print_table(title: str, rows: list[Row]) -> None:
         )
 
 
-def measure_pass(server: Server, rounds: int, block: int) -> list[Row]:
+class SdkServer:
+    """The official MCP SDK's server alone (``bench/mcp_sdk_server.py``), run by ``python``.
+
+    ``call()`` is a 2026-07-28 ``tools/call`` of its no-op tool, as its own client sends one,
+    over a keep-alive connection: the SDK's protocol layer with no Jupyter and no kernel.
+    """
+
+    def __init__(self, python: str) -> None:
+        self.port = free_port()
+        script = str(BENCH_DIR / "mcp_sdk_server.py")
+        self.process = subprocess.Popen([python, script, str(self.port)])
+        end = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > end or self.process.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        self.id = 0
+
+    def call(self) -> None:
+        """One ``tools/call`` of ``noop``."""
+        self.id += 1
+        version = "2026-07-28"
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        params = {"name": "noop", "arguments": {}, "_meta": meta}
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": self.id, "method": "tools/call", "params": params}
+        )
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": version,
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "noop",
+        }
+        self.conn.request("POST", "/mcp", body=body, headers=headers)
+        response = self.conn.getresponse()
+        raw = response.read()
+        assert response.status == 200 and b'"result"' in raw, raw
+
+    def stop(self) -> None:
+        """Stop its process."""
+        self.conn.close()
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def measure_pass(
+    server: Server, rounds: int, block: int, sdk_python: str | None = None
+) -> list[Row]:
     """``pass`` round trips on every path, interleaved in blocks; the table's rows."""
     raw = server.raw_client()
     paths: dict[str, Callable[[int], list[float]]] = {}
@@ -471,10 +544,22 @@ def measure_pass(server: Server, rounds: int, block: int) -> list[Row]:
     paths["xcsh REST, a lab listening to events"] = with_lab
     paths["xcsh MCP (JSON)"] = timed(lambda: server.mcp_python("pass", sse=False))
     paths["xcsh MCP (SSE)"] = timed(lambda: server.mcp_python("pass", sse=True))
+    modern = "2026-07-28"
+    paths["xcsh MCP 2026 (JSON)"] = timed(
+        lambda: server.mcp_python("pass", sse=False, version=modern)
+    )
+    paths["xcsh MCP 2026 (SSE)"] = timed(
+        lambda: server.mcp_python("pass", sse=True, version=modern)
+    )
     # No kernel: what any authenticated REST request of the server costs (tornado's parse,
     # jupyter_server's token check, headers and log line, the client's side), for reading
     # the tool's ratio: its own work is the REST call less this and the raw round trip.
     paths["a Jupyter Server request alone (GET /api/status)"] = timed(server.status)
+    # The official SDK's server answering a no-op tool, no Jupyter and no kernel: what its
+    # protocol layer alone would add to a call, were it hosted in the server (issue 39).
+    sdk = SdkServer(sdk_python) if sdk_python else None
+    if sdk is not None:
+        paths["official MCP SDK server alone (no-op tool, 2026)"] = timed(sdk.call)
     try:
         for run in paths.values():
             run(10)  # warm: kernels, connections, code paths
@@ -488,6 +573,8 @@ def measure_pass(server: Server, rounds: int, block: int) -> list[Row]:
             websocket.close()
         if nbmodel is not None:
             nbmodel.close()
+        if sdk is not None:
+            sdk.stop()
     raw_p50, raw_p95 = percentiles(times["raw ZMQ (jupyter_client)"])
     rows = []
     for name, samples in times.items():
@@ -500,6 +587,13 @@ def measure_pass(server: Server, rounds: int, block: int) -> list[Row]:
         if name.startswith("xcsh REST"):
             row.target = f"<= {PASS_P50_TARGET}x  <= {PASS_P95_TARGET}x"
             row.ok = p50 <= PASS_P50_TARGET * raw_p50 and p95 <= PASS_P95_TARGET * raw_p95
+        if name.startswith(("xcsh MCP", "official MCP SDK")):
+            # Issue 39's budget: MCP's pass at most MCP_OVER_REST the REST pass (same run).
+            rest_p50 = percentiles(times["xcsh REST"])[0]
+            row.ratio += f"  {p50 / rest_p50:4.2f}x REST"
+            if name.startswith("xcsh MCP"):
+                row.target = f"<= {MCP_OVER_REST}x REST"
+                row.ok = p50 <= MCP_OVER_REST * rest_p50
         rows.append(row)
     return rows + skipped
 
@@ -614,11 +708,15 @@ def main() -> int:
     parser.add_argument(
         "--fast-paths", choices=["on", "off"], default="on", help="XcshSettings.fast_paths"
     )
+    parser.add_argument(
+        "--sdk-python",
+        help="a Python with mcp>=2 and uvicorn (.venv-mcp/bin/python): also time the SDK's server",
+    )
     args = parser.parse_args()
     server = Server(options=fast_path_options(args.fast_paths))
     try:
         server.python("pass")  # start the session kernel
-        rows = measure_pass(server, args.rounds, args.block)
+        rows = measure_pass(server, args.rounds, args.block, args.sdk_python)
         sizes = [int(m) for m in args.megabytes.split(",") if m]
         rows += measure_output(server, sizes, args.repeat)
     finally:

@@ -42,11 +42,24 @@ def mcp_url(http_server, jp_http_port, jp_base_url):
     return f"http://127.0.0.1:{jp_http_port}{jp_base_url}api/xcsh/mcp"
 
 
+#: The SDK client's connection modes, one per era: ``auto`` negotiates 2026-07-28 (it probes
+#: ``server/discover``), ``legacy`` the newest 2025 revision through ``initialize``.
+ERAS = {"auto": "2026-07-28", "legacy": "2025-11-25"}
+
+
+@pytest.fixture(params=list(ERAS))
+def era(request) -> str:
+    """The SDK client's mode: every test with ``connect`` runs in both eras (a test names one
+    with ``@pytest.mark.parametrize("era", [...])``)."""
+    return request.param  # type: ignore[no-any-return]
+
+
 @pytest.fixture
-def connect(mcp_url, jp_auth_header) -> Callable[[], Any]:
+def connect(mcp_url, jp_auth_header, era) -> Callable[[], Any]:
     """Open SDK clients (``async with connect() as client``) with the server's token header.
 
-    Keyword arguments go to ``Client`` (e.g. ``elicitation_callback``).
+    Keyword arguments go to ``Client`` (e.g. ``elicitation_callback``, ``mode``); the mode is
+    the test's ``era`` unless given.
     """
 
     @asynccontextmanager
@@ -54,6 +67,7 @@ def connect(mcp_url, jp_auth_header) -> Callable[[], Any]:
         timeout = httpx2.Timeout(30, read=REQUEST_TIMEOUT)
         http = httpx2.AsyncClient(headers=jp_auth_header, timeout=timeout)
         transport = streamable_http_client(mcp_url, http_client=http)
+        options.setdefault("mode", era)
         async with http, Client(transport, **options) as client:
             yield client
 

@@ -13,7 +13,7 @@ from contextlib import AsyncExitStack
 
 import jsonschema
 import pytest
-from conftest import eventually, sessions
+from conftest import ERAS, eventually, sessions
 from mcp import MCPError
 
 pytestmark = pytest.mark.timeout(300)
@@ -49,9 +49,9 @@ def text_of(result):
     return result.content[0].text
 
 
-async def test_initialize_negotiates_and_lists_the_tools_with_valid_schemas(connect):
+async def test_initialize_negotiates_and_lists_the_tools_with_valid_schemas(connect, era):
     async with connect() as client:
-        assert client.protocol_version == "2025-11-25"
+        assert client.protocol_version == ERAS[era]
         assert client.server_info.name == "jupyter-xcsh"
         assert client.server_capabilities.tools is not None
         listed = await client.list_tools()
@@ -242,17 +242,18 @@ async def _interrupted_within(jp_fetch, interrupt) -> float:
     return time.monotonic() - started
 
 
-async def test_cancelling_a_call_interrupts_its_sleep_and_the_session_stays_usable(
+async def test_cancelling_a_call_made_with_detach_false_interrupts_its_sleep(
     connect, jp_fetch, jp_root_dir
 ):
+    arguments = {"cells": [{"code": SLEEPER}], "timeout": 120, "detach": False}
     async with connect() as client:
-        call = asyncio.create_task(
-            client.call_tool("python", {"cells": [{"code": SLEEPER}], "timeout": 120})
-        )
+        call = asyncio.create_task(client.call_tool("python", arguments))
         await eventually(lambda: _exists(jp_root_dir / "started"), timeout=180)
 
         async def cancel():
-            # The SDK tells the server with notifications/cancelled (another POST).
+            # 2025: the SDK tells the server with notifications/cancelled (another POST);
+            # 2026: it closes the call's request. Either is a hang-up: with detach false, the
+            # end of the run.
             call.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await call
@@ -264,6 +265,39 @@ async def test_cancelling_a_call_interrupts_its_sleep_and_the_session_stays_usab
     assert text_of(after) == "yes"
     assert after.structured_content["session"]["stateLost"] is False
     assert not (jp_root_dir / "finished").exists()
+
+
+async def test_the_clients_own_timeout_loses_nothing_the_run_goes_on_to_be_followed(
+    connect, jp_root_dir
+):
+    code = (
+        "import pathlib, time\npathlib.Path('started').write_text('x')\nprint('begun')\n"
+        "time.sleep(4)\npathlib.Path('finished').write_text('x')\nprint('done')"
+    )
+    messages = []
+
+    async def progress(value, total, message):
+        messages.append(message or "")
+
+    async with connect() as client:
+        await client.call_tool("python", {"cells": [{"code": "1"}]})  # the kernel started
+        with pytest.raises(MCPError, match="timed out"):
+            # The SDK's read timeout: it gives up (2025: notifications/cancelled; 2026: the
+            # request closed). Neither ends the run.
+            await client.call_tool(
+                "python",
+                {"cells": [{"code": code}]},
+                read_timeout_seconds=1.5,
+                progress_callback=progress,
+            )
+        run_id = messages[0].split()[1]
+        followed = await client.call_tool("python", {"run_id": run_id, "wait": 60})
+
+    assert messages[0].startswith(f"run {run_id} started")
+    assert followed.is_error is False
+    assert text_of(followed) == "begun\ndone"
+    assert "KeyboardInterrupt" not in text_of(followed)
+    assert (jp_root_dir / "finished").exists()
 
 
 async def test_closing_the_client_interrupts_its_call_when_not_detached(

@@ -6,6 +6,7 @@ another agent's edit (a second SDK client), on the notification stream the SDK o
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import mcp
@@ -14,8 +15,7 @@ from conftest import REQUEST_TIMEOUT, eventually
 
 pytestmark = [
     pytest.mark.timeout(300),
-    # The SDK deprecates resources/subscribe for a protocol version after 2025-11-25 (its
-    # replacement, listen(), is not in the versions this server speaks).
+    # The SDK deprecates resources/subscribe (2025 era only), hence the filter.
     pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
 ]
 
@@ -33,6 +33,8 @@ NOTEBOOK = """{
 URI = "notebook:///Work%20Dir/Analysis.ipynb"
 
 
+# resources/subscribe is of the 2025 era (2026-07-28 has subscriptions/listen, below).
+@pytest.mark.parametrize("era", ["legacy"])
 async def test_notebooks_are_listed_read_and_a_subscriber_told_of_changes(
     connect, jp_root_dir, jp_fetch
 ):
@@ -100,7 +102,10 @@ async def test_changes_after_a_persons_save_and_another_agents_edit(connect, jp_
         model["content"]["cells"][1]["source"] = "x = 2"
         body = {"type": "notebook", "format": "json", "content": model["content"]}
         await jp_fetch("api", "contents", path, method="PUT", body=json.dumps(body))
-        async with connect() as agent:
+        # Another agent: its own name (2026 has no session to tell two clients apart by).
+        async with connect(
+            client_info=mcp.types.Implementation(name="other", version="1")
+        ) as agent:
             inserted = await agent.call_tool(
                 "notebook",
                 {"action": "insert", "notebook_path": path, "cell_index": 2, "content": "y = 3"},
@@ -124,3 +129,31 @@ async def test_changes_after_a_persons_save_and_another_agents_edit(connect, jp_
         ("added", "agent", "y = 3"),
         ("edited", "you", "# Mine"),
     ]
+
+
+@pytest.mark.parametrize("era", ["2026-07-28"])
+async def test_a_listener_is_told_of_a_save_and_an_agents_edit_in_2026(
+    connect, jp_root_dir, jp_fetch
+):
+    (jp_root_dir / "Work Dir").mkdir()
+    (jp_root_dir / "Work Dir" / "Analysis.ipynb").write_text(NOTEBOOK, encoding="utf-8")
+    path = "Work Dir/Analysis.ipynb"
+    async with connect() as client:
+        listening = client.listen(resource_subscriptions=[URI, "notebook:///missing.ipynb"])
+        async with listening as subscription:
+            # Only what can be watched is honored: the missing notebook is left out.
+            assert subscription.honored.resource_subscriptions == [URI]
+            events = aiter(subscription)
+
+            response = await jp_fetch("api", "contents", path)
+            model = json.loads(response.body)
+            model["content"]["cells"][1]["source"] = "x = 2"
+            body = {"type": "notebook", "format": "json", "content": model["content"]}
+            await jp_fetch("api", "contents", path, method="PUT", body=json.dumps(body))
+            saved = await asyncio.wait_for(anext(events), 30)
+
+            edit = {"action": "edit", "notebook_path": path, "cell_id": "a1", "content": "# Mine"}
+            await client.call_tool("notebook", edit)
+            edited = await asyncio.wait_for(anext(events), 30)
+
+    assert (saved.uri, edited.uri) == (URI, URI)

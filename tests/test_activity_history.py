@@ -399,3 +399,54 @@ def test_a_python_call_keeps_only_the_last_tail_of_each_cell(tmp_path):
         assert chunks == ["two"]
     finally:
         store.close()
+
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+async def test_an_mcp_call_is_kept_with_its_agent_and_trace(jp_fetch, notebooks, history):
+    """2026: the name and trace context each request's _meta carries."""
+    from .mcp_client import post
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "traceparent": TRACEPARENT,
+    }
+    edit = {"action": "insert", "notebook_path": "a.ipynb", "cell_index": 0, "content": "x = 1"}
+    call = {"name": "notebook", "arguments": edit, "_meta": meta}
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+    status, _, _ = await post(jp_fetch, message, headers={**headers, "Mcp-Name": "notebook"})
+    assert status == 200
+
+    (entry,) = (await kept(jp_fetch, history))["entries"]
+    (event,) = entry["events"]
+    assert (event["agent"], event["traceparent"]) == ("claude-code", TRACEPARENT)
+
+
+async def test_a_2025_python_call_is_kept_with_its_sessions_name_and_header_trace(
+    jp_fetch, history
+):
+    from .mcp_client import post
+
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "codex"}}
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+    _, headers, _ = await post(jp_fetch, initialize)
+    session = {"Mcp-Session-Id": headers["Mcp-Session-Id"], "traceparent": TRACEPARENT}
+    call = {"name": "python", "arguments": {"cells": [{"code": "print(1)"}]}}
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+    status, _, _ = await post(jp_fetch, message, headers=session)
+    assert status == 200
+    # No session, no name: "Agent"; a malformed traceparent is not kept.
+    status, _, _ = await post(jp_fetch, {**message, "id": 2}, headers={"traceparent": "00-x"})
+    assert status == 200
+
+    entries = (await kept(jp_fetch, history))["entries"]
+    started = sorted((e["events"][0] for e in entries), key=lambda e: e["agent"])
+    assert [(e["event"], e["agent"], e.get("traceparent")) for e in started] == [
+        ("started", "Agent", None),
+        ("started", "codex", TRACEPARENT),
+    ]
+    assert all("agent" not in e for entry in entries for e in entry["events"][1:])

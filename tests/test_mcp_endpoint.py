@@ -85,14 +85,25 @@ async def test_a_tool_call_works_without_initialize_or_session(jp_fetch, noteboo
     assert "text" not in result["structuredContent"]  # said once, in content
 
 
-async def test_delete_and_a_get_without_event_stream_are_405(jp_fetch):
+async def test_delete_without_a_session_and_a_get_without_event_stream_are_405(jp_fetch):
     for method in ("GET", "DELETE", "PUT"):
         status, headers, _ = await post(
             jp_fetch, method=method, raw=None if method != "PUT" else b""
         )
         assert status == 405
         assert "POST" in headers["Allow"].split(", ")
-        assert "DELETE" not in headers["Allow"]
+
+
+async def test_delete_ends_the_session_initialize_handed_out(jp_fetch):
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "d"}}
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+    _, headers, _ = await post(jp_fetch, initialize)
+    session = {"Mcp-Session-Id": headers["Mcp-Session-Id"]}
+
+    status, _, body = await post(jp_fetch, method="DELETE", headers=session)
+
+    # What the SDK client sends when it closes: a 204, not a 405 logged as a warning.
+    assert (status, body) == (204, None)
 
 
 @pytest.mark.parametrize(

@@ -366,7 +366,8 @@ async def test_an_agent_without_a_name_is_agent_and_leaves_once_idle(
 
 
 async def test_an_mcp_client_is_shown_by_its_client_info_name(notebook, room, jp_fetch):
-    from .mcp_client import call_tool, post
+    """2025: the name given at ``initialize``, kept under the session id handed out then."""
+    from .mcp_client import post
 
     async with room() as person:
         initialize = {
@@ -379,16 +380,42 @@ async def test_an_mcp_client_is_shown_by_its_client_info_name(notebook, room, jp
                 "clientInfo": {"name": "codex-cli", "version": "1.0"},
             },
         }
-        status, _, _ = await post(jp_fetch, initialize)
+        status, headers, _ = await post(jp_fetch, initialize)
         assert status == 200
-        result = await call_tool(
-            jp_fetch,
-            "notebook",
-            {"notebook_path": P, "action": "edit", "cell_id": "c0", "content": "x = 1"},
-        )
-        assert not result.get("isError"), result
+        # As every client does, later requests repeat the session id initialize handed out.
+        session = {"Mcp-Session-Id": headers["Mcp-Session-Id"]}
+        edit = {"notebook_path": P, "action": "edit", "cell_id": "c0", "content": "x = 1"}
+        call = {"name": "notebook", "arguments": edit}
+        message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+        status, _, response = await post(jp_fetch, message, headers=session)
+        assert status == 200 and not response["result"].get("isError"), response
         await person.wait_for(lambda: len(_agents(person)) == 1, "the agent's awareness")
         assert _agents(person)[0]["user"]["name"] == "codex-cli"
+
+
+async def test_a_2026_mcp_client_is_shown_by_the_name_each_request_carries(
+    notebook, room, jp_fetch
+):
+    from .mcp_client import post
+
+    async with room() as person:
+        edit = {"notebook_path": P, "action": "edit", "cell_id": "c0", "content": "x = 1"}
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        call = {"name": "notebook", "arguments": edit, "_meta": meta}
+        message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+        routing = {
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "notebook",
+        }
+        status, _, response = await post(jp_fetch, message, headers=routing)
+        assert status == 200 and not response["result"].get("isError"), response
+        await person.wait_for(lambda: len(_agents(person)) == 1, "the agent's awareness")
+        assert _agents(person)[0]["user"]["name"] == "claude-code"
 
 
 async def test_a_browser_session_is_no_agent(notebook, room, jp_serverapp):

@@ -31,6 +31,7 @@ from ..execution.kernel.observer import ExecutionObserver
 from ..outputs.sink import sanitize
 from .emit import emit_event
 from .history import ActivityHistory
+from .origin import origin_of
 from .validation import ShapeValidatedSchema
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
@@ -166,6 +167,7 @@ class ActivityEvents:
         ``None`` fields on its own thread).
         """
         bus = self._bus_listening(schema_id)
+        data = origin_of(data)  # the agent and trace of the call that an event starts
         if self.history is not None:
             try:
                 self.history.record(schema_id, data)

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import uuid
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -26,10 +27,16 @@ from ..execution.kernel.control import CallControl
 from ..mcp.elicitation import offers_elicitation, session_id_for
 from ..mcp.progress import ProgressNotifier
 from ..mcp.protocol import (
+    INVALID_PARAMS,
     INVALID_REQUEST,
+    Envelope,
     Message,
     ProtocolError,
+    body_id,
     decode,
+    http_status,
+    is_modern,
+    modern_envelope,
     parse_messages,
     request_version,
 )
@@ -41,6 +48,8 @@ from .base import XcshAPIHandler, check_body
 
 #: Seconds between two progress notifications (or keep-alive comments) of a streamed call.
 PROGRESS_INTERVAL = 2.0
+#: The ``_meta`` key naming the ``subscriptions/listen`` request each of its frames belongs to.
+SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
 #: Seconds between two keep-alive comments of a notification stream (GET).
 KEEP_ALIVE = 15.0
 
@@ -55,23 +64,28 @@ NO_TOKEN = (
 
 
 class McpHandler(XcshAPIHandler):
-    """Serve MCP (protocol 2025-03-26 to 2025-11-25), stateless (docs/developers/contract.md §9).
+    """Serve MCP, stateless, in both eras (docs/developers/contract.md §9).
 
-    ``POST``: one JSON-RPC message (or a 2025-03-26 batch). 200 with the JSON-RPC answer as
+    2026-07-28, and 2025-03-26 to 2025-11-25: the era chosen per request by its
+    ``MCP-Protocol-Version`` header.
+
+    ``POST``: one JSON-RPC message (or a 2025-03-26 batch); 2026: one request, its envelope
+    and routing headers checked first (``_post_modern``). 200 with the JSON-RPC answer as
     ``application/json``, or as ``text/event-stream`` for a ``tools/call`` whose client accepts
     it; 202 for notifications and responses only; 400 (a JSON-RPC error body) for a body that
     is not JSON-RPC or an unsupported ``MCP-Protocol-Version``; 403 for a caller who may not
     read the API, or a foreign ``Origin`` (checked for every request, token or not, as MCP
     asks against DNS rebinding). ``GET`` with ``Accept: text/event-stream``: the client's
     notification stream (its resource subscriptions' updates), kept open until it leaves;
-    without that ``Accept``, or any other method (``DELETE``: there is no session to end), a
-    405 listing ``Allow``.
+    without that ``Accept``, or any other method, a 405 listing ``Allow``. ``DELETE`` with a
+    2025 ``Mcp-Session-Id``: 204, its subscriptions and name forgotten.
     """
 
     auth_resource = "api"
     mcp: McpServer
     gone = False
     _streaming = False  # an event was flushed: the response has begun
+    _issued_session: str | None = None  # the Mcp-Session-Id this initialize hands out
     _ticker: asyncio.TimerHandle
 
     def initialize(self, services: XcshServices, mcp: McpServer) -> None:  # type: ignore[override]
@@ -108,9 +122,16 @@ class McpHandler(XcshAPIHandler):
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
-        """Answer one JSON-RPC message or batch."""
+        """Answer one JSON-RPC message or batch (2025 era), or one request (2026 era)."""
+        if is_modern(self.request.headers.get("MCP-Protocol-Version")):
+            await self._post_modern()
+            return
         try:
-            version = request_version(self.request.headers.get("MCP-Protocol-Version"))
+            try:
+                version = request_version(self.request.headers.get("MCP-Protocol-Version"))
+            except ProtocolError as e:
+                e.request_id = body_id(self.request.body)  # the client can match the error
+                raise
             body = decode(self.request.body)
             problem = check_body(body)  # REST's limits: depth, lone surrogates
             if problem is not None:
@@ -126,12 +147,12 @@ class McpHandler(XcshAPIHandler):
                 self.mcp.notification(message, client)
             elif isinstance(message, Message) and message.kind == "response":
                 self.mcp.response(message, client)
-            elif isinstance(message, Message) and message.method == "initialize":
-                # A client that can be asked is told apart on later requests by this id.
+            elif isinstance(message, Message) and message.method == "initialize" and not batch:
+                # A client that can be asked is told apart on later requests by this id; its
+                # name (clientInfo) is kept under it, as its later requests will send it.
                 capabilities = message.params.get("capabilities")
-                session_id = session_id_for(capabilities) or new_session_id()
-                if not batch:
-                    self.set_header("Mcp-Session-Id", session_id)
+                self._issued_session = session_id_for(capabilities) or new_session_id()
+                self.set_header("Mcp-Session-Id", self._issued_session)
         if not requests:
             self.set_status(202)
             self.finish()
@@ -143,6 +164,64 @@ class McpHandler(XcshAPIHandler):
             if not self.gone:
                 self._write_json(answers if batch else answers[0], 200)
 
+    async def _post_modern(self) -> None:
+        """Answer one 2026-07-28 request: its envelope and routing headers checked first.
+
+        No session: nothing is kept between requests but the calls running now. A notification
+        is acknowledged (202) and dropped: this era has none from client to server, a client
+        cancels by closing its request (what a hang-up does, ``on_connection_close``).
+        """
+        try:
+            body = decode(self.request.body)
+            problem = check_body(body)
+            if problem is not None:
+                raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {problem}")
+            if not isinstance(body, dict):
+                raise ProtocolError(
+                    INVALID_REQUEST, "Invalid Request: one JSON-RPC request or notification"
+                )
+            messages, _ = parse_messages(body, "")
+            message = messages[0]
+            assert isinstance(message, Message)  # parse_messages raised for a bad single one
+            if message.kind == "response":
+                raise ProtocolError(
+                    INVALID_REQUEST, "Invalid Request: one JSON-RPC request or notification"
+                )
+            if message.kind == "notification":
+                self.set_status(202)
+                self.finish()
+                return
+            headers = {
+                name.lower(): self.request.headers.get_list(name)
+                for name in ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
+            }
+            envelope = modern_envelope(message, headers)
+        except ProtocolError as e:
+            response = e.response()
+            self._write_json(response, http_status(response))
+            return
+        if message.method == "subscriptions/listen":
+            await self._listen(message, envelope)
+            return
+        context = self._context(self._client_key(), envelope.version, message, envelope)
+        if self._streams(message):
+            await self._stream(message, context)
+            return
+        response = await self.mcp.request(message, context)
+        if not self.gone:
+            self._write_json(response, http_status(response))
+
+    @web.authenticated
+    @authorized("read")
+    async def delete(self) -> None:
+        """End a 2025 session: its subscriptions and name are forgotten (204)."""
+        session = self.request.headers.get("Mcp-Session-Id")
+        if not session:
+            raise web.HTTPError(405)
+        self.mcp.forget(f"{self._client_key()} {session}")
+        self.set_status(204)
+        self.finish()
+
     @web.authenticated
     @authorized("read")
     async def get(self) -> None:
@@ -152,22 +231,79 @@ class McpHandler(XcshAPIHandler):
         self.set_header("Content-Type", SSE)
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")
+        subscriber = self._context(self._client_key(), "").subscriber
+        self._write_event(b": stream of notifications\n\n")  # headers out at once
+        await self._notify_changes(subscriber, {})
+        self._finish_quietly()
+
+    async def _notify_changes(self, subscriber: str, meta: dict[str, Any]) -> None:
+        """Send ``notifications/resources/updated`` for the subscriber's changes until it leaves.
+
+        This request looks for its client's changes itself: nothing outlives it.
+        """
         self._closed = asyncio.Event()
         subscriptions = self.mcp.subscriptions
-        subscriber = self._context(self._client_key(), "").subscriber
         with subscriptions.streaming(subscriber):
-            self._write_event(b": stream of notifications\n\n")  # headers out at once
             quiet = 0.0
             while not self.gone:
-                # This request looks for its client's changes itself: nothing outlives it.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._closed.wait(), POLL_INTERVAL)
                 for uri in await subscriptions.changed(subscriber):
-                    self._send_event(updated(uri))
+                    event = updated(uri)
+                    if meta:
+                        event["params"]["_meta"] = meta
+                    self._send_event(event)
                 quiet += POLL_INTERVAL
                 if quiet >= KEEP_ALIVE:
                     quiet = 0.0
                     self._write_event(b": keep-alive\n\n")  # finds a client gone quietly
+
+    async def _listen(self, message: Message, envelope: Envelope) -> None:
+        """``subscriptions/listen`` (2026): acknowledge the honored filter, then stream changes.
+
+        The notebooks named in ``resourceSubscriptions`` that the caller may read are watched
+        as a 2025 subscription is; the list-changed kinds are honored and never fire (the
+        tools and the resource templates do not change while the server runs). The stream is
+        the request's response: it ends when the client leaves, its subscriptions with it.
+        """
+        if SSE not in self.request.headers.get("Accept", ""):
+            raise web.HTTPError(406, "subscriptions/listen answers as text/event-stream")
+        wanted = message.params.get("notifications")
+        if not isinstance(wanted, dict):
+            error = ProtocolError(
+                INVALID_PARAMS,
+                "Invalid params: notifications must be an object",
+                request_id=message.id,
+            ).response()
+            self._write_json(error, http_status(error))
+            return
+        client = self._client_key()
+        context = self._context(client, envelope.version, None, envelope)
+        subscriber = f"{client} listen:{uuid.uuid4().hex}"
+        try:
+            uris = await self.mcp.listen(wanted.get("resourceSubscriptions"), context, subscriber)
+            honored: dict[str, Any] = {
+                kind: True
+                for kind in ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
+                if wanted.get(kind) is True
+            }
+            if uris:
+                honored["resourceSubscriptions"] = uris
+            meta = {SUBSCRIPTION_ID_META: message.id}
+            self.set_header("Content-Type", SSE)
+            self.set_header("Cache-Control", "no-cache")
+            self.set_header("X-Accel-Buffering", "no")
+            acknowledged = {"notifications": honored, "_meta": meta}
+            self._send_event(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/subscriptions/acknowledged",
+                    "params": acknowledged,
+                }
+            )
+            await self._notify_changes(subscriber, meta)
+        finally:
+            self.mcp.forget(subscriber)
         self._finish_quietly()
 
     def _finish_quietly(self) -> None:
@@ -193,22 +329,32 @@ class McpHandler(XcshAPIHandler):
     ) -> dict[str, Any]:
         if isinstance(message, ProtocolError):
             return message.response()
-        return await self.mcp.request(message, self._context(client, version))
+        return await self.mcp.request(message, self._context(client, version, message))
 
     def _client_key(self) -> str:
         # Who may cancel a call by its request id: the credential, else the user.
         return self.agent_key()
 
     def _context(
-        self, client: str, version: str, streamed: Message | None = None
+        self,
+        client: str,
+        version: str,
+        message: Message | None = None,
+        envelope: Envelope | None = None,
     ) -> RequestContext:
         control = CallControl()
         self.controls.append(control)
+        streamed = message if message is not None and self._streams(message) else None
         token = progress_token(streamed.params) if streamed is not None else None
         progress = ProgressNotifier(token, self._send_event) if token is not None else None
         elicit = None
-        session_id = self.request.headers.get("Mcp-Session-Id")
-        if streamed is not None and offers_elicitation(streamed.params, session_id):
+        # 2026: no session at all; 2025: the one the client repeats, or initialize's own.
+        session_id = None if envelope is not None else self._session_id()
+        if (
+            envelope is None
+            and streamed is not None
+            and offers_elicitation(streamed.params, session_id)
+        ):
             elicit = functools.partial(
                 self.mcp.elicitations.ask,
                 client,
@@ -217,17 +363,43 @@ class McpHandler(XcshAPIHandler):
                 timeout=self.services.settings.input_timeout,
             )
         session = session_id or ""
-        # One agent per MCP session (clients sharing the server's token told apart), or per
-        # Jupyter AI persona and chat, which its headers name.
+        # One agent per MCP session (clients sharing the server's token told apart); in the
+        # 2026 era, per client name (there is no session); or per Jupyter AI persona and chat,
+        # which its headers name.
+        agent = f"{client} {session}".strip()
+        if envelope is not None and envelope.client_name:
+            agent = f"{client} client:{envelope.client_name}"
         caller = self.caller
         caller = dataclasses.replace(
             caller,
-            agent=caller.agent if caller.persona else f"{client} {session}".strip(),
+            agent=caller.agent if caller.persona else agent,
             name=caller.name or DEFAULT_AGENT_NAME,
         )
         return RequestContext(
-            caller, client, version, control, progress, elicit=elicit, session=session
+            caller,
+            client,
+            version,
+            control,
+            progress,
+            elicit=elicit,
+            session=session,
+            envelope=envelope,
+            give_up=self._give_up if streamed is not None else None,
+            trace=self.request.headers.get("traceparent", ""),
         )
+
+    def _give_up(self) -> None:
+        """End a cancelled call's stream without its answer; its run goes on when detached."""
+        if self.gone or self._finished:
+            return
+        self.gone = True  # nothing more is written to it
+        self._ticker.cancel()
+        with contextlib.suppress(Exception):
+            self.finish(set_content_type=SSE)
+
+    def _session_id(self) -> str | None:
+        """The request's ``Mcp-Session-Id``, or the one its ``initialize`` is given now."""
+        return self._issued_session or self.request.headers.get("Mcp-Session-Id")
 
     async def _stream(self, message: Message, context: RequestContext) -> None:
         self.set_header("Content-Type", SSE)
@@ -239,7 +411,10 @@ class McpHandler(XcshAPIHandler):
             response = await self.mcp.request(message, context)
         finally:
             self._ticker.cancel()
-        if not self.gone:
+        if not self.gone and context.modern and not self._streaming and "error" in response:
+            # 2026: an error before anything streamed is JSON, with the transport's status.
+            self._write_json(response, http_status(response))
+        elif not self.gone:
             # Not flushed: a call that sent nothing before answers in one write, with a
             # Content-Length; after progress events, as the last chunk.
             self.write(_event(response))

@@ -27,6 +27,7 @@ __all__ = [
     "PASSWORD",
     "Elicitations",
     "accepted_answer",
+    "form",
     "offers_elicitation",
     "session_id_for",
 ]
@@ -65,6 +66,21 @@ def session_id_for(capabilities: object) -> str | None:
     return None
 
 
+def form(prompt: str, version: str = "2026-07-28") -> dict[str, Any]:
+    """The ``elicitation/create`` params asking ``prompt``: one string field, ``answer``."""
+    params: dict[str, Any] = {
+        "message": prompt.strip() or "The code asks for input",
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "title": "Answer"}},
+            "required": ["answer"],
+        },
+    }
+    if version >= "2025-11-25":  # form and URL modes exist from this version on
+        params = {"mode": "form", **params}
+    return params
+
+
 class Elicitations:
     """Elicitation requests sent on calls' streams, waiting for the client's response."""
 
@@ -82,16 +98,7 @@ class Elicitations:
         request_id = f"xcsh-elicitation-{uuid.uuid4().hex}"
         answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = (client, answer)
-        params: dict[str, Any] = {
-            "message": prompt.strip() or "The code asks for input",
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"answer": {"type": "string", "title": "Answer"}},
-                "required": ["answer"],
-            },
-        }
-        if version >= "2025-11-25":  # form and URL modes exist from this version on
-            params = {"mode": "form", **params}
+        params = form(prompt, version)
         try:
             send(
                 {

@@ -8,24 +8,41 @@ message or batch, raises.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "CLIENT_CAPABILITIES_META",
+    "CLIENT_INFO_META",
+    "HEADER_MISMATCH",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "LATEST_VERSION",
     "METHOD_NOT_FOUND",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
+    "MODERN_VERSIONS",
     "PARSE_ERROR",
     "PROTOCOL_VERSIONS",
+    "PROTOCOL_VERSION_META",
     "RESOURCE_NOT_FOUND",
+    "SERVER_INFO_META",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "Envelope",
     "Message",
     "ProtocolError",
     "allows_batches",
+    "body_id",
     "decode",
     "error_response",
+    "http_status",
+    "is_modern",
+    "modern_envelope",
     "negotiate",
     "parse_messages",
     "request_version",
@@ -39,10 +56,50 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 #: MCP's code for ``resources/read`` of an unknown URI.
 RESOURCE_NOT_FOUND = -32002
+#: 2026-07-28: a routing header (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``) that
+#: disagrees with the body, or appears twice.
+HEADER_MISMATCH = -32020
+#: 2026-07-28: the request needs a client capability its client did not declare.
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+#: 2026-07-28: a per-request protocol version this server does not serve (``data`` names the
+#: served ones: a client negotiating ``auto`` retries with one of them).
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
-#: The protocol versions served, oldest first.
+#: The protocol versions served through the ``initialize`` handshake, oldest first.
 PROTOCOL_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_VERSION = PROTOCOL_VERSIONS[-1]
+#: The versions without a handshake: every request carries its version, client info and
+#: capabilities in ``params._meta`` (the envelope), and its routing headers.
+MODERN_VERSIONS = ("2026-07-28",)
+
+#: The envelope's keys in a 2026-07-28 request's ``params._meta``.
+PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"
+CLIENT_INFO_META = "io.modelcontextprotocol/clientInfo"
+CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
+#: Where a 2026-07-28 result names the server (``_meta``; there is no ``initialize`` result).
+SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+
+#: The HTTP status of a 2026-07-28 error answered before anything streamed (the transport's
+#: table); any other code is a 200 carrying the JSON-RPC error.
+_ERROR_STATUS = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
+}
+#: Methods whose ``Mcp-Name`` header mirrors a body parameter, and which.
+_NAMED_BY = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # The Tasks extension: a task's requests name it, for routing to the instance holding it.
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 #: The version of a request without an ``MCP-Protocol-Version`` header (the transport spec's
 #: rule for servers that cannot tell otherwise, as a stateless one cannot).
 UNANNOUNCED_VERSION = "2025-03-26"
@@ -101,12 +158,137 @@ def request_version(header: str | None) -> str:
         return UNANNOUNCED_VERSION
     version = header.strip()
     if version not in PROTOCOL_VERSIONS:
+        served = [*PROTOCOL_VERSIONS, *MODERN_VERSIONS]
         raise ProtocolError(
-            INVALID_REQUEST,
-            f"Unsupported MCP-Protocol-Version: {version} "
-            f"(supported: {', '.join(PROTOCOL_VERSIONS)})",
+            UNSUPPORTED_PROTOCOL_VERSION,  # its data lets a client retry with a served one
+            f"Unsupported MCP-Protocol-Version: {version} (supported: {', '.join(served)})",
+            data={"supported": served, "requested": version},
         )
     return version
+
+
+def is_modern(header: str | None) -> bool:
+    """Whether a request's ``MCP-Protocol-Version`` header chooses the 2026 era (no handshake)."""
+    return header is not None and header.strip() in MODERN_VERSIONS
+
+
+def http_status(response: dict[str, Any]) -> int:
+    """The HTTP status of a 2026-07-28 JSON-RPC answer sent as JSON: 200 unless the table says."""
+    error = response.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    return _ERROR_STATUS.get(code, 200) if isinstance(code, int) else 200
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A 2026-07-28 request's own protocol version, client info and capabilities."""
+
+    version: str
+    client_info: dict[str, Any]
+    capabilities: dict[str, Any]
+
+    @property
+    def client_name(self) -> str:
+        """``clientInfo.name`` ("" when the request gave none)."""
+        name = self.client_info.get("name")
+        return name.strip() if isinstance(name, str) else ""
+
+
+def modern_envelope(message: Message, headers: Mapping[str, list[str]]) -> Envelope:
+    """Check a 2026-07-28 request's envelope and routing headers; its ``Envelope``.
+
+    ``headers`` maps each lower-cased header name to its values (all of them: a routing header
+    sent twice is refused, first-copy and last-copy readers would disagree). The rungs, first
+    failure wins, as the SDK's transport checks them: the envelope's two required keys
+    (``-32602``), the headers against the body (``-32020``), the version served (``-32022``,
+    its ``data`` naming the served ones).
+    """
+    for name in ("mcp-protocol-version", "mcp-method", "mcp-name"):
+        if len(headers.get(name, ())) > 1:
+            raise ProtocolError(
+                HEADER_MISMATCH, f"{name} header appears more than once", request_id=message.id
+            )
+    meta = message.params.get("_meta")
+    required = (PROTOCOL_VERSION_META, CLIENT_CAPABILITIES_META)
+    if not isinstance(meta, dict):
+        raise ProtocolError(
+            INVALID_PARAMS,
+            f"params._meta must be an object carrying {required[0]!r} and {required[1]!r}",
+            request_id=message.id,
+        )
+    missing = [key for key in required if key not in meta]
+    if missing:
+        raise ProtocolError(
+            INVALID_PARAMS,
+            f"params._meta is missing the required envelope key(s): {', '.join(missing)}",
+            request_id=message.id,
+        )
+    version = meta[PROTOCOL_VERSION_META]
+
+    def header(name: str) -> str | None:
+        values = headers.get(name)
+        return values[0] if values else None
+
+    if header("mcp-protocol-version") != version:
+        raise ProtocolError(
+            HEADER_MISMATCH,
+            f"MCP-Protocol-Version header ({header('mcp-protocol-version')}) does not match "
+            f"the request's _meta protocol version ({version})",
+            request_id=message.id,
+        )
+    if header("mcp-method") != message.method:
+        raise ProtocolError(
+            HEADER_MISMATCH,
+            f"Mcp-Method header ({header('mcp-method')}) does not match the request's method "
+            f"({message.method})",
+            request_id=message.id,
+        )
+    key = _NAMED_BY.get(message.method)
+    named = message.params.get(key) if key is not None else None
+    if named is not None and decode_header_value(header("mcp-name")) != named:
+        raise ProtocolError(
+            HEADER_MISMATCH,
+            f"Mcp-Name header ({header('mcp-name')}) does not match the request's {key} ({named})",
+            request_id=message.id,
+        )
+    if version not in MODERN_VERSIONS:
+        raise ProtocolError(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+            request_id=message.id,
+            data={"supported": list(MODERN_VERSIONS), "requested": version},
+        )
+    info = meta.get(CLIENT_INFO_META)
+    capabilities = meta[CLIENT_CAPABILITIES_META]
+    return Envelope(
+        version,
+        info if isinstance(info, dict) else {},
+        capabilities if isinstance(capabilities, dict) else {},
+    )
+
+
+_BASE64_VALUE = re.compile(r"^=\?base64\?(?P<payload>.*)\?=$")
+
+
+def decode_header_value(value: str | None) -> str | None:
+    """A routing header's value: as sent, or decoded from MCP's ``=?base64?...?=`` form.
+
+    A value a header cannot carry (non-ASCII, edge spaces) is sent base64-encoded in that form;
+    a malformed one decodes to None, so it never matches a body value by accident.
+    """
+    if value is None:
+        return None
+    match = _BASE64_VALUE.fullmatch(value)
+    if match is None:
+        return value
+    payload = match.group("payload")
+    try:
+        decoded = base64.b64decode(payload, validate=True)
+        if base64.b64encode(decoded).decode("ascii") != payload:
+            return None
+        return decoded.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
 
 
 def allows_batches(version: str) -> bool:
@@ -126,6 +308,16 @@ def decode(raw: bytes) -> Any:
         raise ProtocolError(PARSE_ERROR, "Parse error: nested too deeply") from None
     except (UnicodeDecodeError, ValueError) as e:
         raise ProtocolError(PARSE_ERROR, f"Parse error: {e}") from None
+
+
+def body_id(raw: bytes) -> RequestId | None:
+    """The id of a request body, for an error found before the body was parsed (else None)."""
+    try:
+        body = json.loads(raw)
+    except (RecursionError, UnicodeDecodeError, ValueError):
+        return None
+    found = body.get("id") if isinstance(body, dict) else None
+    return found if _valid_id(found) else None
 
 
 def _refuse_constant(name: str) -> Any:

@@ -1,14 +1,16 @@
-"""The MCP methods of a stateless server: initialize, ping, tools, resources, and cancellation.
+"""The MCP methods of a stateless server, both eras: tools, resources, tasks, cancellation.
 
-Stateless: no session id is handed out and nothing is kept between HTTP requests but the
-calls running now, so a ``notifications/cancelled`` (which arrives on another request) finds
-the call it names, by the caller (their credential, see ``handlers/mcp.py``) and the request
-id. Two clients sharing one credential and using the same request id at the same moment are
-indistinguishable: a cancel from one reaches both calls.
+2025's ``initialize`` and 2026's ``server/discover``. Nothing is kept between HTTP requests but
+the calls running now (and, in the 2025 era, each session's subscriptions and client name), so
+a ``notifications/cancelled`` (which arrives on another request) finds the call it names, by
+the caller (their credential, see ``handlers/mcp.py``) and the request id. Two clients sharing
+one credential and using the same request id at the same moment are indistinguishable: a cancel
+from one reaches both calls.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -17,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import NotFoundError, RefusedError, XcshError
+from ..events.origin import call_origin, valid_traceparent
 from ..execution.kernel.control import CallControl
 from ..services import XcshServices
 from ..tools import Caller
@@ -28,7 +31,12 @@ from .protocol import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_VERSIONS,
+    PROTOCOL_VERSIONS,
     RESOURCE_NOT_FOUND,
+    SERVER_INFO_META,
+    Envelope,
     Message,
     ProtocolError,
     RequestId,
@@ -45,7 +53,20 @@ from .resources import (
     notebook_uri,
 )
 from .summary import BODY, STRUCTURED_META
-from .tools import McpTool, ToolContext, call_result, default_tools, error_result
+from .tasks import EXTENSION as TASKS_EXTENSION
+from .tasks import TASK_AFTER, Tasks, offers_tasks
+from .tools import (
+    REQUEST_STATE,
+    ROUND_KEY,
+    InputRequired,
+    InputRounds,
+    McpTool,
+    ToolContext,
+    call_result,
+    default_tools,
+    error_result,
+    resume,
+)
 
 __all__ = ["McpServer", "RequestContext", "RunningRequests", "progress_token"]
 
@@ -86,6 +107,17 @@ class RequestContext:
     elicit: Elicit | None = None
     #: The client's ``Mcp-Session-Id`` ("" without one): with ``client``, whose subscriptions.
     session: str = ""
+    #: A 2026-07-28 request's own version, client info and capabilities (None: 2025 era).
+    envelope: Envelope | None = None
+    #: Ends the request's answer unanswered (a cancelled request gets no response).
+    give_up: Callable[[], None] | None = None
+    #: The request's ``traceparent`` header (W3C trace context), "" without one.
+    trace: str = ""
+
+    @property
+    def modern(self) -> bool:
+        """Whether the request is of the 2026 era (no handshake, no session)."""
+        return self.envelope is not None
 
     @property
     def subscriber(self) -> str:
@@ -121,29 +153,43 @@ class RunningRequests:
             if not contexts:
                 del self._running[key]
 
-    def cancel(
-        self,
-        client: str,
-        request_id: object,
-        interrupt_owned: Callable[[CallControl], bool] = lambda owner: False,
-    ) -> list[RequestContext]:
-        """Cancel the client's running request ``request_id``; return what was cancelled.
+    def cancel(self, client: str, request_id: object) -> list[RequestContext]:
+        """Stop the client's running request ``request_id`` as a hang-up would; what it found.
 
-        A request that started runs has them interrupted by ``interrupt_owned`` (the run
-        registry's, given the request's control; a detached run too), and goes on to answer
-        with their result (``cancelled``); any other request is cancelled.
+        A client cancels a request when it stops waiting for it, a timeout of its own as
+        often as a person's choice: nothing is lost. A run it started goes on when detached
+        (MCP's default; its result, or its result so far, stays readable by its run id), and
+        is interrupted otherwise, its result kept for its run id as well.
         """
         if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
             return []
         contexts = list(self._running.get((client, request_id), []))
         for context in contexts:
-            if not interrupt_owned(context.control):
-                context.control.cancel()
+            context.control.cancel()
+            if context.give_up is not None:
+                context.give_up()  # JSON-RPC: a cancelled request is not answered
         return contexts
 
     def __len__(self) -> int:
         return sum(len(contexts) for contexts in self._running.values())
 
+
+SERVER_INFO = {"name": "jupyter-xcsh", "title": "Jupyter (xcsh)", "version": __version__}
+
+#: Methods of the 2025 era that the 2026 era removed.
+MODERN_REMOVED = frozenset(
+    {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+)
+#: Methods whose 2026-07-28 results carry ``ttlMs`` and ``cacheScope``.
+CACHEABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
 
 #: MCP's log levels (RFC 5424's), least severe first.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -181,6 +227,16 @@ class McpServer:
             "resources/unsubscribe": self._unsubscribe,
             "logging/setLevel": self._set_log_level,
         }
+        #: The methods of the 2026 era: no handshake (``server/discover`` says what
+        #: ``initialize`` said), no ``ping``, no log level, and no ``resources/subscribe``.
+        self.tasks = Tasks(services)
+        self.modern_methods: dict[str, Method] = {
+            "server/discover": self._discover,
+            "tasks/get": self._get_task,
+            "tasks/update": self._update_task,
+            "tasks/cancel": self._cancel_task,
+            **{name: method for name, method in self.methods.items() if name not in MODERN_REMOVED},
+        }
         #: The least severe log level each client asked for (``logging/setLevel``).
         self.log_levels: dict[str, str] = {}
         #: Each client's ``clientInfo.name`` from its ``initialize`` (by ``subscriber``), the
@@ -191,8 +247,14 @@ class McpServer:
         """Act on a notification: only a cancel needs anything of a stateless server."""
         if message.method == "notifications/cancelled":
             request_id = message.params.get("requestId")
-            found = self.running.cancel(client, request_id, self.services.runs.interrupt_owned)
+            found = self.running.cancel(client, request_id)
             self.log.debug("MCP cancel of %r reached %d call(s)", message.params, len(found))
+
+    def forget(self, subscriber: str) -> None:
+        """Forget a 2025 session that ended (``DELETE``): its subscriptions and name."""
+        self.client_names.pop(subscriber, None)
+        for uri in self.subscriptions.subscribed(subscriber):
+            self.subscriptions.unsubscribe(subscriber, uri)
 
     def response(self, message: Message, client: str) -> None:
         """Hand a client's response (to an elicitation) to the call waiting for it."""
@@ -203,14 +265,21 @@ class McpServer:
         """Answer one request: its JSON-RPC response, success or error."""
         assert message.id is not None
         context = self._named(message, context)
-        method = self.methods.get(message.method)
+        method = (self.modern_methods if context.modern else self.methods).get(message.method)
         if method is None:
+            era = f" at protocol version {context.version}" if context.modern else ""
             return error_response(
-                message.id, METHOD_NOT_FOUND, f"Method not found: {message.method}"
+                message.id, METHOD_NOT_FOUND, f"Method not found: {message.method}{era}"
             )
-        with self.running.track(context.client, message.id, context):
+        meta = message.params.get("_meta")
+        trace = valid_traceparent(meta.get("traceparent") if isinstance(meta, dict) else None)
+        origin = call_origin(context.caller.name, trace or valid_traceparent(context.trace))
+        with self.running.track(context.client, message.id, context), origin:
             try:
-                return result_response(message.id, await method(message.params, context))
+                result = await method(message.params, context)
+                if context.modern:
+                    result = self._modern_result(message.method, result)
+                return result_response(message.id, result)
             except ProtocolError as e:
                 return error_response(message.id, e.code, e.message, e.data)
             except Exception:
@@ -218,14 +287,37 @@ class McpServer:
                 self.log.exception("MCP %s failed", message.method)
                 return error_response(message.id, INTERNAL_ERROR, "Internal error")
 
+    def _modern_result(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A 2026-07-28 result: its ``resultType``, the server named, and lists' cache hints.
+
+        The lists are the same for every request of a server process but follow the caller's
+        permissions and the root's files: cached by the client only, and only while it asks
+        again at once (``ttlMs`` 0: it re-lists when it wants the news).
+        """
+        result.setdefault("resultType", "complete")
+        meta = result.get("_meta")
+        result["_meta"] = {
+            **(meta if isinstance(meta, dict) else {}),
+            SERVER_INFO_META: SERVER_INFO,
+        }
+        if method in CACHEABLE:
+            result.setdefault("ttlMs", 0)
+            result.setdefault("cacheScope", "private")
+        return result
+
     def _named(self, message: Message, context: RequestContext) -> RequestContext:
-        """The context with the caller named as the client's ``initialize`` said."""
+        """The context with the caller named as the client said (``initialize``, ``_meta``)."""
+        if context.envelope is not None:
+            said = context.envelope.client_name
+            if not said or context.caller.persona:  # a Jupyter AI persona keeps its own name
+                return context
+            return replace(context, caller=replace(context.caller, name=said))
         if message.method == "initialize":
             info = message.params.get("clientInfo")
-            name = info.get("name") if isinstance(info, dict) else None
-            if isinstance(name, str) and name:
+            given = info.get("name") if isinstance(info, dict) else None
+            if isinstance(given, str) and given:
                 self.client_names.pop(context.subscriber, None)
-                self.client_names[context.subscriber] = name
+                self.client_names[context.subscriber] = given
                 while len(self.client_names) > MAX_LOG_CLIENTS:
                     del self.client_names[next(iter(self.client_names))]
         name = self.client_names.get(context.subscriber)
@@ -241,13 +333,43 @@ class McpServer:
                 "resources": {"subscribe": True, "listChanged": False},
                 "logging": {},
             },
-            "serverInfo": {
-                "name": "jupyter-xcsh",
-                "title": "Jupyter (xcsh)",
-                "version": __version__,
+            "serverInfo": SERVER_INFO,
+            "instructions": INSTRUCTIONS,
+        }
+
+    async def _discover(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``server/discover``: what ``initialize`` says, for a client of the 2026 era."""
+        return {
+            "supportedVersions": [*PROTOCOL_VERSIONS, *MODERN_VERSIONS],
+            "capabilities": {
+                "tools": {"listChanged": False},
+                "resources": {"subscribe": False, "listChanged": False},
+                "extensions": {TASKS_EXTENSION: {}},
             },
             "instructions": INSTRUCTIONS,
         }
+
+    async def _get_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        _needs_tasks(context)
+
+        def result(body: dict[str, Any]) -> dict[str, Any]:
+            return {"resultType": "complete", **call_result(body, context.version)}
+
+        return await self._as_protocol(self.tasks.get(params, context.caller, result))
+
+    async def _update_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return await self._as_protocol(self.tasks.update(params, context.caller))
+
+    async def _cancel_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return await self._as_protocol(self.tasks.cancel(params, context.caller))
+
+    @staticmethod
+    async def _as_protocol(answer: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+        """A method's answer, a refusal of the authorizer as a JSON-RPC error."""
+        try:
+            return await answer
+        except RefusedError as e:
+            raise ProtocolError(INVALID_REQUEST, e.message) from None
 
     async def _ping(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         return {}
@@ -293,16 +415,41 @@ class McpServer:
         # The listed schemas have no null (mcp/schemas.py), yet agents send null for what they
         # leave unset: it means "not given", as REST's nullable fields do.
         arguments = {key: value for key, value in arguments.items() if value is not None}
+        rounds = _input_rounds(params, context)
+        as_task = offers_tasks(context.envelope) and _runs(name, arguments)
         call = ToolContext(
-            self.services, context.caller, context.progress, context.control, context.elicit
+            self.services,
+            context.caller,
+            context.progress,
+            context.control,
+            context.elicit,
+            rounds,
+            as_task=as_task,
+        )
+        # A run still going TASK_AFTER seconds on becomes a task: its request stops following
+        # it (as when its client hangs up, the run going on), and answers the task.
+        timer = (
+            asyncio.get_running_loop().call_later(TASK_AFTER, context.control.cancel)
+            if as_task
+            else None
         )
         # structuredContent is the body's summary unless the caller asks for the body itself.
         meta = params.get("_meta")
         whole = isinstance(meta, dict) and meta.get(STRUCTURED_META) == BODY
         try:
-            body = await tool.call(call, arguments)
+            if rounds is not None and rounds.run_id is not None:
+                body = await resume(call)  # the retry of a call whose run asked for input
+            else:
+                body = await tool.call(call, arguments)
+        except InputRequired as asked:
+            return asked.result()
         except XcshError as e:
             return error_result(e, context.version, whole=whole)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if as_task and body.get("running") is True and isinstance(body.get("callId"), str):
+            return self.tasks.created(body["callId"])
         return call_result(body, context.version, whole=whole)
 
     async def _list_resources(
@@ -387,6 +534,27 @@ class McpServer:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: uri must be a string")
+        await self._subscribe_to(uri, context, context.subscriber)
+        return {}
+
+    async def listen(self, uris: object, context: RequestContext, subscriber: str) -> list[str]:
+        """Subscribe a ``subscriptions/listen`` stream to ``uris``; the ones honored.
+
+        A URI that is no notebook of the root, or one the caller may not read, is left out of
+        the acknowledgment (and never fires), as the 2026 spec lets a server honor a subset.
+        """
+        honored: list[str] = []
+        for uri in uris if isinstance(uris, list) else []:
+            if not isinstance(uri, str) or uri in honored:
+                continue
+            try:
+                await self._subscribe_to(uri, context, subscriber)
+            except ProtocolError:
+                continue
+            honored.append(uri)
+        return honored
+
+    async def _subscribe_to(self, uri: str, context: RequestContext, subscriber: str) -> None:
         path = notebook_path(uri)
         if path is None:
             raise ProtocolError(
@@ -397,10 +565,9 @@ class McpServer:
         await self._notebook(uri, path, context)  # exists, and the caller may read it
         api_path, _ = await self.services.notebook_store.resolve(path)
         try:
-            await self.subscriptions.subscribe(context.subscriber, uri, api_path)
+            await self.subscriptions.subscribe(subscriber, uri, api_path)
         except XcshError as e:
             raise ProtocolError(INVALID_REQUEST, e.message, data={"uri": uri}) from None
-        return {}
 
     async def _unsubscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         uri = params.get("uri")
@@ -408,3 +575,39 @@ class McpServer:
             raise ProtocolError(INVALID_PARAMS, "Invalid params: uri must be a string")
         self.subscriptions.unsubscribe(context.subscriber, uri)
         return {}
+
+
+def _needs_tasks(context: RequestContext) -> None:
+    """Refuse a ``tasks/*`` request whose client did not declare the extension (``-32021``)."""
+    if not offers_tasks(context.envelope):
+        raise ProtocolError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"Missing required client capability: extension {TASKS_EXTENSION}",
+            data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+        )
+
+
+def _runs(name: str, arguments: Mapping[str, Any]) -> bool:
+    """Whether a call of tool ``name`` starts or follows a run (which may become a task)."""
+    if name == "python":
+        return True
+    return name == "notebook" and (
+        arguments.get("action") == "run" or arguments.get("run") is True or "run_id" in arguments
+    )
+
+
+def _input_rounds(params: Mapping[str, Any], context: RequestContext) -> InputRounds | None:
+    """A 2026 call's input round trips, when its client can be asked (it offers elicitation).
+
+    A retry names its run in ``requestState`` (as the ``input_required`` result gave it) and
+    brings the answer in ``inputResponses``.
+    """
+    envelope = context.envelope
+    if envelope is None or not isinstance(envelope.capabilities.get("elicitation"), dict):
+        return None
+    state = params.get("requestState")
+    if not (isinstance(state, str) and state.startswith(REQUEST_STATE)):
+        return InputRounds()
+    responses = params.get("inputResponses")
+    response = responses.get(ROUND_KEY) if isinstance(responses, dict) else None
+    return InputRounds(state.removeprefix(REQUEST_STATE), response)

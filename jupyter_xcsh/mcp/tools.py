@@ -34,7 +34,7 @@ from ..outputs.images import ImageLimits
 from ..services import XcshServices
 from ..tools import Caller
 from ..tools.runs import MAX_WAIT, FollowUp, RunInputTool
-from .elicitation import DECLINED, PASSWORD, Elicit, accepted_answer
+from .elicitation import DECLINED, PASSWORD, Elicit, accepted_answer, form
 from .schemas import (
     artifact_schema,
     listed,
@@ -47,6 +47,8 @@ from .summary import OUTPUT_SCHEMAS, summarize
 
 __all__ = [
     "NOTEBOOK_ACTIONS",
+    "InputRequired",
+    "InputRounds",
     "McpTool",
     "Operation",
     "ToolContext",
@@ -54,6 +56,7 @@ __all__ = [
     "call_result",
     "default_tools",
     "error_result",
+    "resume",
     "text_result",
 ]
 
@@ -67,6 +70,57 @@ class ToolContext:
     observer: ExecutionObserver | None
     control: CallControl
     elicit: Elicit | None = None
+    #: 2026-07-28: prompts asked as ``input_required`` results, answered by the client's retry.
+    rounds: InputRounds | None = None
+    #: 2026-07-28 with the Tasks extension: a run that goes on may become a task.
+    as_task: bool = False
+
+
+class InputRounds:
+    """A 2026-07-28 call's multi-round-trip input: what the client's retry answered.
+
+    The server asks nothing on the call's stream in this era: a run waiting for input ends
+    the request with an ``input_required`` result naming the run (``InputRequired``), the run
+    waiting on; the client retries the call with ``inputResponses`` and that ``requestState``,
+    and the retry follows the run on from its prompt with the answer (``ROUND_KEY``).
+    """
+
+    def __init__(self, run_id: str | None = None, response: Any = None) -> None:
+        self.run_id = run_id
+        self._response = response if isinstance(response, dict) else None
+
+    def take(self, run_id: str) -> dict[str, Any] | None:
+        """The client's answer to the prompt of ``run_id`` (once), None when it has none."""
+        if run_id != self.run_id or self._response is None:
+            return None
+        response, self._response = self._response, None
+        return response
+
+
+class InputRequired(Exception):
+    """A run waits for input the client is asked for with an ``input_required`` result."""
+
+    def __init__(self, run_id: str, prompt: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+        self.prompt = prompt
+
+    def result(self) -> dict[str, Any]:
+        """The ``input_required`` result: one form question, and the run in ``requestState``."""
+        return {
+            "resultType": "input_required",
+            "inputRequests": {
+                ROUND_KEY: {"method": "elicitation/create", "params": form(self.prompt)}
+            },
+            "requestState": REQUEST_STATE + self.run_id,
+        }
+
+
+#: The key of a run's question in ``inputRequests`` (and of its answer in ``inputResponses``).
+ROUND_KEY = "stdin"
+#: ``requestState`` of a call whose run waits for input: this prefix and the run's id. Opaque to
+#: the client; the retry still follows the run only as its caller may (``RunInputTool``).
+REQUEST_STATE = "xcsh-run:"
 
 
 #: MCP's default for a run whose client hangs up: it goes on (up to its own timeout), to be
@@ -83,21 +137,36 @@ def _with_mcp_defaults(context: ToolContext, arguments: dict[str, Any]) -> dict[
     """
     if "run_id" in arguments:
         return arguments
-    asks = {"stdin": "ask"} if context.elicit is not None else {}
+    # A run that may become a task runs in a task of its own (stdin ask), its request only
+    # following it: one that can stop following it and answer.
+    asks = {"stdin": "ask"} if context.elicit or context.rounds or context.as_task else {}
     return {"detach": DETACH_BY_DEFAULT, **asks, **arguments}
 
 
 async def _ask_prompts(
     context: ToolContext, result: dict[str, Any], runs: RunInputTool
 ) -> dict[str, Any]:
-    """While the run waits for input, ask the person (elicitation) and follow it on."""
-    while context.elicit is not None and isinstance(result.get("awaitingInput"), dict):
+    """While the run waits for input, ask the person (elicitation) and follow it on.
+
+    2025: an ``elicitation/create`` on the call's stream; 2026: ``InputRequired``, the client's
+    retry bringing the answer (``context.rounds``).
+    """
+    asks = context.elicit is not None or context.rounds is not None
+    while asks and isinstance(result.get("awaitingInput"), dict):
         waiting = result["awaitingInput"]
         run_id, follow = str(waiting["runId"]), (context.observer, context.control)
         if waiting.get("password"):
             result = await runs.refuse(run_id, PASSWORD, *follow)
             continue
-        answer = accepted_answer(await context.elicit(str(waiting.get("prompt", ""))))
+        prompt = str(waiting.get("prompt", ""))
+        if context.rounds is not None:
+            response = context.rounds.take(run_id)
+            if response is None:
+                raise InputRequired(run_id, prompt)
+            answer = accepted_answer(response)
+        else:
+            assert context.elicit is not None
+            answer = accepted_answer(await context.elicit(prompt))
         with suppress(ConflictError):  # no longer waiting (input_timeout): follow it on
             if answer is None:
                 result = await runs.refuse(run_id, DECLINED, *follow)
@@ -106,6 +175,20 @@ async def _ask_prompts(
             continue
         result = await runs.follow_up(FollowUp(run_id, None, MAX_WAIT), context.caller, *follow)
     return result
+
+
+async def resume(context: ToolContext) -> dict[str, Any]:
+    """A 2026 retry of a call whose run waited for input: the run followed on with its answer.
+
+    The retry repeats the call's arguments; the run is not started again: its prompt is
+    answered (``context.rounds``) and it is followed to its next stop, as ``run_id`` +
+    ``answer`` would.
+    """
+    assert context.rounds is not None and context.rounds.run_id is not None
+    runs = context.services.python.follow_ups
+    follow = (context.observer, context.control)
+    result = await runs.follow_up(FollowUp(context.rounds.run_id, None, 0), context.caller, *follow)
+    return await _ask_prompts(context, result, runs)
 
 
 ToolCall = Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -368,7 +451,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
 
 
 #: Versions that know ``structuredContent`` and ``resource_link`` content (from 2025-06-18).
-_STRUCTURED = ("2025-06-18", "2025-11-25")
+_STRUCTURED = ("2025-06-18", "2025-11-25", "2026-07-28")
 
 
 def call_result(body: dict[str, Any], version: str, *, whole: bool = False) -> dict[str, Any]:

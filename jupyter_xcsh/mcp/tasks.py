@@ -1,0 +1,160 @@
+"""The Tasks extension of MCP 2026-07-28 (``io.modelcontextprotocol/tasks``): long runs as tasks.
+
+A ``tools/call`` that starts a run (``python``, ``notebook`` ``run`` or ``run: true``, a
+``run_id`` follow-up) from a client declaring the extension in its request's capabilities, and
+still running ``TASK_AFTER`` seconds later, answers with a task (``resultType: "task"``) instead
+of holding its request: the task is the run, its id the run's id, kept by the run registry
+(``tools/runs.py``) as any run is. Then:
+
+- ``tasks/get``: ``working`` (with the last line printed), ``input_required`` (the code's prompt
+  as one form question, ``inputRequests``), ``completed`` (``result``: the ``CallToolResult``
+  the call would have answered, an error of the code included) or ``cancelled``;
+- ``tasks/update``: ``inputResponses`` answer the prompt (*accept* sends the answer, *decline* /
+  *cancel* end of file), as ``run_id`` + ``answer`` would;
+- ``tasks/cancel``: interrupts the run (the client's explicit wish to stop the work, unlike a
+  request it stops waiting for); its result so far stays readable (``run_id`` + ``wait``).
+
+Each asks what following a run by its id asks (``execute`` on ``kernels``), so a task is
+reached only as its run is. Nothing is kept here but each task's creation time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import ConflictError, NotFoundError
+from ..services import XcshServices
+from ..tools import Caller
+from ..tools.runs import ACTION, RESOURCE
+from .elicitation import DECLINED, PASSWORD, accepted_answer, form
+from .protocol import INVALID_PARAMS, Envelope, ProtocolError
+
+__all__ = ["EXTENSION", "TASK_AFTER", "Tasks", "offers_tasks"]
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+#: Seconds a run's call answers in before it becomes a task (a quick call stays a result).
+TASK_AFTER = 2.0
+#: What a client is told to poll at, in milliseconds.
+POLL_INTERVAL_MS = 1000
+#: Tasks whose creation time is remembered, at most (the oldest forgotten first).
+MAX_TASKS = 1000
+#: The key of a task's question in ``inputRequests`` (and of its answer in ``inputResponses``).
+QUESTION = "stdin"
+
+
+def offers_tasks(envelope: Envelope | None) -> bool:
+    """Whether a 2026 request's client declared the Tasks extension."""
+    if envelope is None:
+        return False
+    extensions = envelope.capabilities.get("extensions")
+    return isinstance(extensions, dict) and isinstance(extensions.get(EXTENSION), dict)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Tasks:
+    """The tasks of this server: its runs, followed by their ids."""
+
+    def __init__(self, services: XcshServices) -> None:
+        self.services = services
+        self._created: dict[str, str] = {}
+
+    def created(self, run_id: str) -> dict[str, Any]:
+        """The ``CreateTaskResult`` of a call whose run goes on as the task ``run_id``."""
+        now = _now()
+        self._created[run_id] = now
+        while len(self._created) > MAX_TASKS:
+            del self._created[next(iter(self._created))]
+        return {
+            "resultType": "task",
+            **self._task(run_id, "working", now),
+            "statusMessage": f"run {run_id} is running: poll it with tasks/get",
+        }
+
+    def _task(self, task_id: str, status: str, now: str) -> dict[str, Any]:
+        return {
+            "taskId": task_id,
+            "status": status,
+            "createdAt": self._created.get(task_id, now),
+            "lastUpdatedAt": now,
+            "ttlMs": None,  # while it runs; its result is kept 10 minutes after its end
+            "pollIntervalMs": POLL_INTERVAL_MS,
+        }
+
+    async def get(self, params: Mapping[str, Any], caller: Caller, result: Any) -> dict[str, Any]:
+        """``tasks/get``: the task's state; ``result`` makes the ``CallToolResult`` of a body."""
+        run = await self._run(params, caller)
+        task_id = run.id
+        now = _now()
+        waiting = run.stdin.waiting
+        if waiting is not None and waiting.password:
+            # Never asked of the client: MCP forbids requesting secrets through elicitation.
+            run.stdin.refuse(PASSWORD)
+            waiting = None
+        if run.running and waiting is not None:
+            prompt = waiting.describe(task_id).get("prompt", "")
+            question = {"method": "elicitation/create", "params": form(str(prompt))}
+            return {
+                **self._task(task_id, "input_required", now),
+                "inputRequests": {QUESTION: question},
+            }
+        if run.running:
+            return {**self._task(task_id, "working", now), "statusMessage": _last_line(run)}
+        try:
+            body = await run.next_stop()
+        except NotFoundError as e:  # gone meanwhile
+            raise ProtocolError(INVALID_PARAMS, e.message) from None
+        if body.get("cancelled") and not body.get("timedOut"):
+            message = (
+                f"run {task_id} was cancelled; its output so far: call the tool with "
+                f'{{"run_id": "{task_id}", "wait": 0}}'
+            )
+            return {**self._task(task_id, "cancelled", now), "statusMessage": message}
+        return {**self._task(task_id, "completed", now), "result": result(body)}
+
+    async def update(self, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+        """``tasks/update``: the client's answer to the task's prompt (others are ignored)."""
+        run = await self._run(params, caller)
+        responses = params.get("inputResponses")
+        response = responses.get(QUESTION) if isinstance(responses, dict) else None
+        if isinstance(response, dict) and run.stdin.waiting is not None:
+            answer = accepted_answer(response)
+            try:
+                if answer is None:
+                    run.stdin.refuse(DECLINED)
+                else:
+                    run.stdin.answer(answer)
+            except ConflictError:  # answered meanwhile (the lab, a follow-up): ignored
+                pass
+        return {}
+
+    async def cancel(self, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+        """``tasks/cancel``: interrupt the run (its result so far is kept for its id)."""
+        run = await self._run(params, caller)
+        if run.running:
+            run.control.cancel()
+        return {}
+
+    async def _run(self, params: Mapping[str, Any], caller: Caller) -> Any:
+        task_id = params.get("taskId")
+        if not isinstance(task_id, str):
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: taskId must be a string")
+        await caller.require(ACTION, RESOURCE)
+        try:
+            return self.services.runs.get(task_id)
+        except NotFoundError:
+            raise ProtocolError(INVALID_PARAMS, f"Unknown task: {task_id}") from None
+
+
+def _last_line(run: Any) -> str:
+    """What the run printed last, for a ``working`` task's ``statusMessage``."""
+    events, _ = run.events.after(max(0, run.events.next - 50))
+    for event in reversed(events):
+        text = event.get("text") if isinstance(event, dict) else None
+        if isinstance(text, str) and text.strip():
+            return f"run {run.id} is running: {text.strip().splitlines()[-1][:200]}"
+    return f"run {run.id} is running"
