@@ -201,11 +201,14 @@ async def test_a_recursion_error_over_mcp_is_bounded_and_said_once(jp_fetch):
     assert result["isError"] is True
     assert "RecursionError" in result["content"][0]["text"]
     assert size(structured) <= LIMIT  # the REST body: hundreds of KB of traceback
-    assert size(whole["structuredContent"]) > 20 * LIMIT
     error = structured["cells"][0]["error"]
-    # The folded traceback's full text is an artifact: named by its id, not repeated.
-    assert error == {"ename": "RecursionError", "artifactId": error["artifactId"]}
+    assert error["ename"] == "RecursionError"
     assert "f(n + 1)" not in json.dumps(structured)
+    # IPython 9 lists every frame: hundreds of KB, whose folded text is an artifact, named by
+    # its id, not repeated. Older releases (ipykernel 6.29's, the lowest tested) fold the
+    # repeated frames themselves (~2.3 KB in all): nothing to spill there.
+    if size(whole["structuredContent"]) > 20 * LIMIT:
+        assert error == {"ename": "RecursionError", "artifactId": error["artifactId"]}
 
 
 async def test_a_run_of_many_cells_over_mcp_is_bounded(jp_fetch, jp_root_dir):

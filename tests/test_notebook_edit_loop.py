@@ -103,6 +103,11 @@ async def _stall(
 
 
 @pytest.mark.slow
+# The save guard's own mechanism: it writes the tool's saves a MiB at a time. Without it
+# (XCSH_TEST_FAST_PATHS=off, guard_saves off) the save is jupyter_server's, which encodes the
+# whole text in one call holding the GIL: 110-240 ms of the loop for this notebook, as any save
+# of it by the lab (docs/operators/interventions.md).
+@pytest.mark.fast_path
 async def test_no_change_of_a_cell_with_50_mb_of_outputs_blocks_the_event_loop(
     notebook_tool, events, jp_fetch, jp_root_dir
 ):
