@@ -3,15 +3,21 @@
 # extension, under Node 22 (installed from npm into a prefix of its own, with the suite).
 # Usage: bash scripts/mcp-conformance.sh   (VENV: the environment the server runs from, default
 # .venv; NODE_PREFIX: where Node 22 and the suite go, default $VENV-mcp-node)
-# Expected failures, each with its reason: mcp-tests/conformance-baseline.yml.
+# Expected failures, each with its reason: mcp-tests/conformance-baseline.yml (the 2025
+# revisions) and mcp-tests/conformance-2026-baseline.yml (the 2026-07-28 requirements).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 NODE_PREFIX=${NODE_PREFIX:-$VENV-mcp-node}
 SUITE=@modelcontextprotocol/conformance@0.1.16
-mkdir -p "$NODE_PREFIX"
+# The first release with the 2026-07-28 revision's scenarios (a pre-release), in a prefix of
+# its own: run with `--requirements 2026-07-28`, the scenarios that revision requires.
+SUITE_2026=@modelcontextprotocol/conformance@0.2.0-alpha.12
+mkdir -p "$NODE_PREFIX" "$NODE_PREFIX/2026"
 npm install --no-audit --no-fund --prefix "$NODE_PREFIX" node@22 "$SUITE" >/dev/null
+npm install --no-audit --no-fund --prefix "$NODE_PREFIX/2026" "$SUITE_2026" >/dev/null
 BIN=$(cd "$NODE_PREFIX/node_modules/.bin" && pwd)
+BIN_2026=$(cd "$NODE_PREFIX/2026/node_modules/.bin" && pwd)
 "$BIN/node" --version
 
 work=$(mktemp -d)
@@ -39,6 +45,13 @@ done
 # takes it there as in the Authorization header.
 # Its "Total: N passed, M failed" counts the expected failures too: renamed, so that no reader
 # of this run's output takes it for a test runner's closing line.
+echo "== the suite's scenarios for the 2025 revisions ($SUITE)"
 PATH="$BIN:$PATH" conformance server --url "$url?token=$token" \
   --expected-failures mcp-tests/conformance-baseline.yml -o "$work/results" |
   sed 's/^Total: /conformance scenarios (expected failures included): /'
+echo "== the scenarios the 2026-07-28 revision requires ($SUITE_2026)"
+# Its node is Node 22's (first on PATH); its baseline says why each expected failure fails.
+PATH="$BIN:$PATH" "$BIN_2026/conformance" server --url "$url?token=$token" \
+  --requirements 2026-07-28 --expected-failures mcp-tests/conformance-2026-baseline.yml \
+  -o "$work/results-2026" |
+  sed 's/^Total: /conformance checks (expected failures included): /'

@@ -165,3 +165,15 @@ async def test_the_2026_era_needs_the_token_as_the_2025_one_does(
     assert response.code == 403
     assert json.loads(response.body)["message"] == NO_TOKEN
     assert not (jp_root_dir / "ran").exists()
+
+
+async def test_a_resource_that_does_not_exist_is_invalid_params_in_2026(jp_fetch):
+    # SEP-2164: -32602 from 2026-07-28 on; the 2025 revisions keep -32002
+    # (test_mcp_resources.py).
+    for uri in ("notebook:///missing.ipynb", "artifact://0123456789abcdef", "test://other"):
+        request = modern("resources/read", {"uri": uri})
+        status, _, response = await post(jp_fetch, request, headers=routing("resources/read", uri))
+
+        assert status == 400, response  # an error of the request's params, as the SDK answers
+        assert response["error"]["code"] == -32602, response
+        assert response["error"]["data"] == {"uri": uri}

@@ -499,7 +499,8 @@ class McpServer:
             body = await self._notebook(uri, path, context)
             return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": body["text"]}]}
         if not uri.startswith("artifact://"):
-            raise ProtocolError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", data={"uri": uri})
+            message = f"Resource not found: {uri}"
+            raise ProtocolError(_not_found(context), message, data={"uri": uri})
         try:
             body = await self.services.artifacts.call({"id": uri}, context.caller)
             # An image artifact is read as what it is (up to a size), not as its description.
@@ -507,7 +508,7 @@ class McpServer:
             if str(body["details"].get("mimeType", "")).startswith("image/"):
                 image = await self.services.artifacts.read_image(uri, context.caller)
         except NotFoundError as e:
-            raise ProtocolError(RESOURCE_NOT_FOUND, e.message, data={"uri": uri}) from None
+            raise ProtocolError(_not_found(context), e.message, data={"uri": uri}) from None
         except RefusedError as e:
             raise ProtocolError(INVALID_REQUEST, e.message, data={"uri": uri}) from None
         except XcshError as e:
@@ -524,7 +525,7 @@ class McpServer:
             body = {"action": "read", "notebook_path": path}
             return await self.services.notebook.call(body, context.caller)
         except NotFoundError as e:
-            raise ProtocolError(RESOURCE_NOT_FOUND, e.message, data={"uri": uri}) from None
+            raise ProtocolError(_not_found(context), e.message, data={"uri": uri}) from None
         except RefusedError as e:
             raise ProtocolError(INVALID_REQUEST, e.message, data={"uri": uri}) from None
         except XcshError as e:
@@ -558,7 +559,7 @@ class McpServer:
         path = notebook_path(uri)
         if path is None:
             raise ProtocolError(
-                RESOURCE_NOT_FOUND,
+                _not_found(context),
                 f"Resource not found: {uri} (only notebook:/// resources can be subscribed to)",
                 data={"uri": uri},
             )
@@ -611,3 +612,11 @@ def _input_rounds(params: Mapping[str, Any], context: RequestContext) -> InputRo
     responses = params.get("inputResponses")
     response = responses.get(ROUND_KEY) if isinstance(responses, dict) else None
     return InputRounds(state.removeprefix(REQUEST_STATE), response)
+
+
+def _not_found(context: RequestContext) -> int:
+    """The error code of a resource that does not exist, as each revision specifies.
+
+    -32602 (invalid params) from 2026-07-28 on (SEP-2164), -32002 in the 2025 revisions.
+    """
+    return INVALID_PARAMS if context.modern else RESOURCE_NOT_FOUND
