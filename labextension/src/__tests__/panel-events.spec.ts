@@ -45,7 +45,9 @@ describe('parseEmission', () => {
         __timestamp__: '2024-05-01T10:00:00.000Z',
         sourceHash: '0123456789abcdef',
         revision: 'fedcba9876543210',
-        previousCell
+        previousCell,
+        agent: 'claude-code',
+        traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
       })
     );
     expect(event).toEqual({
@@ -68,7 +70,9 @@ describe('parseEmission', () => {
       previousCell,
       previousCellArtifactId: null,
       restored: false,
-      changes: null
+      changes: null,
+      agent: 'claude-code',
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
     });
   });
 

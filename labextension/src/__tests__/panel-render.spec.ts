@@ -128,6 +128,16 @@ describe('renderNotebookCall', () => {
     );
   });
 
+  it('names the agent that made the call first, where it named itself', () => {
+    expect(notebookStatusLine(call({ agent: 'claude-code' }))).toBe(
+      'claude-code · Notebook · edit · dir/a.ipynb · cell 3 · markdown'
+    );
+    // Its terminal escapes never reach the panel.
+    expect(notebookStatusLine(call({ agent: '\u001b[31mred\u001b[0m' }))).toBe(
+      'red · Notebook · edit · dir/a.ipynb · cell 3 · markdown'
+    );
+  });
+
   describe('a batch', () => {
     const changes = [
       {
@@ -374,6 +384,24 @@ describe('renderPythonCall', () => {
   function call(...emissions: Record<string, unknown>[]): IPythonCall {
     return modelWith(...emissions).calls[0] as IPythonCall;
   }
+
+  it('names the agent that made the call before what it ran', () => {
+    const { ctx } = fakeContext();
+    const named = call(
+      py({
+        event: 'started',
+        agent: 'codex',
+        cells: [{ index: 0, title: '', code: '1' }]
+      })
+    );
+    expect(
+      text(renderPythonCall(named, ctx).querySelector('.jp-xcsh-CallTitle'))
+    ).toBe('codex · Python · agent · 1 cell');
+    const unnamed = call(startedEmission([{ code: '1' }]));
+    expect(
+      text(renderPythonCall(unnamed, ctx).querySelector('.jp-xcsh-CallTitle'))
+    ).toBe('Python · agent · 1 cell');
+  });
 
   it('shows each cell as [k/n] title with its status', () => {
     const { ctx } = fakeContext();

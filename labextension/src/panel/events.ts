@@ -190,6 +190,8 @@ interface IPythonEventBase {
 export interface IPythonStartedEvent extends IPythonEventBase {
   event: EventName<'started'>;
   cells: IPythonCellSpec[];
+  /** The agent that made the call, as it names itself; null when unnamed. */
+  agent: string | null;
 }
 
 /**
@@ -325,7 +327,9 @@ function parseNotebookEvent(
     previousCell: cellJson(raw.previousCell),
     previousCellArtifactId: name(raw.previousCellArtifactId),
     restored: raw.restored === true,
-    changes: action === 'batch' ? batchChanges(raw.changes) : null
+    changes: action === 'batch' ? batchChanges(raw.changes) : null,
+    agent: nullable(text(raw.agent, Limits.TEXT_CHARS), terminalText),
+    traceparent: name(raw.traceparent)
   };
 }
 
@@ -391,7 +395,12 @@ function parsePythonEvent(raw: Record<string, unknown>): PythonEvent | null {
   };
   switch (raw.event) {
     case 'started':
-      return { ...base, event: 'started', cells: cellSpecs(raw.cells) };
+      return {
+        ...base,
+        event: 'started',
+        cells: cellSpecs(raw.cells),
+        agent: nullable(text(raw.agent, Limits.TEXT_CHARS), terminalText)
+      };
     case 'cell': {
       const cellIndex = index(raw.cellIndex, Limits.MAX_CELLS - 1);
       const status = cellStatus(raw.status);

@@ -89,6 +89,8 @@ export interface IPythonCall {
   status: PythonCallStatus;
   /** Whether the started event was seen (else cells are placeholders). */
   started: boolean;
+  /** The agent that made the call (from its started event); null when unnamed. */
+  agent: string | null;
   cells: IPythonCellState[];
   /** Displays not attached to a cell. */
   displays: PythonDisplay[];
@@ -467,6 +469,7 @@ function newPythonCall(id: string, time: number): IPythonCall {
     path: null,
     status: 'running',
     started: false,
+    agent: null,
     cells: [],
     displays: [],
     result: null,
@@ -523,6 +526,7 @@ function applyPythonEvent(call: IPythonCall, event: PythonEvent): boolean {
         return false;
       }
       call.started = true;
+      call.agent = event.agent;
       // Cells are numbered by position; events that arrived before (out of
       // order) keep their cells' state.
       const known = call.cells;

@@ -28,7 +28,13 @@ export function notebookStatusLine(
   trans: TranslationBundle = UNTRANSLATED
 ): string {
   const e = call.event;
-  const parts = [trans.__('Notebook'), e.action, e.path];
+  // The agent that made the call first, where it named itself.
+  const parts = [
+    ...(e.agent ? [e.agent] : []),
+    trans.__('Notebook'),
+    e.action,
+    e.path
+  ];
   if (e.changes !== null && e.changes.length > 0) {
     const k = e.changes.length;
     parts.push(trans._n('%1 change', '%1 changes', k));

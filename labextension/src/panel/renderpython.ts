@@ -62,6 +62,7 @@ export function renderPythonCall(
   const total = call.started ? String(n) : '?';
   const statusLabel = callStatusLabel(call.status, trans);
   const summary = [
+    call.agent,
     call.path !== null ? trans.__('Run') : trans.__('Python'),
     call.path ?? call.session,
     n > 0 ? trans._n('%1 cell', '%1 cells', n) : null
