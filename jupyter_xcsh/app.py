@@ -32,6 +32,7 @@ from .handlers import artifacts as artifacts_handlers
 from .handlers import files as files_handlers
 from .handlers import kernel as kernel_handlers
 from .handlers import mcp as mcp_handlers
+from .handlers import mcpconfig as mcpconfig_handlers
 from .handlers import notebook as notebook_handlers
 from .handlers import python as python_handlers
 from .handlers import run as run_handlers
@@ -71,6 +72,7 @@ ROUTE_MODULES = (
     python_handlers,
     sessions_handlers,
     mcp_handlers,
+    mcpconfig_handlers,
     runs_handlers,
     run_handlers,
     files_handlers,

@@ -95,6 +95,8 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
       model,
       translator,
       actions: commandActions(app.commands),
+      connectAgent: () =>
+        void app.commands.execute('jupyter-xcsh:connect-agent'),
       highlighter: languages
         ? (code, language, element) =>
             languages.highlight(code, languages.findBest(language), element)
