@@ -22,6 +22,11 @@ from playwright.sync_api import expect
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS_IMAGES = REPO / "docs" / "images"
+#: The lab's log, as conftest.py writes it: every request answered 4xx is a warning there.
+LAB_LOG = (
+    Path(os.environ.get("XCSH_UI_SCREENSHOTS") or REPO / "test-artifacts" / "ui-tests").resolve()
+    / "lab.log"
+)
 
 SOURCES = ["# setup\nx = 21", "y = x * 2\nprint(y)", "z = y + 1", "w = z"]
 
@@ -305,3 +310,34 @@ def test_a_revert_from_the_activity_panel_is_an_undo_that_lasts(lab, lab_page):
     # Once the history is back in the panel, nothing of it is back in review.
     expect(lab_page.open_activity().locator(".jp-xcsh-Call")).to_have_count(2)
     expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
+
+
+def test_undo_without_a_room_is_the_persons_at_once(lab, lab_page):
+    """Undo in a notebook no room holds goes straight to the guarded revert (no failed request
+    to the room's undo first), and the activity panel lists it as the person's undo, the agent's
+    call as reverted: never as an agent's call (issue 41)."""
+    log = LAB_LOG
+    logged = log.stat().st_size if log.exists() else 0
+    cells = open_review(lab, lab_page, "review-own.ipynb")
+    result = lab.notebook(
+        action="edit", notebook_path="review-own.ipynb", cell_id="cell-2", content="z = 'agent'"
+    )
+    review = review_of(cells.nth(2))
+    expect(review).to_contain_text("Edited by an agent")
+    review.locator(".jp-xcsh-Review-undo").click()
+    assert_source_becomes(lab_page, 2, "z = y + 1")
+    expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
+
+    panel = lab_page.open_activity()
+    agent_call = panel.locator(f'.jp-xcsh-Call[data-call-id="{result["callId"]}"]')
+    expect(agent_call.locator(".jp-xcsh-Reverted")).to_have_text("Reverted")
+    calls = panel.locator(".jp-xcsh-Call")
+    expect(calls).to_have_count(2)
+    undo = panel.locator(".jp-xcsh-Call:has(.jp-xcsh-RevertOf)")
+    expect(undo.locator(".jp-xcsh-CallTitle")).to_contain_text("You · undo · review-own.ipynb")
+    expect(panel.locator(".jp-xcsh-CallTitle", has_text="Notebook · edit")).to_have_count(1)
+
+    console = "\n".join(lab_page.console)
+    assert "notebook/undo" not in console and "404" not in console, console
+    new_log = log.read_text(errors="replace")[logged:] if log.exists() else ""
+    assert "notebook/undo" not in new_log, new_log

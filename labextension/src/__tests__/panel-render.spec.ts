@@ -350,13 +350,15 @@ describe('renderNotebookCall', () => {
     expect(refusedElement.querySelector('.jp-xcsh-Revert')).not.toBeNull();
   });
 
-  it('says a call was a revert made from the panel', () => {
+  it("says a revert made from the lab is the person's undo, not an agent call", () => {
     const { ctx } = fakeContext();
     const revert = call();
     revert.revertOf = 'n0';
     expect(
       text(renderNotebookCall(revert, ctx).querySelector('.jp-xcsh-RevertOf'))
-    ).toBe('Revert from the panel');
+    ).toBe('Your undo of an agent call');
+    expect(notebookStatusLine(revert)).toMatch(/^You · undo · /);
+    expect(notebookStatusLine(revert)).not.toContain('Notebook');
   });
 
   it('renders sources as text, never as markup', () => {

@@ -28,7 +28,11 @@ export function notebookStatusLine(
   trans: TranslationBundle = UNTRANSLATED
 ): string {
   const e = call.event;
-  const parts = [trans.__('Notebook'), e.action, e.path];
+  // The person's own undo (a revert made from the lab) is never shown as an agent's call.
+  const parts =
+    call.revertOf !== null
+      ? [trans.__('You'), trans.__('undo'), e.path]
+      : [trans.__('Notebook'), e.action, e.path];
   if (e.changes !== null && e.changes.length > 0) {
     const k = e.changes.length;
     parts.push(trans._n('%1 change', '%1 changes', k));
@@ -111,7 +115,7 @@ export function renderNotebookCall(
         ? h(
             'span',
             { class: 'jp-xcsh-RevertOf' },
-            trans.__('Revert from the panel')
+            trans.__('Your undo of an agent call')
           )
         : null,
       revertControl(call, ctx)
