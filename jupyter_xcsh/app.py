@@ -48,7 +48,12 @@ from .notebook.reader import ReadLimits
 from .notebook.regex_workers import RegexWorkers
 from .notebook.saves import SaveGuard, TemporaryFiles, probe_save_guard
 from .notebook.store import NotebookStore
-from .outputs.artifacts import ArtifactStore, ContentsArtifactStore
+from .outputs.artifacts import (
+    DEFAULT_FOLDER,
+    LEGACY_FOLDER,
+    ArtifactStore,
+    ContentsArtifactStore,
+)
 from .services import XcshServices
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
@@ -253,7 +258,18 @@ class XcshApp(ExtensionApp):
             settings.artifacts_max_age,
         )
         if getattr(cm, "_get_os_path", None) is not None:
-            return ArtifactStore(server.root_dir, folder, max_bytes, max_age, prune_interval=5.0)
+            local = ArtifactStore(server.root_dir, folder, max_bytes, max_age, prune_interval=5.0)
+            if local.folder == DEFAULT_FOLDER:
+                # The earlier default folder's artifacts keep their ids in the new one.
+                moved = local.adopt(LEGACY_FOLDER)
+                if moved:
+                    server.log.info(
+                        "jupyter_xcsh: %d artifacts moved from %s/ to %s/",
+                        moved,
+                        LEGACY_FOLDER,
+                        local.folder,
+                    )
+            return local
         loop = getattr(getattr(server, "io_loop", None), "asyncio_loop", None)
         store = ContentsArtifactStore(
             cm,

@@ -463,7 +463,7 @@ describe('renderPythonCall', () => {
 
   it('renders images as thumbnails that open the whole image', () => {
     const { ctx, actions } = fakeContext();
-    const path = 'xcsh-artifacts/20260101T000000-0123456789ab.python.png';
+    const path = '.xcsh-artifacts/20260101T000000-0123456789ab.python.png';
     const c = call(
       startedEmission([{ code: 'x' }]),
       py({
@@ -602,7 +602,7 @@ describe('renderPythonCall', () => {
           totalLines: 1,
           totalBytes: 200001,
           artifactId: 'abc',
-          artifactPath: 'xcsh-artifacts/abc.python.log',
+          artifactPath: '.xcsh-artifacts/abc.python.log',
           durationMs: 1500,
           cells: [{ index: 0, status: 'complete', durationMs: 1400 }]
         }
@@ -614,7 +614,7 @@ describe('renderPythonCall', () => {
     expect(text(warning)).toContain('1 line, 195.3 KiB');
     warning.querySelector<HTMLButtonElement>('.jp-xcsh-OpenArtifact')!.click();
     expect(actions.openArtifact).toHaveBeenCalledWith(
-      'xcsh-artifacts/abc.python.log'
+      '.xcsh-artifacts/abc.python.log'
     );
     expect(
       text(element.querySelector('.jp-xcsh-CallHeader .jp-xcsh-Duration'))
