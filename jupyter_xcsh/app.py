@@ -32,6 +32,7 @@ from .handlers import artifacts as artifacts_handlers
 from .handlers import files as files_handlers
 from .handlers import kernel as kernel_handlers
 from .handlers import mcp as mcp_handlers
+from .handlers import mcpconfig as mcpconfig_handlers
 from .handlers import notebook as notebook_handlers
 from .handlers import python as python_handlers
 from .handlers import run as run_handlers
@@ -47,7 +48,12 @@ from .notebook.reader import ReadLimits
 from .notebook.regex_workers import RegexWorkers
 from .notebook.saves import SaveGuard, TemporaryFiles, probe_save_guard
 from .notebook.store import NotebookStore
-from .outputs.artifacts import ArtifactStore, ContentsArtifactStore
+from .outputs.artifacts import (
+    DEFAULT_FOLDER,
+    LEGACY_FOLDER,
+    ArtifactStore,
+    ContentsArtifactStore,
+)
 from .services import XcshServices
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
@@ -71,6 +77,7 @@ ROUTE_MODULES = (
     python_handlers,
     sessions_handlers,
     mcp_handlers,
+    mcpconfig_handlers,
     runs_handlers,
     run_handlers,
     files_handlers,
@@ -251,7 +258,18 @@ class XcshApp(ExtensionApp):
             settings.artifacts_max_age,
         )
         if getattr(cm, "_get_os_path", None) is not None:
-            return ArtifactStore(server.root_dir, folder, max_bytes, max_age, prune_interval=5.0)
+            local = ArtifactStore(server.root_dir, folder, max_bytes, max_age, prune_interval=5.0)
+            if local.folder == DEFAULT_FOLDER:
+                # The earlier default folder's artifacts keep their ids in the new one.
+                moved = local.adopt(LEGACY_FOLDER)
+                if moved:
+                    server.log.info(
+                        "jupyter_xcsh: %d artifacts moved from %s/ to %s/",
+                        moved,
+                        LEGACY_FOLDER,
+                        local.folder,
+                    )
+            return local
         loop = getattr(getattr(server, "io_loop", None), "asyncio_loop", None)
         store = ContentsArtifactStore(
             cm,

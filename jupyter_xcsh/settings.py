@@ -101,12 +101,15 @@ class XcshSettings(Configurable):
     )
 
     artifacts_dir = Unicode(
-        "xcsh-artifacts",
+        ".xcsh-artifacts",
         config=True,
         help=(
             "Folder, relative to the server's contents root, holding artifact files "
-            "(default 'xcsh-artifacts'). A visible name, so a person can open artifacts "
-            "from the JupyterLab file browser under the default hidden-file policy."
+            "(default '.xcsh-artifacts'). Hidden by default, out of the person's file browser; "
+            "the lab opens artifacts through the artifacts endpoint, agents read them with the "
+            "artifact tool. Artifacts of the earlier default folder 'xcsh-artifacts' are moved "
+            "into the default folder at start-up (local contents root). A visible name "
+            "('xcsh-artifacts') lists them in the file browser again."
         ),
     )
 

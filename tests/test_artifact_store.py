@@ -39,9 +39,9 @@ def test_an_artifact_is_a_file_named_id_tool_log_in_a_visible_folder_of_the_root
     with store.create("python") as writer:
         writer.write(b"hello\n")
     assert ARTIFACT_ID_PATTERN.match(writer.id)
-    assert writer.api_path == f"xcsh-artifacts/{writer.id}.python.log"
-    assert writer.os_path == str(tmp_path / "xcsh-artifacts" / f"{writer.id}.python.log")
-    assert (tmp_path / "xcsh-artifacts" / f"{writer.id}.python.log").read_bytes() == b"hello\n"
+    assert writer.api_path == f".xcsh-artifacts/{writer.id}.python.log"
+    assert writer.os_path == str(tmp_path / ".xcsh-artifacts" / f"{writer.id}.python.log")
+    assert (tmp_path / ".xcsh-artifacts" / f"{writer.id}.python.log").read_bytes() == b"hello\n"
 
 
 def test_ids_start_with_the_utc_time_and_end_with_12_random_hex_digits(store):

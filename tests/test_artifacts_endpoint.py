@@ -245,7 +245,7 @@ class TestAllowingOnlyReads:
 
 
 def test_the_store_lives_in_the_configured_folder_of_the_contents_root(store, jp_root_dir):
-    assert store.os_folder == str(jp_root_dir / "xcsh-artifacts")
+    assert store.os_folder == str(jp_root_dir / ".xcsh-artifacts")
 
 
 async def test_old_artifacts_are_pruned_once_the_server_runs(jp_serverapp, store):

@@ -76,7 +76,7 @@ def test_every_captured_image_is_saved_whole_as_an_artifact_of_its_type(store):
 
     assert image is not None and svg is not None
     assert (image.width, image.height, image.size) == (20, 10, len(data))
-    assert image.artifact_path == f"xcsh-artifacts/{image.artifact_id}.python.png"
+    assert image.artifact_path == f".xcsh-artifacts/{image.artifact_id}.python.png"
     with store.open(image.artifact_id) as file:
         assert file.read() == data
     assert svg.artifact_path.endswith(".python.svg")

@@ -90,7 +90,7 @@ async def test_a_pandas_key_error_is_folded_and_its_full_traceback_kept(jp_fetch
     assert "Could not get source" not in text and "-" * 20 not in text
     assert text.endswith("KeyError: 'missing_column'\n\nCommand exited with code 1")
     assert len(text) < 2000  # 2,538 characters unfolded
-    saved = jp_root_dir / "xcsh-artifacts" / f"{error['artifactId']}.python.log"
+    saved = jp_root_dir / ".xcsh-artifacts" / f"{error['artifactId']}.python.log"
     assert saved.read_text() == "\n".join(error["traceback"]) + "\n"
     assert "Could not get source" in saved.read_text()  # the full text, every frame
     assert error["ename"] == "KeyError" and no_escapes(result)

@@ -361,7 +361,7 @@ def test_the_result_names_the_artifact_by_id_and_contents_path(store):
     result = sink.dump()
     writer = opener.writers[0]
     assert result.artifact_id == writer.id
-    assert result.artifact_path == f"xcsh-artifacts/{writer.id}.python.log"
+    assert result.artifact_path == f".xcsh-artifacts/{writer.id}.python.log"
 
 
 def test_dump_closes_the_artifact(store):

@@ -194,7 +194,7 @@ async def test_kernel_environment_has_cwd_env_and_sys_path(jp_fetch, jp_root_dir
     pkg = os.path.realpath(jp_root_dir / "pkg")
     assert os.path.realpath(seen["cwd"]) == pkg
     assert os.path.realpath(seen["path0"]) == pkg
-    assert os.path.realpath(seen["artifacts"]) == os.path.realpath(jp_root_dir / "xcsh-artifacts")
+    assert os.path.realpath(seen["artifacts"]) == os.path.realpath(jp_root_dir / ".xcsh-artifacts")
     assert seen["state"]
     assert seen["value"] == 7
     assert seen["helpers"] == [True, True]

@@ -230,5 +230,5 @@ async def test_streamed_displays_carry_the_image_and_its_artifact(jp_fetch):
         "height": 4,
         "bytes": image["bytes"],
         "artifactId": image["artifactId"],
-        "artifactPath": f"xcsh-artifacts/{image['artifactId']}.python.png",
+        "artifactPath": f".xcsh-artifacts/{image['artifactId']}.python.png",
     }

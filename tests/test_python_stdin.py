@@ -310,7 +310,7 @@ async def test_a_password_answer_appears_in_no_text_event_or_artifact(
         assert each["cells"][0]["output"].endswith(f"password? \nlength {len(SECRET)}\n")
     await eventually(lambda: _has_finished(python_events, 2))
     seen = [json.dumps(lines), json.dumps(result), json.dumps(given), json.dumps(python_events)]
-    for path in (jp_root_dir / "xcsh-artifacts").iterdir():
+    for path in (jp_root_dir / ".xcsh-artifacts").iterdir():
         seen.append(path.read_bytes().decode("utf-8", "replace"))
     assert not any(SECRET in text for text in seen)
     assert any(f"length {len(SECRET)}" in text for text in seen[3:])  # artifacts were read

@@ -99,7 +99,7 @@ def test_transient_is_dropped_and_execute_results_keep_their_count():
 
 def test_stored_stream_text_keeps_its_tail_and_links_the_artifact():
     cell = build(*(stream(f"line {i:06d}\n") for i in range(10000)), max_bytes=1000)
-    cell.artifact = ArtifactLink("20250101T000000-0123456789ab", "xcsh-artifacts/x.run.log")
+    cell.artifact = ArtifactLink("20250101T000000-0123456789ab", ".xcsh-artifacts/x.run.log")
     cell.notebook_dir = "sub"
     outputs = cell.to_json()
 
@@ -109,7 +109,7 @@ def test_stored_stream_text_keeps_its_tail_and_links_the_artifact():
     assert text.endswith("line 009999\n")
     notice = outputs[0]["data"]
     assert "artifact://20250101T000000-0123456789ab" in notice["text/plain"]
-    assert 'href="../xcsh-artifacts/x.run.log"' in notice["text/html"]
+    assert 'href="../.xcsh-artifacts/x.run.log"' in notice["text/html"]
     nb = new_notebook(cells=[new_code_cell("print()", outputs=outputs)])
     nbformat.validate(nbformat.from_dict(json.loads(json.dumps(nb))))
 

@@ -164,7 +164,7 @@ async def test_the_notebook_tool_reads_changes_and_finds_in_a_notebook_in_s3(
     # The lab's revert of the edit reads the cell as it was, kept in the bucket.
     (event,) = [e for e in events if e["callId"] == edited["callId"]]
     assert store.close(60)
-    key = f"xcsh-artifacts/{event['previousCellArtifactId']}.notebook.log"
+    key = f".xcsh-artifacts/{event['previousCellArtifactId']}.notebook.log"
     previous = json.loads(s3_object(key))
     assert "".join(previous["source"]) == "x = 1\nprint(x)"
     assert "".join(previous["outputs"][0]["text"]) == "o" * 100_000
@@ -199,7 +199,7 @@ async def test_a_run_in_place_writes_its_outputs_back_to_s3(
     assert tail["text"].endswith(f"029999 {'y' * 20}\n")
     # The whole output, in the bucket.
     assert store.close(60)
-    assert big["artifactPath"] == f"xcsh-artifacts/{big['artifactId']}.run.log"
+    assert big["artifactPath"] == f".xcsh-artifacts/{big['artifactId']}.run.log"
     whole = s3_object(big["artifactPath"]).decode()
     assert whole.count("\n") == 30000 and whole.startswith(f"000000 {'y' * 20}\n")
 
@@ -250,8 +250,8 @@ async def test_python_artifacts_are_saved_in_s3_and_read_back(
     whole = (await jp_fetch("api", "xcsh", "artifacts", text_id)).body
     assert whole.decode().splitlines()[:2] == ["''", "line 0"]  # no local folder for kernels
     assert store.close(60)
-    assert s3_object(f"xcsh-artifacts/{text_id}.python.log") == whole
-    png = s3_object(f"xcsh-artifacts/{image['artifactId']}.python.png")
+    assert s3_object(f".xcsh-artifacts/{text_id}.python.log") == whole
+    png = s3_object(f".xcsh-artifacts/{image['artifactId']}.python.png")
     assert base64.b64decode(image["data"]) == png
 
     # From the bucket now: the endpoint (whole, lines, bytes) and the artifact tool.
@@ -273,7 +273,7 @@ async def test_python_artifacts_are_saved_in_s3_and_read_back(
     store.max_bytes = 1
     removed = await asyncio.to_thread(store.prune)
     assert sorted(removed) == sorted([text_id, image["artifactId"]])
-    assert [k for k in bucket_keys(s3_endpoint, bucket) if k.startswith("xcsh-artifacts/2")] == []
+    assert [k for k in bucket_keys(s3_endpoint, bucket) if k.startswith(".xcsh-artifacts/2")] == []
     with pytest.raises(HTTPClientError) as gone:
         await jp_fetch("api", "xcsh", "artifacts", text_id)
     assert gone.value.code == 404
@@ -306,7 +306,7 @@ class TestTheUploadBound:
         assert store.close(60)
         peak = _status_kib("VmHWM")
         assert result["totalBytes"] == 64 * MiB
-        kept = s3_object(f"xcsh-artifacts/{result['artifactId']}.python.log").decode()
+        kept = s3_object(f".xcsh-artifacts/{result['artifactId']}.python.log").decode()
         head, notice = kept.rsplit("\n[", 1)
         assert len(head.encode()) == MiB and head.startswith(f"{0:09d}")
         assert notice.startswith("Artifact cut at 1.0MB of 64.0MB:")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -92,10 +93,43 @@ def test_truncation_link_opens_the_artifact(lab, lab_page):
     page = lab_page.page
     current = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current")
     expect(current).to_contain_text(name)
-    expect(page.locator("#jp-main-dock-panel .jp-FileEditor .cm-content").first).to_contain_text(
-        "xxxxxxxxxxxxxxxx"
-    )
+    # Read through the artifacts endpoint: the folder is hidden, the contents API does not
+    # serve it (issue 41).
+    assert artifact.startswith(".xcsh-artifacts/")
+    view = page.locator("#jp-main-dock-panel .jp-xcsh-ArtifactText").first
+    expect(view).to_contain_text("xxxxxxxxxxxxxxxx")
     lab_page.screenshot("artifact")
+
+    # Nowhere in the person's file browser's root.
+    page.evaluate("() => window.jupyterapp.commands.execute('filebrowser:refresh')")
+    listing = page.locator(".jp-FileBrowser .jp-DirListing-content")
+    expect(listing).to_be_visible()
+    expect(listing.locator(".jp-DirListing-itemText", has_text="artifacts")).to_have_count(0)
+
+    # A link to it in a notebook (as a run's truncation notice links it) opens the same view.
+    notebook = {
+        "cells": [
+            {
+                "cell_type": "markdown",
+                "id": "link",
+                "metadata": {},
+                "source": f"[the full output]({artifact})",
+            }
+        ],
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (lab.root / "artifact-link.ipynb").write_text(json.dumps(notebook))
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('docmanager:open', {path: 'artifact-link.ipynb'})"
+    )
+    link = page.locator(".jp-NotebookPanel .jp-RenderedMarkdown a", has_text="the full output")
+    link.click()
+    expect(current).to_contain_text(name)
+    expect(view).to_contain_text("xxxxxxxxxxxxxxxx")
 
 
 def test_interrupt_button_cancels_a_running_call(lab, lab_page):

@@ -22,6 +22,11 @@ from playwright.sync_api import expect
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS_IMAGES = REPO / "docs" / "images"
+#: The lab's log, as conftest.py writes it: every request answered 4xx is a warning there.
+LAB_LOG = (
+    Path(os.environ.get("XCSH_UI_SCREENSHOTS") or REPO / "test-artifacts" / "ui-tests").resolve()
+    / "lab.log"
+)
 
 SOURCES = ["# setup\nx = 21", "y = x * 2\nprint(y)", "z = y + 1", "w = z"]
 
@@ -82,7 +87,7 @@ def test_an_edit_shows_a_line_diff_and_can_be_kept(lab, lab_page):
     expect(diff.locator(".jp-xcsh-Diff-line.jp-mod-removed")).to_have_text(["1\u2212y = x * 2"])
     expect(diff.locator(".jp-xcsh-Diff-line.jp-mod-added")).to_have_count(2)
     expect(diff.locator(".jp-xcsh-Diff-line.jp-mod-same")).to_contain_text(["print(y)"])
-    expect(bar(lab_page)).to_contain_text("1 agent change to review")
+    expect(bar(lab_page)).to_contain_text("1 cell with agent changes to review")
     doc_screenshot(lab_page, "edit-unified")
 
     review.locator(".jp-xcsh-Review-layout").click()
@@ -116,14 +121,14 @@ def test_insert_delete_and_move_are_shown(lab, lab_page):
 
     lab.notebook(action="move", notebook_path="review-kinds.ipynb", cell_id="cell-3", to_index=0)
     expect(review_of(cells.nth(0))).to_contain_text("Agent moved from position 4")
-    expect(bar(lab_page)).to_contain_text("3 agent changes to review")
+    expect(bar(lab_page)).to_contain_text("3 cells with agent changes to review")
     doc_screenshot(lab_page, "kinds")
 
     # Undo of the delete: the cell comes back, and its ghost goes.
     ghost.locator(".jp-xcsh-Review-undo").click()
     expect(page.locator(".jp-xcsh-ReviewGhost")).to_have_count(0)
     expect(cells).to_have_count(5)
-    expect(bar(lab_page)).to_contain_text("2 agent changes to review")
+    expect(bar(lab_page)).to_contain_text("2 cells with agent changes to review")
 
 
 def test_undo_after_the_person_typed_is_refused(lab, lab_page):
@@ -157,7 +162,7 @@ def test_keep_all_and_undo_all_of_a_batch(lab, lab_page):
     ]
     lab.notebook(notebook_path="review-batch.ipynb", changes=changes)
     expect(cells).to_have_count(5)
-    expect(bar(lab_page)).to_contain_text("3 agent changes to review")
+    expect(bar(lab_page)).to_contain_text("3 cells with agent changes to review")
     expect(review_of(cells.nth(0)).locator(".jp-xcsh-Review-undoCall")).to_have_text(
         "Undo call (3)"
     )
@@ -170,7 +175,7 @@ def test_keep_all_and_undo_all_of_a_batch(lab, lab_page):
         assert_source_becomes(lab_page, index, source)
 
     lab.notebook(notebook_path="review-batch.ipynb", changes=changes)
-    expect(bar(lab_page)).to_contain_text("3 agent changes to review")
+    expect(bar(lab_page)).to_contain_text("3 cells with agent changes to review")
     bar(lab_page).locator(".jp-xcsh-ReviewBar-keepAll").click()
     expect(bar(lab_page)).to_be_hidden()
     expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
@@ -185,9 +190,9 @@ def test_a_reload_brings_back_pending_changes_only(lab, lab_page):
     lab.notebook(
         action="edit", notebook_path="review-reload.ipynb", cell_id="cell-2", content="pending = 2"
     )
-    expect(bar(lab_page)).to_contain_text("2 agent changes to review")
+    expect(bar(lab_page)).to_contain_text("2 cells with agent changes to review")
     review_of(cells.nth(1)).locator(".jp-xcsh-Review-keep").click()
-    expect(bar(lab_page)).to_contain_text("1 agent change to review")
+    expect(bar(lab_page)).to_contain_text("1 cell with agent changes to review")
 
     lab_page.page.reload()
     lab_page.page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60000)
@@ -201,7 +206,7 @@ def test_a_reload_brings_back_pending_changes_only(lab, lab_page):
     # The kept change stays kept: no diff, no mark.
     expect(review_of(cells.nth(1))).to_have_count(0)
     expect(cells.nth(1)).not_to_have_class(re_class("jp-xcsh-mod-agentChanged"))
-    expect(bar(lab_page)).to_contain_text("1 agent change to review")
+    expect(bar(lab_page)).to_contain_text("1 cell with agent changes to review")
     doc_screenshot(lab_page, "after-reload")
 
 
@@ -246,7 +251,7 @@ def test_keyboard_shortcuts_go_to_and_keep_changes(lab, lab_page):
         lab.notebook(
             action="edit", notebook_path="review-keys.ipynb", cell_id=cell_id, content=content
         )
-    expect(bar(lab_page)).to_contain_text("2 agent changes to review")
+    expect(bar(lab_page)).to_contain_text("2 cells with agent changes to review")
     cells.nth(0).locator(".jp-InputPrompt").click()  # command mode, first cell active
     active = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
 
@@ -260,7 +265,7 @@ def test_keyboard_shortcuts_go_to_and_keep_changes(lab, lab_page):
     page.keyboard.press("Control+Alt+y")  # keep the active cell's change
     expect(review_of(cells.nth(1))).to_have_count(0)
     expect(review_of(cells.nth(3))).to_have_count(1)
-    expect(bar(lab_page)).to_contain_text("1 agent change to review")
+    expect(bar(lab_page)).to_contain_text("1 cell with agent changes to review")
 
     page.keyboard.press("Control+Alt+Shift+KeyN")  # undo all
     expect(bar(lab_page)).to_be_hidden()
@@ -305,3 +310,85 @@ def test_a_revert_from_the_activity_panel_is_an_undo_that_lasts(lab, lab_page):
     # Once the history is back in the panel, nothing of it is back in review.
     expect(lab_page.open_activity().locator(".jp-xcsh-Call")).to_have_count(2)
     expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
+
+
+def test_undo_without_a_room_is_the_persons_at_once(lab, lab_page):
+    """Undo in a notebook no room holds goes straight to the guarded revert (no failed request
+    to the room's undo first), and the activity panel lists it as the person's undo, the agent's
+    call as reverted: never as an agent's call (issue 41)."""
+    log = LAB_LOG
+    logged = log.stat().st_size if log.exists() else 0
+    cells = open_review(lab, lab_page, "review-own.ipynb")
+    result = lab.notebook(
+        action="edit", notebook_path="review-own.ipynb", cell_id="cell-2", content="z = 'agent'"
+    )
+    review = review_of(cells.nth(2))
+    expect(review).to_contain_text("Edited by an agent")
+    review.locator(".jp-xcsh-Review-undo").click()
+    assert_source_becomes(lab_page, 2, "z = y + 1")
+    expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
+
+    panel = lab_page.open_activity()
+    agent_call = panel.locator(f'.jp-xcsh-Call[data-call-id="{result["callId"]}"]')
+    expect(agent_call.locator(".jp-xcsh-Reverted")).to_have_text("Reverted")
+    calls = panel.locator(".jp-xcsh-Call")
+    expect(calls).to_have_count(2)
+    undo = panel.locator(".jp-xcsh-Call:has(.jp-xcsh-RevertOf)")
+    expect(undo.locator(".jp-xcsh-CallTitle")).to_contain_text("You · undo · review-own.ipynb")
+    expect(panel.locator(".jp-xcsh-CallTitle", has_text="Notebook · edit")).to_have_count(1)
+
+    console = "\n".join(lab_page.console)
+    assert "notebook/undo" not in console and "404" not in console, console
+    new_log = log.read_text(errors="replace")[logged:] if log.exists() else ""
+    assert "notebook/undo" not in new_log, new_log
+
+
+#: Where each row's right column starts, and whether any row is wider than the diff.
+SIDE_BY_SIDE_GEOMETRY = """diff => {
+  const rows = [...diff.querySelectorAll('.jp-xcsh-Diff-row')];
+  return {
+    rights: rows.map(r => Math.round(r.children[1].getBoundingClientRect().left)),
+    widths: rows.map(r => Math.round(r.children[0].getBoundingClientRect().width)),
+    overflow: rows.some(r => r.scrollWidth > r.clientWidth + 1),
+    diffWidth: Math.round(diff.getBoundingClientRect().width)
+  };
+}"""
+
+
+def test_a_long_line_keeps_the_side_by_side_columns_in_line(lab, lab_page):
+    cells = open_review(lab, lab_page, "review-long.ipynb")
+    long_line = "y = '" + "long " * 120 + "'"
+    lab.notebook(
+        action="edit",
+        notebook_path="review-long.ipynb",
+        cell_id="cell-1",
+        content=f"{long_line}\nprint(y)\nprint('more')",
+    )
+    review = review_of(cells.nth(1))
+    expect(review).to_contain_text("Edited by an agent")
+    review.locator(".jp-xcsh-Review-layout").click()
+    side = review.locator(".jp-xcsh-Diff.jp-mod-sideBySide")
+    expect(side.locator(".jp-xcsh-Diff-row")).to_have_count(3)
+    geometry = side.evaluate(SIDE_BY_SIDE_GEOMETRY)
+    # Every row's right column starts at the same place, each column half the diff, and no
+    # row runs past the diff's edge: the long line wraps in its column.
+    assert len(set(geometry["rights"])) == 1, geometry
+    assert len(set(geometry["widths"])) == 1, geometry
+    assert abs(geometry["widths"][0] * 2 - geometry["diffWidth"]) <= 24, geometry
+    assert geometry["overflow"] is False, geometry
+    lab_page.screenshot("long-line")
+
+
+def test_the_review_bar_counts_cells_not_calls(lab, lab_page):
+    """An insert then an edit of the new cell, and an edit of another: two cells to review,
+    though three calls changed them."""
+    cells = open_review(lab, lab_page, "review-count.ipynb")
+    lab.notebook(action="insert", notebook_path="review-count.ipynb", cell_index=4, content="v = 1")
+    expect(cells).to_have_count(5)
+    lab.notebook(action="edit", notebook_path="review-count.ipynb", cell_index=4, content="v = 2")
+    lab.notebook(
+        action="edit", notebook_path="review-count.ipynb", cell_id="cell-0", content="x = 0"
+    )
+    expect(cells.nth(4)).to_contain_text("v = 2")
+    expect(review_of(cells.nth(0))).to_contain_text("Edited by an agent")
+    expect(bar(lab_page)).to_contain_text("2 cells with agent changes to review")

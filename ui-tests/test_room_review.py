@@ -165,7 +165,7 @@ def test_undo_all_of_a_batch_in_the_room(lab, lab_page):
     )
     expect(cells).to_have_count(3)
     bar = page.locator(".jp-NotebookPanel .jp-xcsh-ReviewBar")
-    expect(bar).to_contain_text("3 agent changes to review")
+    expect(bar).to_contain_text("3 cells with agent changes to review")
     bar.locator(".jp-xcsh-ReviewBar-undoAll").click()
     expect(cells).to_have_count(2)
     page.wait_for_function(f"() => ({CELL_SOURCE})(0) === 'a = 1'", timeout=60000)
@@ -195,7 +195,7 @@ def test_insert_delete_and_move_are_shown_in_the_room(lab, lab_page):
     lab.notebook(action="move", notebook_path=name, cell_id="cell-2", to_index=0)
     expect(cells.nth(0).locator(review)).to_contain_text("Agent moved from position 3")
     bar = page.locator(".jp-NotebookPanel .jp-xcsh-ReviewBar")
-    expect(bar).to_contain_text("3 agent changes to review")
+    expect(bar).to_contain_text("3 cells with agent changes to review")
 
     # Undo of the delete, in the room: the cell comes back where it was.
     ghost.locator(".jp-xcsh-Review-undo").click()
@@ -203,4 +203,4 @@ def test_insert_delete_and_move_are_shown_in_the_room(lab, lab_page):
     expect(cells).to_have_count(4)
     sources = f"() => [0, 1, 2, 3].map(i => ({CELL_SOURCE})(i)).sort().join('|')"
     page.wait_for_function(f"() => ({sources})() === 'a = 1|b = 2|c = 3|new = 1'", timeout=60000)
-    expect(bar).to_contain_text("2 agent changes to review")
+    expect(bar).to_contain_text("2 cells with agent changes to review")

@@ -19,10 +19,22 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["CLIENTS", "HubAccess", "McpEndpoint", "choose_server", "render"]
+__all__ = [
+    "CLIENTS",
+    "HIDDEN_TOKEN",
+    "HubAccess",
+    "McpEndpoint",
+    "choose_server",
+    "configurations",
+    "render",
+]
 
 #: The endpoint's path under the server's URL.
 MCP_PATH = "api/xcsh/mcp"
+
+#: What stands for the token in a configuration shown with the token hidden (the lab's dialog
+#: until the person asks to see it).
+HIDDEN_TOKEN = "<token hidden: choose Show token>"
 
 
 @dataclass(frozen=True)
@@ -242,3 +254,19 @@ def render(endpoint: McpEndpoint, *, client: str | None = None, name: str = "jup
     for title, where, make in CLIENTS.values():
         lines += ["", f"## {title} ({where})", make(endpoint, name)]
     return "\n".join(lines)
+
+
+def configurations(
+    endpoint: McpEndpoint, *, clients: Iterable[str] | None = None, name: str = "jupyter"
+) -> list[dict[str, str]]:
+    """Each client's configuration as ``{client, title, where, text}``, in ``CLIENTS``' order.
+
+    The same renderers as ``jupyter xcsh mcp-config``: the lab's dialog shows what the command
+    prints (``GET /api/xcsh/mcp-config``).
+    """
+    wanted = list(CLIENTS) if clients is None else list(clients)
+    return [
+        {"client": key, "title": title, "where": where, "text": make(endpoint, name)}
+        for key, (title, where, make) in CLIENTS.items()
+        if key in wanted
+    ]

@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "ARTIFACT_ID_PATTERN",
+    "DEFAULT_FOLDER",
+    "LEGACY_FOLDER",
     "MEDIA_TYPES",
     "ArtifactInfo",
     "ArtifactStore",
@@ -56,6 +58,12 @@ __all__ = [
     "iter_byte_range",
     "iter_line_range",
 ]
+
+#: The artifacts folder by default: hidden, so out of the person's file browser.
+DEFAULT_FOLDER = ".xcsh-artifacts"
+
+#: The default folder before issue 41, visible at the root; its artifacts are moved (``adopt``).
+LEGACY_FOLDER = "xcsh-artifacts"
 
 #: What an artifact id looks like; anything else is refused before the file system is touched.
 ARTIFACT_ID_PATTERN = re.compile(r"\A[0-9]{8}T[0-9]{6}-[0-9a-f]{12}\Z")
@@ -225,7 +233,7 @@ class ArtifactStore:
     def __init__(
         self,
         root_dir: str,
-        folder: str = "xcsh-artifacts",
+        folder: str = DEFAULT_FOLDER,
         max_bytes: int = 512 * 1024 * 1024,
         max_age: float = 7 * 24 * 3600,
         prune_interval: float = math.inf,
@@ -325,6 +333,38 @@ class ArtifactStore:
         """Whether the artifact is still being written (and so protected from pruning)."""
         with self._lock:
             return artifact_id in self._writing
+
+    def adopt(self, folder: str) -> int:
+        """Move the artifacts of ``folder`` (of the same root) into this store's folder.
+
+        Only files named as artifacts move, never over one already here; ``folder`` goes when
+        nothing else is left in it. Their ids, and so every ``artifact://`` link, keep working.
+        Returns how many moved; a folder that is missing (or this store's own) moves nothing.
+        """
+        source = os.path.join(self.root_dir, *folder_parts(folder))
+        if os.path.realpath(source) == os.path.realpath(self.os_folder):
+            return 0
+        try:
+            names = os.listdir(source)
+        except (FileNotFoundError, NotADirectoryError):
+            return 0
+        moved = 0
+        for name in names:
+            path = os.path.join(source, name)
+            if not _FILE_PATTERN.match(name) or os.path.islink(path) or not os.path.isfile(path):
+                continue
+            target = os.path.join(self.directory, name)
+            if os.path.lexists(target):
+                continue
+            try:
+                os.rename(path, target)
+            except OSError as e:
+                log.warning("Could not move the artifact %s into %s: %s", name, self.folder, e)
+                continue
+            moved += 1
+        with contextlib.suppress(OSError):
+            os.rmdir(source)  # only when empty: anything the person put there stays
+        return moved
 
     def resolve(self, artifact_id: str) -> str:
         """Return the os path of an artifact.
@@ -514,6 +554,29 @@ def _character_boundary(data: memoryview) -> int:
     return end if end - (start - 1) >= width else start - 1
 
 
+def contents_folder(contents_manager: Any, folder: str) -> str:
+    """The artifacts folder ``contents_manager`` can keep: ``folder``, or ``LEGACY_FOLDER``.
+
+    The hidden default becomes the earlier visible folder on a manager that refuses hidden
+    paths. A manager refuses them when it says the folder is hidden and does not allow hidden files
+    (jupyter_server's own rules, which some managers apply in their methods); one that cannot
+    say (no ``is_hidden``, or an asynchronous one, unknown here) is taken to refuse. s3contents
+    says no folder is hidden: the hidden default is kept, and the lab's file browser leaves it
+    out of its listing as it does any name starting with a dot.
+    """
+    if folder != DEFAULT_FOLDER or getattr(contents_manager, "allow_hidden", False) is True:
+        return folder
+    try:
+        hidden = contents_manager.is_hidden(folder)
+    except Exception:
+        hidden = True
+    if inspect.isawaitable(hidden):
+        if inspect.iscoroutine(hidden):
+            hidden.close()
+        hidden = True
+    return LEGACY_FOLDER if hidden else folder
+
+
 class ContentsArtifactStore(ArtifactStore):
     """Artifacts kept through the server's contents manager: a root that is not a local directory.
 
@@ -543,7 +606,7 @@ class ContentsArtifactStore(ArtifactStore):
     def __init__(
         self,
         contents_manager: Any,
-        folder: str = "xcsh-artifacts",
+        folder: str = DEFAULT_FOLDER,
         max_bytes: int = 512 * 1024 * 1024,
         max_age: float = 7 * 24 * 3600,
         prune_interval: float = math.inf,
@@ -553,6 +616,7 @@ class ContentsArtifactStore(ArtifactStore):
         loop: asyncio.AbstractEventLoop | None = None,
         temporaries: TemporaryFiles | None = None,
     ) -> None:
+        folder = contents_folder(contents_manager, folder)
         super().__init__("", folder, max_bytes, max_age, prune_interval)
         self.root_dir = self.os_folder = ""  # no local folder: every file is the manager's
         self.contents_manager = contents_manager

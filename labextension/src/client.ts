@@ -736,6 +736,46 @@ export async function activityHistory(
 }
 
 /* ---------------------------------------------------------------------------
+ * Agent configurations: GET api/xcsh/mcp-config
+ * ------------------------------------------------------------------------ */
+
+/**
+ * Each agent's MCP configuration for this server.
+ */
+export type IMcpConfig = JsonResponse<'/api/xcsh/mcp-config', 'get', 200>;
+
+/**
+ * One agent's configuration: its title, where it goes, the text.
+ */
+export type IMcpClientConfig = IMcpConfig['clients'][number];
+
+/**
+ * Read each agent's MCP configuration for this server (docs/developers/contract.md §10.4).
+ *
+ * @param showToken - Put the server's token in the texts (else a placeholder stands for it).
+ * @param settings - The server settings.
+ * @returns The endpoint's URL and every agent's configuration.
+ *
+ * @throws {XcshResponseError} 403 when the token may not be shown to this user.
+ */
+export async function mcpConfig(
+  showToken: boolean,
+  settings: ServerConnection.ISettings
+): Promise<IMcpConfig> {
+  const url =
+    xcshUrl(settings, 'mcp-config') + (showToken ? '?show_token=true' : '');
+  const response = await ServerConnection.makeRequest(
+    url,
+    { method: 'GET' },
+    settings
+  );
+  if (!response.ok) {
+    throw await XcshResponseError.create(response);
+  }
+  return (await response.json()) as IMcpConfig;
+}
+
+/* ---------------------------------------------------------------------------
  * The client object
  * ------------------------------------------------------------------------ */
 

@@ -12,6 +12,7 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { ITranslator } from '@jupyterlab/translation';
 
 import { XcshClient } from './client';
+import { connectPlugin } from './connect/plugin';
 import { LiveSync } from './livesync';
 import { marksPlugin } from './marks/plugin';
 import { openNotebooks } from './notebooksync';
@@ -86,5 +87,6 @@ export default [
   marksPlugin,
   activityPlugin,
   reviewPlugin,
-  statusPlugin
+  statusPlugin,
+  connectPlugin
 ];

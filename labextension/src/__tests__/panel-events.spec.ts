@@ -302,7 +302,8 @@ describe('parseEmission', () => {
           width: 4000,
           height: 3000,
           artifactId: '20260101T000000-0123456789ab',
-          artifactPath: 'xcsh-artifacts/20260101T000000-0123456789ab.python.png'
+          artifactPath:
+            '.xcsh-artifacts/20260101T000000-0123456789ab.python.png'
         }
       })
     );
@@ -311,7 +312,7 @@ describe('parseEmission', () => {
         data: null,
         width: 4000,
         height: 3000,
-        artifactPath: 'xcsh-artifacts/20260101T000000-0123456789ab.python.png'
+        artifactPath: '.xcsh-artifacts/20260101T000000-0123456789ab.python.png'
       }
     });
   });
@@ -417,7 +418,7 @@ describe('parseEmission', () => {
           totalLines: 10,
           totalBytes: 200000,
           artifactId: 'abc',
-          artifactPath: 'xcsh-artifacts/abc.python.log',
+          artifactPath: '.xcsh-artifacts/abc.python.log',
           durationMs: 12.5,
           cells: [
             { index: 0, status: 'complete', durationMs: 5, exitCode: 0 },
@@ -433,7 +434,7 @@ describe('parseEmission', () => {
         isError: false,
         cancelled: false,
         truncated: true,
-        artifactPath: 'xcsh-artifacts/abc.python.log',
+        artifactPath: '.xcsh-artifacts/abc.python.log',
         cells: [{ index: 0, status: 'complete', durationMs: 5, exitCode: 0 }]
       }
     });

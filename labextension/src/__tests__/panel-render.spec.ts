@@ -360,13 +360,15 @@ describe('renderNotebookCall', () => {
     expect(refusedElement.querySelector('.jp-xcsh-Revert')).not.toBeNull();
   });
 
-  it('says a call was a revert made from the panel', () => {
+  it("says a revert made from the lab is the person's undo, not an agent call", () => {
     const { ctx } = fakeContext();
     const revert = call();
     revert.revertOf = 'n0';
     expect(
       text(renderNotebookCall(revert, ctx).querySelector('.jp-xcsh-RevertOf'))
-    ).toBe('Revert from the panel');
+    ).toBe('Your undo of an agent call');
+    expect(notebookStatusLine(revert)).toMatch(/^You · undo · /);
+    expect(notebookStatusLine(revert)).not.toContain('Notebook');
   });
 
   it('renders sources as text, never as markup', () => {
@@ -489,7 +491,7 @@ describe('renderPythonCall', () => {
 
   it('renders images as thumbnails that open the whole image', () => {
     const { ctx, actions } = fakeContext();
-    const path = 'xcsh-artifacts/20260101T000000-0123456789ab.python.png';
+    const path = '.xcsh-artifacts/20260101T000000-0123456789ab.python.png';
     const c = call(
       startedEmission([{ code: 'x' }]),
       py({
@@ -628,7 +630,7 @@ describe('renderPythonCall', () => {
           totalLines: 1,
           totalBytes: 200001,
           artifactId: 'abc',
-          artifactPath: 'xcsh-artifacts/abc.python.log',
+          artifactPath: '.xcsh-artifacts/abc.python.log',
           durationMs: 1500,
           cells: [{ index: 0, status: 'complete', durationMs: 1400 }]
         }
@@ -640,7 +642,7 @@ describe('renderPythonCall', () => {
     expect(text(warning)).toContain('1 line, 195.3 KiB');
     warning.querySelector<HTMLButtonElement>('.jp-xcsh-OpenArtifact')!.click();
     expect(actions.openArtifact).toHaveBeenCalledWith(
-      'xcsh-artifacts/abc.python.log'
+      '.xcsh-artifacts/abc.python.log'
     );
     expect(
       text(element.querySelector('.jp-xcsh-CallHeader .jp-xcsh-Duration'))

@@ -4,7 +4,7 @@
  */
 
 import { ReviewController } from '../review/controller';
-import { changesOfCall, ReviewModel } from '../review/model';
+import { changedCells, changesOfCall, ReviewModel } from '../review/model';
 import { NotebookReview } from '../review/notebookreview';
 import {
   ChainedUndoer,
@@ -130,6 +130,22 @@ describe('changesOfCall', () => {
 });
 
 describe('ReviewModel', () => {
+  it('counts cells, not calls: an insert then an edit of one cell is one cell', () => {
+    const model = new ReviewModel();
+    model.handleEmission(
+      notebookEditEmission(ID1, {
+        action: 'insert',
+        cellId: 'new',
+        previousCell: null
+      })
+    );
+    model.handleEmission(notebookEditEmission(ID2, { cellId: 'new' }));
+    model.handleEmission(notebookEditEmission(ID3, { cellId: 'c1' }));
+    const pending = model.pendingOf('a.ipynb');
+    expect(pending).toHaveLength(3);
+    expect(changedCells(pending)).toBe(2);
+  });
+
   it('restores calls with their kept review states', () => {
     const model = new ReviewModel();
     model.restore(
@@ -251,7 +267,9 @@ describe('NotebookReview', () => {
         l => l.className.split(' ')[1]
       );
       expect(lines).toEqual(['jp-mod-removed', 'jp-mod-added']);
-      expect(view.bar.node.textContent).toContain('1 agent change to review');
+      expect(view.bar.node.textContent).toContain(
+        '1 cell with agent changes to review'
+      );
       notebook.content.activeCellIndex = 0;
       expect(view.activeChange()?.callId).toBe(ID1);
 

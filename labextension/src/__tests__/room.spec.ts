@@ -6,7 +6,7 @@
 import { ServerConnection } from '@jupyterlab/services';
 
 import { undoInRoom } from '../review/room';
-import { roomUndo } from '../review/undo';
+import { RoomUndoer, roomUndo } from '../review/undo';
 import { XcshResponseError } from '../request';
 
 const BASE_URL = 'http://localhost:8888/lab/';
@@ -131,5 +131,41 @@ describe('roomUndo (the review undo chain first tries the room)', () => {
       state: 'refused',
       message: 'Not undone: This call was undone already.'
     });
+  });
+});
+
+describe('RoomUndoer picks the room only where the lab has the notebook in one', () => {
+  const target = {
+    path: 'a.ipynb',
+    callId: CALL,
+    cellId: null,
+    event: {} as never
+  };
+
+  it('sends no request without a room: the guarded revert at once', async () => {
+    const { settings, fetch } = settingsAnswering(404, {
+      message: 'not held',
+      reason: 'not-held'
+    });
+    const undoer = new RoomUndoer(settings, undefined, () => false);
+    expect(await undoer.undo(target)).toEqual({ state: 'fallback' });
+    expect(fetch).not.toHaveBeenCalled();
+  });
+
+  it('asks the room when the notebook is open in one', async () => {
+    const { settings, fetch } = settingsAnswering(200, {
+      path: 'a.ipynb',
+      callId: CALL,
+      cellId: null,
+      undone: ['c1']
+    });
+    const seen: string[] = [];
+    const undoer = new RoomUndoer(settings, undefined, path => {
+      seen.push(path);
+      return true;
+    });
+    expect(await undoer.undo(target)).toEqual({ state: 'done', by: null });
+    expect(seen).toEqual(['a.ipynb']);
+    expect(fetch).toHaveBeenCalledTimes(1);
   });
 });

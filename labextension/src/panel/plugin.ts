@@ -17,6 +17,12 @@ import { ITranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 import type { Widget } from '@lumino/widgets';
 
+import {
+  artifactIdOf,
+  fileName,
+  followArtifactLinks,
+  openArtifact
+} from '../artifacts/viewer';
 import { activitySettingsApplier, loadSettings } from '../settings';
 import { IAgentActivity, ICellMarks, IXcshClient } from '../tokens';
 import { translationBundle } from '../translation';
@@ -83,6 +89,7 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
     settingRegistry: ISettingRegistry | null
   ): IAgentActivity => {
     const trans = translationBundle(translator);
+    followArtifactLinks(app, trans);
     const model = new ActivityModel();
     const reverter = new Reverter({
       client,
@@ -95,6 +102,8 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
       model,
       translator,
       actions: commandActions(app.commands),
+      connectAgent: () =>
+        void app.commands.execute('jupyter-xcsh:connect-agent'),
       highlighter: languages
         ? (code, language, element) =>
             languages.highlight(code, languages.findBest(language), element)
@@ -133,7 +142,13 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
       show: () => app.shell.activateById(panel.id),
       actions: {
         openNotebook: (path, cellIndex) => openNotebook(app, path, cellIndex),
-        openArtifact: path => app.commands.execute('docmanager:open', { path }),
+        // An artifact through the artifacts endpoint (its folder is hidden by default).
+        openArtifact: path => {
+          const id = artifactIdOf(path);
+          return id !== null
+            ? openArtifact(app, id, trans, fileName(path))
+            : app.commands.execute('docmanager:open', { path });
+        },
         interrupt: call => interrupt(model, client, call),
         answer: (call, value) => answer(model, client, call, value),
         revert: call => reverter.revert(call)

@@ -28,13 +28,12 @@ export function notebookStatusLine(
   trans: TranslationBundle = UNTRANSLATED
 ): string {
   const e = call.event;
-  // The agent that made the call first, where it named itself.
-  const parts = [
-    ...(e.agent ? [e.agent] : []),
-    trans.__('Notebook'),
-    e.action,
-    e.path
-  ];
+  // The person's own undo (a revert made from the lab) is never shown as an agent's call;
+  // an agent's call names the agent first, where it named itself.
+  const parts =
+    call.revertOf !== null
+      ? [trans.__('You'), trans.__('undo'), e.path]
+      : [...(e.agent ? [e.agent] : []), trans.__('Notebook'), e.action, e.path];
   if (e.changes !== null && e.changes.length > 0) {
     const k = e.changes.length;
     parts.push(trans._n('%1 change', '%1 changes', k));
@@ -117,7 +116,7 @@ export function renderNotebookCall(
         ? h(
             'span',
             { class: 'jp-xcsh-RevertOf' },
-            trans.__('Revert from the panel')
+            trans.__('Your undo of an agent call')
           )
         : null,
       revertControl(call, ctx)

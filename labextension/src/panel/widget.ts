@@ -82,6 +82,15 @@ export class ActivityPanel extends Widget {
     this._count = h('span', { class: 'jp-xcsh-Count', 'aria-live': 'polite' });
 
     this._empty = h('p', { class: 'jp-xcsh-Empty' });
+    // No agent yet: here is how to connect one.
+    this._connect = h(
+      'button',
+      { class: 'jp-mod-styled jp-xcsh-ConnectAgent', type: 'button' },
+      trans.__('Connect an agent…')
+    );
+    const connectAgent = options.connectAgent;
+    this._connect.addEventListener('click', () => connectAgent?.());
+    this._hasConnect = connectAgent !== undefined;
     this._list = h('div', { class: 'jp-xcsh-CallList' });
     const layout = new PanelLayout();
     this.layout = layout;
@@ -96,7 +105,16 @@ export class ActivityPanel extends Widget {
       })
     );
     layout.addWidget(this.toolbar);
-    layout.addWidget(new Widget({ node: this._empty }));
+    layout.addWidget(
+      new Widget({
+        node: h(
+          'div',
+          { class: 'jp-xcsh-EmptyBlock' },
+          this._empty,
+          this._connect
+        )
+      })
+    );
     layout.addWidget(new Widget({ node: this._list }));
 
     this._context = {
@@ -298,6 +316,7 @@ export class ActivityPanel extends Widget {
     this._count.textContent =
       total === 0 ? '' : trans._n('%1 call', '%1 calls', shown);
     this._empty.hidden = shown > 0;
+    this._connect.hidden = total > 0 || !this._hasConnect;
     this._empty.textContent =
       total === 0
         ? trans.__(
@@ -382,6 +401,8 @@ export class ActivityPanel extends Widget {
   private _filterSelect: FilterSelect;
   private _count: HTMLElement;
   private _empty: HTMLElement;
+  private _connect: HTMLElement;
+  private _hasConnect: boolean;
   private _list: HTMLElement;
   private _rendered = new Map<
     string,
@@ -529,6 +550,11 @@ export namespace ActivityPanel {
      * Syntax highlighting of code and markdown; plain text without it.
      */
     highlighter?: Highlighter;
+
+    /**
+     * Opens the "Connect an agent" dialog; the empty panel offers it when given.
+     */
+    connectAgent?: () => void;
 
     /**
      * The lab's translator; the strings are shown as written without it.

@@ -35,6 +35,18 @@ export type ReviewAction = 'edit' | 'insert' | 'delete' | 'move';
 /**
  * One agent call's change to one cell, to review.
  */
+/**
+ * How many cells `changes` touch: a cell an agent inserted then edited is one cell to review,
+ * however many calls changed it (cells by id, or by index in notebooks without ids).
+ */
+export function changedCells(changes: readonly IReviewChange[]): number {
+  return new Set(
+    changes.map(c =>
+      c.cellId !== null ? `id:${c.cellId}` : `index:${c.cellIndex}`
+    )
+  ).size;
+}
+
 export interface IReviewChange {
   /** Unique: the call and the cell. */
   readonly key: string;

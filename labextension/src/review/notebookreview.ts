@@ -18,7 +18,7 @@ import { PanelLayout, Widget } from '@lumino/widgets';
 
 import type { ReviewController } from './controller';
 import { summarizeOutputs, type IOutputSummary } from './diff';
-import type { IReviewChange, ReviewModel } from './model';
+import { changedCells, type IReviewChange, type ReviewModel } from './model';
 import { renderChange, type IReviewView } from './render';
 
 /**
@@ -71,7 +71,7 @@ export class ReviewBar extends Widget {
   }
 
   /**
-   * Show the bar for `count` pending changes (hidden when none), with a message.
+   * Show the bar for `count` cells with pending changes (hidden when none), with a message.
    */
   setCount(count: number, message: string | null): void {
     const signature = `${count}|${message}`;
@@ -86,8 +86,8 @@ export class ReviewBar extends Widget {
     const label = document.createElement('span');
     label.className = 'jp-xcsh-ReviewBar-count';
     label.textContent = trans._n(
-      '%1 agent change to review',
-      '%1 agent changes to review',
+      '%1 cell with agent changes to review',
+      '%1 cells with agent changes to review',
       count
     );
     node.append(label);
@@ -278,7 +278,7 @@ export class NotebookReview implements IDisposable {
     for (const [key, change] of wanted) {
       this._show(key, change);
     }
-    this.bar.setCount(pending.length, this._barMessage);
+    this.bar.setCount(changedCells(pending), this._barMessage);
   }
 
   private _show(key: string, change: IReviewChange): void {

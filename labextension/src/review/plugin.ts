@@ -20,7 +20,7 @@ import { loadReviewHistory, serverStore } from './api';
 import { ReviewController } from './controller';
 import { ReviewModel } from './model';
 import { NotebookReview } from './notebookreview';
-import { ChainedUndoer, GuardedUndoer, RoomUndoer } from './undo';
+import { ChainedUndoer, GuardedUndoer, type IUndoer, RoomUndoer } from './undo';
 
 /**
  * The review's command ids.
@@ -79,11 +79,15 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
       marks,
       trans,
       store: serverStore(settings),
-      // A room's undo first (it keeps the person's later typing); else the guarded revert.
-      undoer: new ChainedUndoer([
-        new RoomUndoer(settings, trans),
-        new GuardedUndoer(client, path => openCells(tracker, path), trans)
-      ])
+      // A room's undo first (it keeps the person's later typing) where the notebook is open
+      // in a room; else the guarded revert, at once.
+      undoer: personsUndo(
+        new ChainedUndoer([
+          new RoomUndoer(settings, trans, path => openInRoom(tracker, path)),
+          new GuardedUndoer(client, path => openCells(tracker, path), trans)
+        ]),
+        activity
+      )
     });
     app.serviceManager.events.stream.connect(
       (_: Event.IManager, emission: Event.Emission) =>
@@ -227,6 +231,44 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
 /**
  * The cells of the notebook at `path` as open in the lab, or `null` when it is not open.
  */
+/**
+ * Whether the lab has the notebook at `path` open as a collaborative document (in a room).
+ */
+function openInRoom(tracker: INotebookTracker, path: string): boolean {
+  const panel = tracker.find(
+    widget => widget.context.path === path && widget.context.isReady
+  );
+  return panel?.context.model.collaborative === true;
+}
+
+/**
+ * The review's undo, told to the activity panel: the call it made to undo (a revert) is the
+ * person's, linked to the agent call it undid, never listed as an agent's call; and the agent
+ * call shows as reverted there.
+ */
+function personsUndo(
+  undoer: IUndoer,
+  activity: IAgentActivity | null
+): IUndoer {
+  return {
+    undo: async target => {
+      const outcome = await undoer.undo(target);
+      if (outcome.state === 'done' && activity !== null) {
+        if (outcome.by !== null) {
+          activity.model.linkRevert(outcome.by, target.callId);
+        }
+        if (target.cellId === null) {
+          activity.model.setRevert(target.callId, {
+            state: 'done',
+            by: outcome.by
+          });
+        }
+      }
+      return outcome;
+    }
+  };
+}
+
 function openCells(
   tracker: INotebookTracker,
   path: string

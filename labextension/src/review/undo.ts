@@ -87,17 +87,26 @@ export class ChainedUndoer implements IUndoer {
 /**
  * Undo inside a collaboration room, through `POST /api/xcsh/notebook/undo`; falls back when no
  * room holds the call (404, reason `not-held`), or when the server has no such endpoint.
+ *
+ * Only for a notebook the lab has open in a room (`inRoom`): without one no room can hold the
+ * call, and asking would only be answered 404 (a failed request in the console and the server's
+ * log at each undo); the guarded revert is then the way, at once.
  */
 export class RoomUndoer implements IUndoer {
   /**
-   * Use the server of `settings`.
+   * Use the server of `settings`; `inRoom` says whether the lab has the notebook open in a
+   * collaboration room.
    */
   constructor(
     private readonly settings: ServerConnection.ISettings,
-    private readonly trans: TranslationBundle = UNTRANSLATED
+    private readonly trans: TranslationBundle = UNTRANSLATED,
+    private readonly inRoom: (path: string) => boolean = () => true
   ) {}
 
   async undo(target: IUndoTarget): Promise<UndoOutcome> {
+    if (!this.inRoom(target.path)) {
+      return { state: 'fallback' };
+    }
     return roomUndo(target, this.settings, this.trans);
   }
 }

@@ -103,11 +103,11 @@ export class AgentStatus extends VDomRenderer<AgentStatusModel> {
         title={
           running === 0
             ? trans.__(
-                'No agent call is running. Click to show the agent activity.'
+                'No agent call is running. Click to show the agent activity; right-click to connect an agent.'
               )
             : trans._n(
-                '%1 agent call is running. Click to show the agent activity.',
-                '%1 agent calls are running. Click to show the agent activity.',
+                '%1 agent call is running. Click to show the agent activity; right-click to connect an agent.',
+                '%1 agent calls are running. Click to show the agent activity; right-click to connect an agent.',
                 running
               )
         }

@@ -1,0 +1,145 @@
+"""Artifacts out of the person's way (issue 41): the default folder ``.xcsh-artifacts`` is hidden
+from the file browser and the contents API, the artifact endpoint (and tool) reads it, the files
+tool keeps to the hidden-file policy, and artifacts of the earlier folder ``xcsh-artifacts`` are
+moved in at start-up with their ids (docs/developers/contract.md §7.3)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from tornado.httpclient import HTTPClientError
+from traitlets.config import Config
+
+from jupyter_xcsh.outputs.artifacts import DEFAULT_FOLDER, LEGACY_FOLDER
+
+OLD_ID = "20250101T000000-0123456789ab"
+
+
+async def fetch(jp_fetch: Any, *parts: str, **kwargs: Any) -> tuple[int, bytes]:
+    try:
+        response = await jp_fetch(*parts, **kwargs)
+    except HTTPClientError as e:
+        assert e.response is not None
+        return e.code, e.response.body
+    return response.code, response.body
+
+
+@pytest.fixture
+def artifact_id(jp_serverapp) -> str:
+    store = jp_serverapp.web_app.settings["xcsh"].artifact_store
+    with store.create("python") as writer:
+        writer.write(b"the whole output\n")
+    return writer.id
+
+
+async def test_the_artifacts_folder_is_hidden_but_read_by_the_artifact_endpoint(
+    jp_fetch, jp_root_dir, artifact_id
+):
+    assert DEFAULT_FOLDER == ".xcsh-artifacts"
+    assert (jp_root_dir / DEFAULT_FOLDER / f"{artifact_id}.python.log").is_file()
+
+    # The file browser's listing of the root: no artifacts folder.
+    status, body = await fetch(jp_fetch, "api", "contents", "")
+    assert status == 200
+    assert [e["name"] for e in json.loads(body)["content"] if "artifacts" in e["name"]] == []
+    # Nor through the contents API by path, under the server's hidden-file policy.
+    status, _ = await fetch(jp_fetch, "api", "contents", DEFAULT_FOLDER)
+    assert status == 404
+
+    # The artifact endpoint (what the lab and the artifact tool use) reads it.
+    status, body = await fetch(jp_fetch, "api", "xcsh", "artifacts", artifact_id)
+    assert (status, body) == (200, b"the whole output\n")
+
+
+async def test_the_files_tool_keeps_the_hidden_folder_out_of_reach(jp_fetch, artifact_id):
+    async def files(body: dict[str, Any]) -> tuple[int, Any]:
+        status, text = await fetch(
+            jp_fetch, "api", "xcsh", "files", method="POST", body=json.dumps(body)
+        )
+        return status, json.loads(text)
+
+    _, listed = await files({"action": "list"})
+    assert DEFAULT_FOLDER not in [e["name"] for e in listed["details"]["entries"]]
+    status, _ = await files(
+        {"action": "read", "path": f"{DEFAULT_FOLDER}/{artifact_id}.python.log"}
+    )
+    assert status == 404
+
+
+class TestTheEarlierFolder:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config, jp_root_dir):
+        # Artifacts the earlier default left at the root, and a file of the person's there.
+        legacy = jp_root_dir / LEGACY_FOLDER
+        legacy.mkdir()
+        (legacy / f"{OLD_ID}.python.log").write_bytes(b"from before\n")
+        return Config(jp_server_config)
+
+    async def test_its_artifacts_move_into_the_hidden_folder_with_their_ids(
+        self, jp_fetch, jp_root_dir
+    ):
+        status, body = await fetch(jp_fetch, "api", "xcsh", "artifacts", OLD_ID)
+        assert (status, body) == (200, b"from before\n")
+        assert (jp_root_dir / DEFAULT_FOLDER / f"{OLD_ID}.python.log").is_file()
+        # Emptied, it is gone from the root.
+        assert not (jp_root_dir / LEGACY_FOLDER).exists()
+
+
+class TestTheEarlierFolderWithTheOwnersFiles:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config, jp_root_dir):
+        legacy = jp_root_dir / LEGACY_FOLDER
+        legacy.mkdir()
+        (legacy / f"{OLD_ID}.python.log").write_bytes(b"from before\n")
+        (legacy / "notes.txt").write_text("mine\n")
+        return Config(jp_server_config)
+
+    async def test_only_artifacts_move_and_the_rest_stays(self, jp_fetch, jp_root_dir):
+        status, _ = await fetch(jp_fetch, "api", "xcsh", "artifacts", OLD_ID)
+        assert status == 200
+        assert (jp_root_dir / LEGACY_FOLDER / "notes.txt").read_text() == "mine\n"
+        assert not (jp_root_dir / LEGACY_FOLDER / f"{OLD_ID}.python.log").exists()
+
+
+class TestAVisibleFolderByChoice:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config, jp_root_dir):
+        config = Config(jp_server_config)
+        config.XcshSettings.artifacts_dir = LEGACY_FOLDER
+        legacy = jp_root_dir / LEGACY_FOLDER
+        legacy.mkdir()
+        (legacy / f"{OLD_ID}.python.log").write_bytes(b"from before\n")
+        return config
+
+    async def test_the_configured_folder_is_used_as_it_is(self, jp_fetch, jp_root_dir):
+        status, body = await fetch(jp_fetch, "api", "xcsh", "artifacts", OLD_ID)
+        assert (status, body) == (200, b"from before\n")
+        assert (jp_root_dir / LEGACY_FOLDER / f"{OLD_ID}.python.log").is_file()
+        assert not (jp_root_dir / DEFAULT_FOLDER).exists()
+        status, body = await fetch(jp_fetch, "api", "contents", "")
+        assert LEGACY_FOLDER in [e["name"] for e in json.loads(body)["content"]]
+
+
+@pytest.mark.parametrize(
+    ("allow_hidden", "folder"), [(False, LEGACY_FOLDER), (True, DEFAULT_FOLDER)]
+)
+def test_a_contents_manager_that_refuses_hidden_paths_keeps_the_visible_folder(
+    tmp_path, allow_hidden, folder
+):
+    from jupyter_xcsh.outputs.artifacts import ContentsArtifactStore
+
+    from .memory_contents import MemoryContentsManager
+
+    # The memory manager applies the hidden-file policy in its methods, as the file managers do.
+    cm = MemoryContentsManager(allow_hidden=allow_hidden)
+    store = ContentsArtifactStore(cm, staging_dir=str(tmp_path))
+    try:
+        assert store.folder == folder
+        with store.create("python") as writer:
+            writer.write(b"kept\n")
+        store.close()
+        assert cm.files[f"{folder}/{writer.id}.python.log"] == b"kept\n"
+    finally:
+        store.close()
