@@ -450,3 +450,29 @@ async def test_a_2025_python_call_is_kept_with_its_sessions_name_and_header_trac
         ("started", "codex", TRACEPARENT),
     ]
     assert all("agent" not in e for entry in entries for e in entry["events"][1:])
+
+
+async def test_a_clients_name_is_kept_printable_and_at_most_64_characters(jp_fetch, history):
+    """A client's name is in every call's events and history: never megabytes, never escapes."""
+    from .mcp_client import post
+
+    long = "\x1b[31m" + "n" * 100_000 + "\u202e"
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": long}}
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+    _, headers, _ = await post(jp_fetch, initialize)
+    call = {"name": "python", "arguments": {"cells": [{"code": "1"}]}}
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+    session = {"Mcp-Session-Id": headers["Mcp-Session-Id"]}
+    assert (await post(jp_fetch, message, headers=session))[0] == 200
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": long, "version": "2"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    modern = {**message, "id": 2, "params": {**call, "_meta": meta}}
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
+    assert (await post(jp_fetch, modern, headers={**headers, "Mcp-Name": "python"}))[0] == 200
+
+    entries = (await kept(jp_fetch, history))["entries"]
+    agents = [entry["events"][0]["agent"] for entry in entries]
+    assert agents == ["[31m" + "n" * 60] * 2

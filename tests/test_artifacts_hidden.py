@@ -103,6 +103,24 @@ class TestTheEarlierFolderWithTheOwnersFiles:
         assert not (jp_root_dir / LEGACY_FOLDER / f"{OLD_ID}.python.log").exists()
 
 
+class TestTheEarlierFolderAsALink:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config, jp_root_dir, tmp_path):
+        # A link where the earlier folder was: to a folder outside the root (another
+        # server's artifacts, or anything else). Nothing is taken through it.
+        outside = tmp_path / "elsewhere"
+        outside.mkdir()
+        (outside / f"{OLD_ID}.python.log").write_bytes(b"not this root's\n")
+        (jp_root_dir / LEGACY_FOLDER).symlink_to(outside, target_is_directory=True)
+        return Config(jp_server_config)
+
+    async def test_nothing_moves_through_it(self, jp_fetch, jp_root_dir, tmp_path):
+        status, _ = await fetch(jp_fetch, "api", "xcsh", "artifacts", OLD_ID)
+        assert status == 404
+        assert (tmp_path / "elsewhere" / f"{OLD_ID}.python.log").is_file()
+        assert (jp_root_dir / LEGACY_FOLDER).is_symlink()
+
+
 class TestAVisibleFolderByChoice:
     @pytest.fixture
     def jp_server_config(self, jp_server_config, jp_root_dir):

@@ -106,6 +106,14 @@ async def test_delete_ends_the_session_initialize_handed_out(jp_fetch):
     assert (status, body) == (204, None)
 
 
+async def test_delete_of_the_2026_era_is_a_405_it_has_no_sessions(jp_fetch):
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Session-Id": "any"}
+
+    status, _, _ = await post(jp_fetch, method="DELETE", headers=headers)
+
+    assert status == 405
+
+
 @pytest.mark.parametrize(
     ("raw", "code", "message", "answer_id"),
     [

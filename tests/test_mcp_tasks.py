@@ -148,12 +148,26 @@ async def test_a_client_without_the_extension_gets_no_task(jp_fetch):
     assert response["result"]["content"][0]["text"] == "waited"
 
 
-async def test_tasks_methods_need_the_extension_declared(jp_fetch):
-    body = {"jsonrpc": "2.0", "id": 4, "method": "tasks/get"}
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+async def test_tasks_methods_need_the_extension_declared(jp_fetch, method):
+    body = {"jsonrpc": "2.0", "id": 4, "method": method}
     body["params"] = {"taskId": "t", "_meta": ENVELOPE}
-    status, _, response = await post(jp_fetch, body, headers=routing("tasks/get", "t"))
+    status, _, response = await post(jp_fetch, body, headers=routing(method, "t"))
 
     assert status == 400
     assert response["error"]["code"] == -32021
     required = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
     assert response["error"]["data"] == {"requiredCapabilities": required}
+
+
+@pytest.mark.slow
+async def test_a_call_that_said_detach_false_still_becomes_a_task_and_is_not_cancelled(jp_fetch):
+    # Its request stops following it after TASK_AFTER seconds: the run must go on as the task.
+    await call(jp_fetch, "python", {"cells": [{"code": "0"}]})  # the kernel started
+    code = "import time\ntime.sleep(4)\nprint('went on')"
+    created = await call(jp_fetch, "python", {"cells": [{"code": code}], "detach": False})
+
+    assert created["resultType"] == "task"
+    done = await until(jp_fetch, created["taskId"], "completed")
+    assert done["result"]["content"][0]["text"] == "went on"
+    assert done["result"]["structuredContent"]["cancelled"] is False

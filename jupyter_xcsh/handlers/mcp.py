@@ -214,9 +214,13 @@ class McpHandler(XcshAPIHandler):
     @web.authenticated
     @authorized("read")
     async def delete(self) -> None:
-        """End a 2025 session: its subscriptions and name are forgotten (204)."""
+        """End a 2025 session: its subscriptions and name are forgotten (204).
+
+        The 2026 era has no sessions: a ``DELETE`` of that era is a 405, as one without an
+        ``Mcp-Session-Id`` is.
+        """
         session = self.request.headers.get("Mcp-Session-Id")
-        if not session:
+        if not session or is_modern(self.request.headers.get("MCP-Protocol-Version")):
             raise web.HTTPError(405)
         self.mcp.forget(f"{self._client_key()} {session}")
         self.set_status(204)

@@ -24,6 +24,7 @@ __all__ = [
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "LATEST_VERSION",
+    "MAX_CLIENT_NAME",
     "METHOD_NOT_FOUND",
     "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "MODERN_VERSIONS",
@@ -38,6 +39,7 @@ __all__ = [
     "ProtocolError",
     "allows_batches",
     "body_id",
+    "client_name",
     "decode",
     "error_response",
     "http_status",
@@ -189,9 +191,24 @@ class Envelope:
 
     @property
     def client_name(self) -> str:
-        """``clientInfo.name`` ("" when the request gave none)."""
-        name = self.client_info.get("name")
-        return name.strip() if isinstance(name, str) else ""
+        """``clientInfo.name`` as shown ("" when the request gave none): see ``client_name``."""
+        return client_name(self.client_info.get("name"))
+
+
+#: The longest client name kept: as the lab's presence shows an agent's name.
+MAX_CLIENT_NAME = 64
+
+
+def client_name(value: object) -> str:
+    """A client's ``clientInfo.name`` as kept and shown ("" for anything but a string).
+
+    Its printable characters, trimmed, at most ``MAX_CLIENT_NAME`` of them: it names the caller
+    in every call's events and in the activity history, so a client cannot fill them with
+    megabytes or with control characters.
+    """
+    if not isinstance(value, str):
+        return ""
+    return "".join(ch for ch in value if ch.isprintable()).strip()[:MAX_CLIENT_NAME]
 
 
 def modern_envelope(message: Message, headers: Mapping[str, list[str]]) -> Envelope:

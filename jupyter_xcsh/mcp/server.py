@@ -40,6 +40,7 @@ from .protocol import (
     Message,
     ProtocolError,
     RequestId,
+    client_name,
     error_response,
     negotiate,
     result_response,
@@ -314,8 +315,8 @@ class McpServer:
             return replace(context, caller=replace(context.caller, name=said))
         if message.method == "initialize":
             info = message.params.get("clientInfo")
-            given = info.get("name") if isinstance(info, dict) else None
-            if isinstance(given, str) and given:
+            given = client_name(info.get("name")) if isinstance(info, dict) else ""
+            if given:
                 self.client_names.pop(context.subscriber, None)
                 self.client_names[context.subscriber] = given
                 while len(self.client_names) > MAX_LOG_CLIENTS:
@@ -358,9 +359,11 @@ class McpServer:
         return await self._as_protocol(self.tasks.get(params, context.caller, result))
 
     async def _update_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        _needs_tasks(context)
         return await self._as_protocol(self.tasks.update(params, context.caller))
 
     async def _cancel_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        _needs_tasks(context)
         return await self._as_protocol(self.tasks.cancel(params, context.caller))
 
     @staticmethod
@@ -417,6 +420,10 @@ class McpServer:
         arguments = {key: value for key, value in arguments.items() if value is not None}
         rounds = _input_rounds(params, context)
         as_task = offers_tasks(context.envelope) and _runs(name, arguments)
+        if as_task and "run_id" not in arguments:
+            # A call that may become a task is detached: when it does, its request stops
+            # following it and the task is the run (tasks/cancel stops it), whatever it said.
+            arguments = {**arguments, "detach": True}
         call = ToolContext(
             self.services,
             context.caller,

@@ -344,6 +344,10 @@ class ArtifactStore:
         source = os.path.join(self.root_dir, *folder_parts(folder))
         if os.path.realpath(source) == os.path.realpath(self.os_folder):
             return 0
+        # A link in place of the old folder is not this root's: nothing is taken through it
+        # (it could be another server's folder, or anything outside the root).
+        if os.path.islink(source):
+            return 0
         try:
             names = os.listdir(source)
         except (FileNotFoundError, NotADirectoryError):
