@@ -46,6 +46,7 @@ from .protocol import (
     result_response,
 )
 from .resources import (
+    MAX_PER_CLIENT,
     NOTEBOOK_TEMPLATE,
     PAGE_SIZE,
     Subscriptions,
@@ -552,7 +553,9 @@ class McpServer:
         the acknowledgment (and never fires), as the 2026 spec lets a server honor a subset.
         """
         honored: list[str] = []
-        for uri in uris if isinstance(uris, list) else []:
+        # At most MAX_PER_CLIENT are looked at: a longer list would only make the server read
+        # notebooks it then cannot subscribe to.
+        for uri in uris[:MAX_PER_CLIENT] if isinstance(uris, list) else []:
             if not isinstance(uri, str) or uri in honored:
                 continue
             try:
