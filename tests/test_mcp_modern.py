@@ -177,3 +177,13 @@ async def test_a_resource_that_does_not_exist_is_invalid_params_in_2026(jp_fetch
         assert status == 400, response  # an error of the request's params, as the SDK answers
         assert response["error"]["code"] == -32602, response
         assert response["error"]["data"] == {"uri": uri}
+
+
+async def test_listen_without_event_streams_accepted_is_a_406(jp_fetch):
+    request = modern("subscriptions/listen", {"notifications": {}})
+
+    status, _, body = await post(jp_fetch, request, headers=routing("subscriptions/listen"))
+
+    # post() checks the answer against rest-api.yml, where the 406 is declared.
+    assert status == 406
+    assert body["message"] == "subscriptions/listen answers as text/event-stream"
