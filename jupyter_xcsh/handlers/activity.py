@@ -49,7 +49,7 @@ class ActivityHandler(XcshAPIHandler):
         """Answer a page of the activity history."""
         with self.domain_errors():
             history = self.services.activity.history
-            path = self._argument("path")
+            path = self.query_argument("path")
             since = self._number("since", None, 0)
             limit = self._number("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
             if history is None:
@@ -60,16 +60,8 @@ class ActivityHandler(XcshAPIHandler):
             page["entries"] = [e for e in page["entries"] if self._visible(e.get("path"))]
         self.finish(json.dumps(page))
 
-    def _argument(self, name: str) -> str | None:
-        values = self.request.query_arguments.get(name)
-        if not values:
-            return None
-        if len(values) > 1:
-            raise InvalidRequestError(f"{name} must be given once")
-        return self.decode_argument(values[0], name=name)
-
     def _number(self, name: str, default: int | None, low: int, high: int = 2**62) -> int | None:
-        value = self._argument(name)
+        value = self.query_argument(name)
         if value is None:
             return default
         if not _DIGITS.match(value) or not low <= int(value) <= high:

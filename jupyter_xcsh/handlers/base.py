@@ -16,7 +16,7 @@ from jupyter_server.auth.authorizer import Authorizer
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from ..errors import XcshError, status_for
+from ..errors import InvalidRequestError, XcshError, status_for
 from ..mcp.jupyter_ai import CHAT_HEADER, PERSONA_HEADER, persona_identity
 from ..notebook.presence import DEFAULT_NAME as DEFAULT_AGENT_NAME
 from ..paths import hide_root
@@ -140,6 +140,15 @@ class XcshAPIHandler(APIHandler):
                 key = "user:" + str(getattr(self.current_user, "username", self.current_user))
             self._agent_key = key
         return key
+
+    def query_argument(self, name: str) -> str | None:
+        """The query parameter ``name``, None when absent; given twice, a 400 that says so."""
+        values = self.request.query_arguments.get(name)
+        if not values:
+            return None
+        if len(values) > 1:
+            raise InvalidRequestError(f"{name} must be given once")
+        return self.decode_argument(values[0], name=name)
 
     def json_body(self) -> dict[str, Any]:
         r"""Parse the request body as a JSON object, or fail with a 400 that says why.

@@ -37,10 +37,10 @@ class McpConfigHandler(XcshAPIHandler):
     async def get(self) -> None:
         """Answer the configurations (``?client=`` one of them; ``?show_token=true``)."""
         with self.domain_errors():
-            client = self._argument("client")
+            client = self.query_argument("client")
             if client is not None and client not in CLIENTS:
                 raise InvalidRequestError(f"client must be one of {', '.join(CLIENTS)}: {client!r}")
-            show = self._argument("show_token") or "false"
+            show = self.query_argument("show_token") or "false"
             if show not in _BOOLEANS:
                 raise InvalidRequestError(f"show_token must be true or false: {show!r}")
             if _BOOLEANS[show]:
@@ -64,14 +64,6 @@ class McpConfigHandler(XcshAPIHandler):
                 "clients": configurations(endpoint, clients=None if client is None else [client]),
             }
         self.finish(json.dumps(body))
-
-    def _argument(self, name: str) -> str | None:
-        values = self.request.query_arguments.get(name)
-        if not values:
-            return None
-        if len(values) > 1:
-            raise InvalidRequestError(f"{name} must be given once")
-        return self.decode_argument(values[0], name=name)
 
 
 def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:
