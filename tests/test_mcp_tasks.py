@@ -1,6 +1,7 @@
 """The Tasks extension of MCP 2026-07-28 over raw HTTP: a run that outlives its request.
 
-A python call or a run in place still running ``TASK_AFTER`` seconds on answers with a task
+A python call or a run in place still running ``XcshSettings.mcp_task_after`` seconds on (2 by
+default) answers with a task
 (its run); ``tasks/get`` follows it, ``tasks/update`` answers its prompt, ``tasks/cancel``
 interrupts it, its output kept for its run id.
 """
@@ -12,14 +13,18 @@ import time
 from typing import Any
 
 import pytest
+from traitlets.config import Config
 
-from jupyter_xcsh.mcp.tasks import TASK_AFTER
+from jupyter_xcsh.settings import XcshSettings
 
 from .mcp_client import post
 from .notebook_run import write_notebook
 from .test_mcp_modern import ENVELOPE, routing
 
 pytestmark = pytest.mark.timeout(300)
+
+#: Seconds a run's call answers in before it becomes a task, by default.
+TASK_AFTER = XcshSettings.mcp_task_after.default_value
 
 TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -171,3 +176,23 @@ async def test_a_call_that_said_detach_false_still_becomes_a_task_and_is_not_can
     done = await until(jp_fetch, created["taskId"], "completed")
     assert done["result"]["content"][0]["text"] == "went on"
     assert done["result"]["structuredContent"]["cancelled"] is False
+
+
+class TestTheThresholdIsASetting:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.XcshSettings.mcp_task_after = 0.5
+        return config
+
+    async def test_a_call_longer_than_the_setting_becomes_a_task_sooner(self, jp_fetch):
+        first = await call(jp_fetch, "python", {"cells": [{"code": "import time"}]})
+        if first["resultType"] == "task":  # the kernel's start took longer than 0.5 s
+            await until(jp_fetch, first["taskId"], "completed")
+        started = time.monotonic()
+        created = await call(jp_fetch, "python", {"cells": [{"code": "time.sleep(1.5)"}]})
+        answered = time.monotonic() - started
+
+        assert created["resultType"] == "task"  # under the default 2 s it would be a result
+        assert 0.5 <= answered < 1.5
+        await until(jp_fetch, created["taskId"], "completed")

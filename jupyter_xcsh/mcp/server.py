@@ -56,7 +56,7 @@ from .resources import (
 )
 from .summary import BODY, STRUCTURED_META
 from .tasks import EXTENSION as TASKS_EXTENSION
-from .tasks import TASK_AFTER, Tasks, offers_tasks
+from .tasks import Tasks, offers_tasks
 from .tools import (
     REQUEST_STATE,
     ROUND_KEY,
@@ -434,10 +434,11 @@ class McpServer:
             rounds,
             as_task=as_task,
         )
-        # A run still going TASK_AFTER seconds on becomes a task: its request stops following
-        # it (as when its client hangs up, the run going on), and answers the task.
+        # A run still going mcp_task_after seconds on becomes a task: its request stops
+        # following it (as when its client hangs up, the run going on), and answers the task.
+        task_after = self.services.settings.mcp_task_after
         timer = (
-            asyncio.get_running_loop().call_later(TASK_AFTER, context.control.cancel)
+            asyncio.get_running_loop().call_later(task_after, context.control.cancel)
             if as_task
             else None
         )

@@ -2,9 +2,9 @@
 
 A ``tools/call`` that starts a run (``python``, ``notebook`` ``run`` or ``run: true``, a
 ``run_id`` follow-up) from a client declaring the extension in its request's capabilities, and
-still running ``TASK_AFTER`` seconds later, answers with a task (``resultType: "task"``) instead
-of holding its request: the task is the run, its id the run's id, kept by the run registry
-(``tools/runs.py``) as any run is. Then:
+still running ``XcshSettings.mcp_task_after`` seconds later (2 by default), answers with a task
+(``resultType: "task"``) instead of holding its request: the task is the run, its id the run's
+id, kept by the run registry (``tools/runs.py``) as any run is. Then:
 
 - ``tasks/get``: ``working`` (with the last line printed), ``input_required`` (the code's prompt
   as one form question, ``inputRequests``), ``completed`` (``result``: the ``CallToolResult``
@@ -31,11 +31,9 @@ from ..tools.runs import ACTION, RESOURCE
 from .elicitation import DECLINED, PASSWORD, accepted_answer, form
 from .protocol import INVALID_PARAMS, Envelope, ProtocolError
 
-__all__ = ["EXTENSION", "TASK_AFTER", "Tasks", "offers_tasks"]
+__all__ = ["EXTENSION", "Tasks", "offers_tasks"]
 
 EXTENSION = "io.modelcontextprotocol/tasks"
-#: Seconds a run's call answers in before it becomes a task (a quick call stays a result).
-TASK_AFTER = 2.0
 #: What a client is told to poll at, in milliseconds.
 POLL_INTERVAL_MS = 1000
 #: Tasks whose creation time is remembered, at most (the oldest forgotten first).
