@@ -9,6 +9,7 @@ interrupts it, its output kept for its run id.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -196,3 +197,43 @@ class TestTheThresholdIsASetting:
         assert created["resultType"] == "task"  # under the default 2 s it would be a result
         assert 0.5 <= answered < 1.5
         await until(jp_fetch, created["taskId"], "completed")
+
+
+class TestACallRefusedAfterItBecameATask:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.kernel_manager_class = "tests.fakes.SlowMissingSpecKernelManager"
+        config.SlowMissingSpecKernelManager.start_delay = 1.0
+        config.XcshSettings.mcp_task_after = 0.2
+        return config
+
+    async def test_its_task_completes_with_the_error_result_of_the_call(self, jp_fetch):
+        created = await call(jp_fetch, "python", {"cells": [{"code": "1"}]})
+        assert created["resultType"] == "task"
+
+        done = await until(jp_fetch, created["taskId"], "completed")
+
+        # The tools/call's own answer to the refusal (REST's 400), not an internal error.
+        assert done["result"]["isError"] is True
+        assert done["result"]["content"][0]["text"] == "No such kernel: python3"
+        assert done["result"]["structuredContent"]["status"] == 400
+
+
+async def test_a_password_prompt_of_a_task_gets_end_of_file_unpolled(jp_fetch):
+    code = (
+        "import getpass, time\ntime.sleep(3)\n"
+        "try:\n    getpass.getpass('pw? ')\nexcept EOFError:\n    print('no password')"
+    )
+    created = await call(jp_fetch, "python", {"cells": [{"code": code}]})
+    assert created["resultType"] == "task"
+
+    # Nobody polls the task: the run's end comes all the same (a poll only reports).
+    response = await jp_fetch("api", "xcsh", "runs", created["taskId"], request_timeout=120)
+    followed = json.loads(response.body)
+
+    assert "awaitingInput" not in followed
+    assert "never asked through MCP" in followed["text"]
+    assert followed["text"].endswith("no password")
+    done = await until(jp_fetch, created["taskId"], "completed")
+    assert "never asked through MCP" in done["result"]["content"][0]["text"]

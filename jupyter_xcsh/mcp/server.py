@@ -353,11 +353,7 @@ class McpServer:
 
     async def _get_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         _needs_tasks(context)
-
-        def result(body: dict[str, Any]) -> dict[str, Any]:
-            return {"resultType": "complete", **call_result(body, context.version)}
-
-        return await self._as_protocol(self.tasks.get(params, context.caller, result))
+        return await self._as_protocol(self.tasks.get(params, context.caller, context.version))
 
     async def _update_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         _needs_tasks(context)
@@ -369,11 +365,17 @@ class McpServer:
 
     @staticmethod
     async def _as_protocol(answer: Awaitable[dict[str, Any]]) -> dict[str, Any]:
-        """A method's answer, a refusal of the authorizer as a JSON-RPC error."""
+        """A method's answer; a domain error as the JSON-RPC error of its kind, never -32603.
+
+        A refusal (the authorizer's) is an invalid request, anything else the caller's params'
+        fault (an unknown run, a run that cannot take what was asked), its message kept.
+        """
         try:
             return await answer
         except RefusedError as e:
             raise ProtocolError(INVALID_REQUEST, e.message) from None
+        except XcshError as e:
+            raise ProtocolError(INVALID_PARAMS, e.message) from None
 
     async def _ping(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         return {}

@@ -21,15 +21,17 @@ reached only as its run is. Nothing is kept here but each task's creation time.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import ConflictError, NotFoundError
+from ..errors import ConflictError, NotFoundError, XcshError
 from ..services import XcshServices
 from ..tools import Caller
-from ..tools.runs import ACTION, RESOURCE
+from ..tools.runs import ACTION, RESOURCE, BackgroundRun
 from .elicitation import DECLINED, PASSWORD, accepted_answer, form
 from .protocol import INVALID_PARAMS, Envelope, ProtocolError
+from .tools import call_result, error_result
 
 __all__ = ["EXTENSION", "Tasks", "offers_tasks"]
 
@@ -62,8 +64,15 @@ class Tasks:
         self._created: dict[str, str] = {}
 
     def created(self, run_id: str) -> dict[str, Any]:
-        """The ``CreateTaskResult`` of a call whose run goes on as the task ``run_id``."""
+        """The ``CreateTaskResult`` of a call whose run goes on as the task ``run_id``.
+
+        From now on a password prompt of the run gets end-of-file as soon as it waits (as the
+        call's own request would have given it: MCP never asks for a secret), whether or not
+        the task is polled: a poll only reports.
+        """
         now = _now()
+        with suppress(NotFoundError):  # ended and forgotten meanwhile: nothing to watch
+            _refuse_passwords(self.services.runs.get(run_id))
         self._created[run_id] = now
         while len(self._created) > MAX_TASKS:
             del self._created[next(iter(self._created))]
@@ -83,16 +92,18 @@ class Tasks:
             "pollIntervalMs": POLL_INTERVAL_MS,
         }
 
-    async def get(self, params: Mapping[str, Any], caller: Caller, result: Any) -> dict[str, Any]:
-        """``tasks/get``: the task's state; ``result`` makes the ``CallToolResult`` of a body."""
+    async def get(self, params: Mapping[str, Any], caller: Caller, version: str) -> dict[str, Any]:
+        """``tasks/get``: the task's state, its result once ended (as protocol ``version``).
+
+        Only reports: nothing about the run changes (a password prompt is the run's own
+        business, ``created``).
+        """
         run = await self._run(params, caller)
         task_id = run.id
         now = _now()
         waiting = run.stdin.waiting
         if waiting is not None and waiting.password:
-            # Never asked of the client: MCP forbids requesting secrets through elicitation.
-            run.stdin.refuse(PASSWORD)
-            waiting = None
+            waiting = None  # never asked of the client (``created``): it is working
         if run.running and waiting is not None:
             prompt = waiting.describe(task_id).get("prompt", "")
             question = {"method": "elicitation/create", "params": form(str(prompt))}
@@ -104,15 +115,19 @@ class Tasks:
             return {**self._task(task_id, "working", now), "statusMessage": _last_line(run)}
         try:
             body = await run.next_stop()
-        except NotFoundError as e:  # gone meanwhile
-            raise ProtocolError(INVALID_PARAMS, e.message) from None
+        except XcshError as e:
+            # The call ended refused (a kernel that could not start, ...): the error result
+            # its tools/call would have answered, as REST answers its 4xx.
+            done = error_result(e, version)
+            return {**self._task(task_id, "completed", now), "result": _complete(done)}
         if body.get("cancelled") and not body.get("timedOut"):
             message = (
                 f"run {task_id} was cancelled; its output so far: call the tool with "
                 f'{{"run_id": "{task_id}", "wait": 0}}'
             )
             return {**self._task(task_id, "cancelled", now), "statusMessage": message}
-        return {**self._task(task_id, "completed", now), "result": result(body)}
+        done = call_result(body, version)
+        return {**self._task(task_id, "completed", now), "result": _complete(done)}
 
     async def update(self, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
         """``tasks/update``: the client's answer to the task's prompt (others are ignored)."""
@@ -146,6 +161,25 @@ class Tasks:
             return self.services.runs.get(task_id)
         except NotFoundError:
             raise ProtocolError(INVALID_PARAMS, f"Unknown task: {task_id}") from None
+
+
+def _complete(result: dict[str, Any]) -> dict[str, Any]:
+    """A task's ``CallToolResult`` as a 2026-07-28 result (its ``resultType``)."""
+    return {"resultType": "complete", **result}
+
+
+def _refuse_passwords(run: BackgroundRun) -> None:
+    """End-of-file for each password prompt of ``run`` as soon as it waits (``PASSWORD``)."""
+
+    def refuse() -> None:
+        waiting = run.stdin.waiting
+        if waiting is not None and waiting.password:
+            with suppress(ConflictError):  # answered meanwhile
+                run.stdin.refuse(PASSWORD)
+
+    if run.running:
+        run.on_prompt(refuse)
+        refuse()  # one waiting already
 
 
 def _last_line(run: Any) -> str:
