@@ -27,8 +27,9 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from jupyter_server.utils import ensure_async
+from tornado.web import HTTPError
 
-from ..errors import XcshError
+from ..errors import NotFoundError, XcshError
 from ..notebook.model import notebook_revision
 from ..notebook.store import NotebookStore
 
@@ -114,13 +115,21 @@ class Subscriptions:
         self._streaming: dict[str, int] = {}  # client key -> notification streams open
 
     async def fingerprint(self, api_path: str) -> object:
-        """What changes when the notebook changes: a room's revision, else the file's time."""
+        """What changes when the notebook changes: a room's revision, else the file's time.
+
+        ``NotFoundError`` when the notebook is not there (any more).
+        """
         live = None if self.store.live is None else await self.store.live.find(api_path)
         if live is not None:
             snapshot = await self.store.snapshot(api_path)
             return ("room", notebook_revision(snapshot.keys))
         cm = self.store.contents_manager
-        model = await ensure_async(cm.get(api_path, content=False))
+        try:
+            model = await ensure_async(cm.get(api_path, content=False))
+        except HTTPError as e:
+            if e.status_code == 404:  # gone (deleted since it was read)
+                raise NotFoundError(f"Notebook not found: {api_path}") from None
+            raise
         return ("file", str(model.get("last_modified")))
 
     async def subscribe(self, client: str, uri: str, api_path: str) -> None:

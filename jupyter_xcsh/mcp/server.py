@@ -577,10 +577,12 @@ class McpServer:
                 data={"uri": uri},
             )
         await self._notebook(uri, path, context)  # exists, and the caller may read it
-        api_path, _ = await self.services.notebook_store.resolve(path)
         try:
+            api_path, _ = await self.services.notebook_store.resolve(path)
             await self.subscriptions.subscribe(subscriber, uri, api_path)
-        except XcshError as e:
+        except NotFoundError as e:  # deleted since it was read
+            raise ProtocolError(_not_found(context), e.message, data={"uri": uri}) from None
+        except XcshError as e:  # outside the root, past the bounds
             raise ProtocolError(INVALID_REQUEST, e.message, data={"uri": uri}) from None
 
     async def _unsubscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
