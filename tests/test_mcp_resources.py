@@ -199,10 +199,17 @@ async def test_a_subscriber_is_told_of_a_lab_save_and_an_agents_edit_not_others(
 class Listening:
     """A 2026 ``subscriptions/listen`` request in the background; its messages so far."""
 
-    def __init__(self, jp_fetch: Any, notifications: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        jp_fetch: Any,
+        notifications: dict[str, Any],
+        capabilities: dict[str, Any] | None = None,
+    ) -> None:
         from .test_mcp_modern import modern, routing
 
         body = modern("subscriptions/listen", {"notifications": notifications})
+        if capabilities is not None:
+            body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities
         headers = {
             **routing("subscriptions/listen"),
             "Accept": "application/json, text/event-stream",

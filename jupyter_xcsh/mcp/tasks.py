@@ -33,7 +33,7 @@ from .elicitation import DECLINED, PASSWORD, accepted_answer, form
 from .protocol import INVALID_PARAMS, Envelope, ProtocolError
 from .tools import call_result, error_result
 
-__all__ = ["EXTENSION", "Tasks", "offers_tasks"]
+__all__ = ["EXTENSION", "TaskWatch", "Tasks", "offers_tasks"]
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 #: What a client is told to poll at, in milliseconds.
@@ -98,7 +98,10 @@ class Tasks:
         Only reports: nothing about the run changes (a password prompt is the run's own
         business, ``created``).
         """
-        run = await self._run(params, caller)
+        return await self.state(await self._run(params, caller), version)
+
+    async def state(self, run: BackgroundRun, version: str) -> dict[str, Any]:
+        """The task ``run`` is, as ``tasks/get`` answers it (``DetailedTask``)."""
         task_id = run.id
         now = _now()
         waiting = run.stdin.waiting
@@ -161,6 +164,76 @@ class Tasks:
             return self.services.runs.get(task_id)
         except NotFoundError:
             raise ProtocolError(INVALID_PARAMS, f"Unknown task: {task_id}") from None
+
+
+#: Task ids one ``subscriptions/listen`` stream follows at most (a client's subscriptions').
+MAX_WATCHED = 100
+#: The statuses after which a task never changes.
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+class TaskWatch:
+    """The tasks one ``subscriptions/listen`` stream follows (``notifications.taskIds``).
+
+    Each followed task's status is told at once, then at each change, as ``notifications/tasks``
+    whose params are the task as ``tasks/get`` answers it (a terminal one with its ``result``),
+    until it ends. Looked at as the stream's other subscriptions are (``changed``, every
+    ``POLL_INTERVAL`` of the stream): what changes the status is the run, never this.
+    """
+
+    def __init__(self, tasks: Tasks, version: str) -> None:
+        self.tasks = tasks
+        self.version = version
+        self._told: dict[str, str | None] = {}  # task id -> the status last told
+
+    async def follow(self, task_ids: object, caller: Caller) -> list[str]:
+        """Follow the tasks named that exist and that the caller may follow; those honored."""
+        if not isinstance(task_ids, list):
+            return []
+        try:
+            await caller.require(ACTION, RESOURCE)
+        except XcshError:  # may follow no run: no task is honored
+            return []
+        honored: list[str] = []
+        for task_id in task_ids[:MAX_WATCHED]:
+            if not isinstance(task_id, str) or task_id in self._told:
+                continue
+            try:
+                self.tasks.services.runs.get(task_id)
+            except NotFoundError:
+                continue  # no such task (or forgotten): left out of the acknowledgment
+            self._told[task_id] = None
+            honored.append(task_id)
+        return honored
+
+    def __bool__(self) -> bool:
+        return bool(self._told)
+
+    async def changed(self) -> list[dict[str, Any]]:
+        """The ``notifications/tasks`` of the followed tasks whose status changed since told."""
+        notes = []
+        for task_id, told in list(self._told.items()):
+            try:
+                run = self.tasks.services.runs.get(task_id)
+            except NotFoundError:  # forgotten (10 minutes after its end): nothing more to tell
+                del self._told[task_id]
+                continue
+            if told is not None and _status(run) == told:
+                continue
+            state = await self.tasks.state(run, self.version)
+            self._told[task_id] = _status(run)
+            if state["status"] in TERMINAL:
+                del self._told[task_id]
+            notes.append({"jsonrpc": "2.0", "method": "notifications/tasks", "params": state})
+        return notes
+
+
+def _status(run: BackgroundRun) -> str:
+    """What ``tasks/get`` would say of ``run``'s status, cheaply (``ended`` once it has ended)."""
+    if not run.running:
+        return "ended"
+    waiting = run.stdin.waiting
+    return "input_required" if waiting is not None and not waiting.password else "working"
 
 
 def _complete(result: dict[str, Any]) -> dict[str, Any]:
