@@ -218,22 +218,17 @@ class TaskWatch:
             except NotFoundError:  # forgotten (10 minutes after its end): nothing more to tell
                 del self._told[task_id]
                 continue
-            if told is not None and _status(run) == told:
-                continue
+            # tasks/get's own answer, so the two never disagree (cheap while the run goes on;
+            # a result is made once, at the end, after which the task is no longer looked at).
             state = await self.tasks.state(run, self.version)
-            self._told[task_id] = _status(run)
-            if state["status"] in TERMINAL:
+            status = state["status"]
+            if status == told:
+                continue
+            self._told[task_id] = status
+            if status in TERMINAL:
                 del self._told[task_id]
             notes.append({"jsonrpc": "2.0", "method": "notifications/tasks", "params": state})
         return notes
-
-
-def _status(run: BackgroundRun) -> str:
-    """What ``tasks/get`` would say of ``run``'s status, cheaply (``ended`` once it has ended)."""
-    if not run.running:
-        return "ended"
-    waiting = run.stdin.waiting
-    return "input_required" if waiting is not None and not waiting.password else "working"
 
 
 def _complete(result: dict[str, Any]) -> dict[str, Any]:
