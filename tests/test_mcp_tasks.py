@@ -119,6 +119,13 @@ async def test_tasks_cancel_interrupts_a_run_in_place_its_output_kept(jp_fetch, 
     arguments = {"action": "run", "notebook_path": "t.ipynb", "all": True}
     created = await call(jp_fetch, "notebook", arguments)
     assert created["resultType"] == "task"
+    # Under load the kernel may still be starting: cancel once the cell has printed.
+    end = time.monotonic() + 60
+    while not (await task(jp_fetch, "tasks/get", created["taskId"]))["statusMessage"].endswith(
+        ": first"
+    ):
+        assert time.monotonic() < end
+        await asyncio.sleep(0.2)
 
     assert (await task(jp_fetch, "tasks/cancel", created["taskId"]))["resultType"] == "complete"
     cancelled = await until(jp_fetch, created["taskId"], "cancelled")
