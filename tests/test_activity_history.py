@@ -460,16 +460,16 @@ async def test_a_rest_call_is_kept_with_its_agent_name_and_trace(jp_fetch, noteb
     await jp_fetch("api", "xcsh", "notebook", method="POST", body=json.dumps(edit), headers=named)
     code = {"cells": [{"code": "print(1)"}]}
     await jp_fetch("api", "xcsh", "python", method="POST", body=json.dumps(code), headers=named)
-    # A token's caller that names itself not: "Agent"; a malformed traceparent is not kept.
+    # A caller that names itself not is left unnamed; a malformed traceparent is not kept.
     bad = {"traceparent": "00-x"}
     await jp_fetch("api", "xcsh", "python", method="POST", body=json.dumps(code), headers=bad)
 
     entries = (await kept(jp_fetch, history))["entries"]
     started = [entry["events"][0] for entry in entries]
-    assert [(e["agent"], e.get("traceparent")) for e in started] == [
+    assert [(e.get("agent"), e.get("traceparent")) for e in started] == [
         (name.strip()[:64], TRACEPARENT),
         (name.strip()[:64], TRACEPARENT),
-        ("Agent", None),
+        (None, None),
     ]
 
 

@@ -94,16 +94,19 @@ class XcshAPIHandler(APIHandler):
     async def prepare(self) -> None:  # type: ignore[override]
         """The server's checks, then the request's calls marked with their origin.
 
-        The agent's name (``X-Agent-Name``, else ``Agent`` for a token's caller; none for a
-        browser session without it) and the ``traceparent`` header (W3C trace context, when
-        well formed), carried by the event that starts each call and kept in the activity
-        history, as MCP's ``clientInfo.name`` and trace context are (``handlers/mcp.py``
-        marks its own per JSON-RPC request). tornado runs each request in a task of its own:
-        the mark ends with it.
+        The agent's name as the caller gives it (``X-Agent-Name``, or a Jupyter AI persona's
+        headers; a caller that names itself not is left unnamed, its calls shown as before)
+        and the ``traceparent`` header (W3C trace context, when well formed), carried by the
+        event that starts each call and kept in the activity history, as MCP's
+        ``clientInfo.name`` and trace context are (``handlers/mcp.py`` marks its own per
+        JSON-RPC request). tornado runs each request in a task of its own: the mark ends
+        with it.
         """
         await super().prepare()
+        caller = self.caller
+        named = caller.persona or self.request.headers.get("X-Agent-Name", "").strip()
         trace = valid_traceparent(self.request.headers.get("traceparent"))
-        mark_origin(client_name(self.caller.name), trace)
+        mark_origin(client_name(caller.name) if named else "", trace)
 
     @property
     def authorizer(self) -> Authorizer:
