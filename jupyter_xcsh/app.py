@@ -189,7 +189,10 @@ class XcshApp(ExtensionApp):
         # The files tool shares the notebook tool's save locks and regex search processes.
         regex = RegexWorkers(settings.find_timeout)
         workspace = Workspace(
-            server.contents_manager, notebook_store.guard, FileLimits(max_chars=limits.max_chars)
+            server.contents_manager,
+            notebook_store.guard,
+            FileLimits(max_chars=limits.max_chars),
+            artifacts=artifact_store.folder,
         )
         run = RunTool(
             inplace,

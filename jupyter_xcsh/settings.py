@@ -263,6 +263,18 @@ class XcshSettings(Configurable):
         ),
     )
 
+    mcp_task_after = Float(
+        2.0,
+        min=0.1,
+        config=True,
+        help=(
+            "Seconds an MCP tools/call that starts or follows a run (python, a notebook run) "
+            "answers in before it becomes a task (default 2.0), for a 2026-07-28 client "
+            "declaring the Tasks extension (io.modelcontextprotocol/tasks): a quicker call "
+            "answers its result, a longer one a task its client polls (tasks/get)."
+        ),
+    )
+
     find_timeout = Float(
         2.0,
         min=0.1,

@@ -157,3 +157,48 @@ async def test_a_listener_is_told_of_a_save_and_an_agents_edit_in_2026(
             edited = await asyncio.wait_for(anext(events), 30)
 
     assert (saved.uri, edited.uri) == (URI, URI)
+
+
+#: Waits for a name, then prints and ends a second later.
+ASKING = (
+    "name = input('name? ')\nimport time\nprint('hello', name, flush=True)\ntime.sleep(1)\n"
+    "print('bye')"
+)
+
+
+async def test_a_run_is_read_and_its_subscriber_told_of_its_end(connect, era):
+    """A run that outlives its request (here, waiting for input) is ``run://<runId>``."""
+    updates: list[str] = []
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, mcp.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+
+    async with connect(message_handler=on_message) as client:
+        started = await client.call_tool("python", {"cells": [{"code": ASKING}], "stdin": "ask"})
+        run = started.structured_content["awaitingInput"]["runId"]
+        uri = f"run://{run}"
+        templates = await client.list_resource_templates(cache_mode="bypass")
+        assert "run://{id}" in [t.uri_template for t in templates.resource_templates]
+        read = await client.read_resource(uri, cache_mode="bypass")
+        assert read.contents[0].text.startswith("name? ")
+
+        answer = {"run_id": run, "answer": "ann"}
+        if era == "legacy":
+            await client.subscribe_resource(uri)
+            await client.call_tool("python", answer)
+            await eventually(lambda: _told(updates, uri), timeout=REQUEST_TIMEOUT)
+        else:
+            async with client.listen(resource_subscriptions=[uri]) as subscription:
+                assert subscription.honored.resource_subscriptions == [uri]
+                events = aiter(subscription)
+                await client.call_tool("python", answer)
+                told = await asyncio.wait_for(anext(events), 30)
+                assert told.uri == uri
+        ended = await client.read_resource(uri, cache_mode="bypass")
+
+    assert ended.contents[0].text == "name? ann\nhello ann\nbye"
+
+
+async def _told(updates: list[str], uri: str) -> bool:
+    return uri in updates

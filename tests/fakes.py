@@ -14,7 +14,7 @@ from jupyter_server.auth.authorizer import Authorizer
 from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from tornado.web import HTTPError
-from traitlets import Float, Int
+from traitlets import Float, Int, Unicode
 
 
 class DenyWritesAuthorizer(Authorizer):
@@ -127,6 +127,31 @@ class MissingSpecOnStartKernelManager(AsyncMappingKernelManager):
 
     async def start_kernel(self, *args, kernel_name=None, **kwargs):  # type: ignore[no-untyped-def]
         raise NoSuchKernel(kernel_name or "python3")
+
+
+class SlowMissingSpecKernelManager(AsyncMappingKernelManager):
+    """Wait ``start_delay`` seconds, then fail the kernel start with NoSuchKernel (a spec
+    removed while a slow cluster queued the start): a call that fails after it began."""
+
+    start_delay = Float(1.0, config=True, help="Seconds each kernel start waits first.")
+
+    async def start_kernel(self, *args, kernel_name=None, **kwargs):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(self.start_delay)
+        raise NoSuchKernel(kernel_name or "python3")
+
+
+class VanishingContentsManager(AsyncLargeFileManager):
+    """Delete the file ``vanish`` (an API path) right after each read of its content, as a
+    person deleting a notebook just after an agent read it
+    (``ServerApp.contents_manager_class``)."""
+
+    vanish = Unicode("", config=True, help="The API path of the file deleted once read.")
+
+    async def get(self, path, content=True, type=None, format=None, **kwargs):  # type: ignore[no-untyped-def]
+        model = await super().get(path, content=content, type=type, format=format, **kwargs)
+        if content and path.strip("/") == self.vanish:
+            os.remove(self._get_os_path(path))
+        return model
 
 
 class DiskFullContentsManager(AsyncLargeFileManager):

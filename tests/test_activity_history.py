@@ -452,6 +452,27 @@ async def test_a_2025_python_call_is_kept_with_its_sessions_name_and_header_trac
     assert all("agent" not in e for entry in entries for e in entry["events"][1:])
 
 
+async def test_a_rest_call_is_kept_with_its_agent_name_and_trace(jp_fetch, notebooks, history):
+    """REST: the X-Agent-Name and traceparent headers, as MCP's clientInfo and trace."""
+    edit = {"action": "insert", "notebook_path": "a.ipynb", "cell_index": 0, "content": "x = 1"}
+    name = "  my-script " + "x" * 100  # kept as MCP keeps a client's name: trimmed, 64 at most
+    named = {"X-Agent-Name": name, "traceparent": TRACEPARENT}
+    await jp_fetch("api", "xcsh", "notebook", method="POST", body=json.dumps(edit), headers=named)
+    code = {"cells": [{"code": "print(1)"}]}
+    await jp_fetch("api", "xcsh", "python", method="POST", body=json.dumps(code), headers=named)
+    # A caller that names itself not is left unnamed; a malformed traceparent is not kept.
+    bad = {"traceparent": "00-x"}
+    await jp_fetch("api", "xcsh", "python", method="POST", body=json.dumps(code), headers=bad)
+
+    entries = (await kept(jp_fetch, history))["entries"]
+    started = [entry["events"][0] for entry in entries]
+    assert [(e.get("agent"), e.get("traceparent")) for e in started] == [
+        (name.strip()[:64], TRACEPARENT),
+        (name.strip()[:64], TRACEPARENT),
+        (None, None),
+    ]
+
+
 async def test_a_clients_name_is_kept_printable_and_at_most_64_characters(jp_fetch, history):
     """A client's name is in every call's events and history: never megabytes, never escapes."""
     from .mcp_client import post

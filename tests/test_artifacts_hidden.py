@@ -62,10 +62,83 @@ async def test_the_files_tool_keeps_the_hidden_folder_out_of_reach(jp_fetch, art
 
     _, listed = await files({"action": "list"})
     assert DEFAULT_FOLDER not in [e["name"] for e in listed["details"]["entries"]]
-    status, _ = await files(
+    status, refused = await files(
         {"action": "read", "path": f"{DEFAULT_FOLDER}/{artifact_id}.python.log"}
     )
-    assert status == 404
+    # Refused as the artifacts folder, before the hidden-file policy: the same on every
+    # contents manager, whether it hides dot-names or not.
+    assert status == 403
+    assert refused["message"].endswith(
+        "read an artifact with the artifact tool (its id, artifact://<id>)"
+    )
+
+
+async def files_call(jp_fetch: Any, body: dict[str, Any]) -> tuple[int, Any]:
+    status, text = await fetch(
+        jp_fetch, "api", "xcsh", "files", method="POST", body=json.dumps(body)
+    )
+    return status, json.loads(text)
+
+
+class TestAServerShowingHiddenFiles:
+    """allow_hidden: the hidden-file policy no longer keeps the folder away, as on a manager
+    without hidden paths (s3contents): the files tool refuses it all the same."""
+
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ContentsManager.allow_hidden = True
+        return config
+
+    async def test_the_files_tool_neither_shows_reads_changes_nor_searches_it(
+        self, jp_fetch, jp_root_dir, artifact_id
+    ):
+        name = f"{DEFAULT_FOLDER}/{artifact_id}.python.log"
+        (jp_root_dir / "notes.txt").write_text("the whole output, noted\n")
+
+        _, listed = await files_call(jp_fetch, {"action": "list"})
+        _, found = await files_call(jp_fetch, {"action": "search", "pattern": "the whole output"})
+        read = await files_call(jp_fetch, {"action": "read", "path": name})
+        listing = await files_call(jp_fetch, {"action": "list", "path": DEFAULT_FOLDER})
+        write = await files_call(
+            jp_fetch, {"action": "write", "path": f"{DEFAULT_FOLDER}/x.txt", "content": "x"}
+        )
+        rename = await files_call(
+            jp_fetch, {"action": "rename", "path": "notes.txt", "new_path": name}
+        )
+        delete = await files_call(jp_fetch, {"action": "delete", "path": DEFAULT_FOLDER})
+
+        assert [e["name"] for e in listed["details"]["entries"]] == ["notes.txt"]
+        assert [m["path"] for m in found["details"]["matches"]] == ["notes.txt"]
+        assert [status for status, _ in (read, listing, write, rename, delete)] == [403] * 5
+        assert (jp_root_dir / name).read_bytes() == b"the whole output\n"
+        assert not (jp_root_dir / DEFAULT_FOLDER / "x.txt").exists()
+        # The contents API itself shows it (the server's policy); the artifact tool reads it.
+        status, _ = await fetch(jp_fetch, "api", "contents", DEFAULT_FOLDER)
+        assert status == 200
+
+
+async def test_a_manager_without_hidden_paths_keeps_it_out_of_the_files_tool(tmp_path):
+    from jupyter_xcsh.errors import RefusedError
+    from jupyter_xcsh.files.request import parse_request
+    from jupyter_xcsh.files.workspace import Workspace
+
+    from .memory_contents import MemoryContentsManager
+
+    # A synchronous manager that shows dot-names, as s3contents does.
+    cm = MemoryContentsManager(allow_hidden=True)
+    cm.save({"type": "directory"}, DEFAULT_FOLDER)
+    cm.save({"type": "file", "format": "text", "content": "out\n"}, f"{DEFAULT_FOLDER}/a.log")
+    workspace = Workspace(cm, artifacts=DEFAULT_FOLDER)
+
+    listed = await workspace.list(parse_request({"action": "list"}))
+    assert listed["details"]["entries"] == []
+    for path in (DEFAULT_FOLDER, f"{DEFAULT_FOLDER}/a.log", f"/{DEFAULT_FOLDER}/b/../a.log"):
+        with pytest.raises(RefusedError, match="artifacts folder"):
+            await workspace.resolve(path)
+    assert (
+        await workspace.resolve(f"{DEFAULT_FOLDER}-notes/a.log") == f"{DEFAULT_FOLDER}-notes/a.log"
+    )
 
 
 class TestTheEarlierFolder:

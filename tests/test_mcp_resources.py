@@ -194,3 +194,77 @@ async def test_a_subscriber_is_told_of_a_lab_save_and_an_agents_edit_not_others(
     finally:
         stream.close()
         other.close()
+
+
+class Listening:
+    """A 2026 ``subscriptions/listen`` request in the background; its messages so far."""
+
+    def __init__(
+        self,
+        jp_fetch: Any,
+        notifications: dict[str, Any],
+        capabilities: dict[str, Any] | None = None,
+    ) -> None:
+        from .test_mcp_modern import modern, routing
+
+        body = modern("subscriptions/listen", {"notifications": notifications})
+        if capabilities is not None:
+            body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities
+        headers = {
+            **routing("subscriptions/listen"),
+            "Accept": "application/json, text/event-stream",
+        }
+        self.received: list[str] = []
+        self.task = asyncio.ensure_future(
+            jp_fetch(
+                "api",
+                "xcsh",
+                "mcp",
+                method="POST",
+                body=json.dumps(body),
+                headers={name: value for name, value in headers.items() if value is not None},
+                streaming_callback=lambda data: self.received.append(data.decode()),
+                request_timeout=REQUEST_TIMEOUT,
+            )
+        )
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return sse_messages("".join(self.received))
+
+    async def acknowledged(self) -> bool:
+        if self.task.done():
+            self.task.result()  # the request failed: its error
+        return bool(self.messages)
+
+    def close(self) -> None:
+        self.task.cancel()
+
+
+class TestANotebookDeletedWhileSubscribing:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        from traitlets.config import Config
+
+        config = Config(jp_server_config)
+        config.ServerApp.contents_manager_class = "tests.fakes.VanishingContentsManager"
+        config.VanishingContentsManager.vanish = "a.ipynb"
+        return config
+
+    async def test_resources_subscribe_answers_not_found(self, jp_fetch, notebooks):
+        response = await request(jp_fetch, "resources/subscribe", {"uri": "notebook:///a.ipynb"})
+
+        assert response["error"]["code"] == -32002, response
+        assert response["error"]["data"] == {"uri": "notebook:///a.ipynb"}
+
+    async def test_listen_leaves_it_out_of_its_acknowledgment(self, jp_fetch, notebooks):
+        uris = ["notebook:///a.ipynb", "notebook:///sub/B%20c.ipynb"]
+        listening = Listening(jp_fetch, {"resourceSubscriptions": uris})
+        try:
+            await eventually(listening.acknowledged)
+            (acknowledged,) = listening.messages
+        finally:
+            listening.close()
+
+        assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
+        assert acknowledged["params"]["notifications"] == {"resourceSubscriptions": uris[1:]}

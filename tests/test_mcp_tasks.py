@@ -1,6 +1,7 @@
 """The Tasks extension of MCP 2026-07-28 over raw HTTP: a run that outlives its request.
 
-A python call or a run in place still running ``TASK_AFTER`` seconds on answers with a task
+A python call or a run in place still running ``XcshSettings.mcp_task_after`` seconds on (2 by
+default) answers with a task
 (its run); ``tasks/get`` follows it, ``tasks/update`` answers its prompt, ``tasks/cancel``
 interrupts it, its output kept for its run id.
 """
@@ -8,18 +9,23 @@ interrupts it, its output kept for its run id.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
 import pytest
+from traitlets.config import Config
 
-from jupyter_xcsh.mcp.tasks import TASK_AFTER
+from jupyter_xcsh.settings import XcshSettings
 
 from .mcp_client import post
 from .notebook_run import write_notebook
 from .test_mcp_modern import ENVELOPE, routing
 
 pytestmark = pytest.mark.timeout(300)
+
+#: Seconds a run's call answers in before it becomes a task, by default.
+TASK_AFTER = XcshSettings.mcp_task_after.default_value
 
 TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
@@ -113,6 +119,13 @@ async def test_tasks_cancel_interrupts_a_run_in_place_its_output_kept(jp_fetch, 
     arguments = {"action": "run", "notebook_path": "t.ipynb", "all": True}
     created = await call(jp_fetch, "notebook", arguments)
     assert created["resultType"] == "task"
+    # Under load the kernel may still be starting: cancel once the cell has printed.
+    end = time.monotonic() + 60
+    while not (await task(jp_fetch, "tasks/get", created["taskId"]))["statusMessage"].endswith(
+        ": first"
+    ):
+        assert time.monotonic() < end
+        await asyncio.sleep(0.2)
 
     assert (await task(jp_fetch, "tasks/cancel", created["taskId"]))["resultType"] == "complete"
     cancelled = await until(jp_fetch, created["taskId"], "cancelled")
@@ -171,3 +184,63 @@ async def test_a_call_that_said_detach_false_still_becomes_a_task_and_is_not_can
     done = await until(jp_fetch, created["taskId"], "completed")
     assert done["result"]["content"][0]["text"] == "went on"
     assert done["result"]["structuredContent"]["cancelled"] is False
+
+
+class TestTheThresholdIsASetting:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.XcshSettings.mcp_task_after = 0.5
+        return config
+
+    async def test_a_call_longer_than_the_setting_becomes_a_task_sooner(self, jp_fetch):
+        first = await call(jp_fetch, "python", {"cells": [{"code": "import time"}]})
+        if first["resultType"] == "task":  # the kernel's start took longer than 0.5 s
+            await until(jp_fetch, first["taskId"], "completed")
+        started = time.monotonic()
+        created = await call(jp_fetch, "python", {"cells": [{"code": "time.sleep(1.5)"}]})
+        answered = time.monotonic() - started
+
+        assert created["resultType"] == "task"  # under the default 2 s it would be a result
+        assert 0.5 <= answered < 1.5
+        await until(jp_fetch, created["taskId"], "completed")
+
+
+class TestACallRefusedAfterItBecameATask:
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        config = Config(jp_server_config)
+        config.ServerApp.kernel_manager_class = "tests.fakes.SlowMissingSpecKernelManager"
+        config.SlowMissingSpecKernelManager.start_delay = 1.0
+        config.XcshSettings.mcp_task_after = 0.2
+        return config
+
+    async def test_its_task_completes_with_the_error_result_of_the_call(self, jp_fetch):
+        created = await call(jp_fetch, "python", {"cells": [{"code": "1"}]})
+        assert created["resultType"] == "task"
+
+        done = await until(jp_fetch, created["taskId"], "completed")
+
+        # The tools/call's own answer to the refusal (REST's 400), not an internal error.
+        assert done["result"]["isError"] is True
+        assert done["result"]["content"][0]["text"] == "No such kernel: python3"
+        assert done["result"]["structuredContent"]["status"] == 400
+
+
+async def test_a_password_prompt_of_a_task_gets_end_of_file_unpolled(jp_fetch):
+    code = (
+        "import getpass, time\ntime.sleep(3)\n"
+        "try:\n    getpass.getpass('pw? ')\nexcept EOFError:\n    print('no password')"
+    )
+    created = await call(jp_fetch, "python", {"cells": [{"code": code}]})
+    assert created["resultType"] == "task"
+
+    # Nobody polls the task: the run's end comes all the same (a poll only reports).
+    response = await jp_fetch("api", "xcsh", "runs", created["taskId"], request_timeout=120)
+    followed = json.loads(response.body)
+
+    assert "awaitingInput" not in followed
+    assert "never asked through MCP" in followed["text"]
+    assert followed["text"].endswith("no password")
+    done = await until(jp_fetch, created["taskId"], "completed")
+    assert "never asked through MCP" in done["result"]["content"][0]["text"]

@@ -232,6 +232,27 @@ async def test_the_files_tool_works_on_s3(jp_fetch, s3_endpoint, bucket, s3_obje
     assert not [k for k in bucket_keys(s3_endpoint, bucket) if k.endswith("mod.py")]
 
 
+async def test_the_files_tool_keeps_out_of_the_artifacts_folder_on_s3(
+    jp_fetch, bucket, s3_endpoint, store, nothing_local
+):
+    # s3contents has no hidden paths: the folder is refused as the artifacts', not as hidden.
+    result = await run(jp_fetch, "for i in range(20000):\n    print('line', i)", session="s3")
+    assert store.close(60)
+    name = f".xcsh-artifacts/{result['artifactId']}.python.log"
+    assert name in bucket_keys(s3_endpoint, bucket)
+    files = tool_via_mcp(jp_fetch, "files")
+
+    _, listed = await files({"action": "list"})
+    read = await files({"action": "read", "path": name})
+    write = await files({"action": "write", "path": ".xcsh-artifacts/x.txt", "content": "x"})
+    _, found = await files({"action": "search", "pattern": "line 19999"})
+
+    assert ".xcsh-artifacts" not in [e["name"] for e in listed["details"]["entries"]]
+    assert (read[0], write[0]) == (403, 403)
+    assert found["details"]["matches"] == []
+    assert ".xcsh-artifacts/x.txt" not in bucket_keys(s3_endpoint, bucket)
+
+
 async def test_python_artifacts_are_saved_in_s3_and_read_back(
     jp_fetch, s3_endpoint, bucket, s3_object, store, nothing_local
 ):

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
-__all__ = ["call_origin", "origin_of", "valid_traceparent"]
+__all__ = ["call_origin", "mark_origin", "origin_of", "valid_traceparent"]
 
 _ORIGIN: ContextVar[dict[str, str] | None] = ContextVar("xcsh_call_origin", default=None)
 
@@ -32,14 +32,23 @@ def valid_traceparent(value: object) -> str | None:
 @contextmanager
 def call_origin(agent: str, traceparent: str | None) -> Iterator[None]:
     """Mark the calls made in this block as the agent ``agent``'s, in ``traceparent``'s trace."""
-    origin = {"agent": agent} if agent else {}
-    if traceparent is not None:
-        origin["traceparent"] = traceparent
-    token = _ORIGIN.set(origin or None)
+    token = mark_origin(agent, traceparent)
     try:
         yield
     finally:
         _ORIGIN.reset(token)
+
+
+def mark_origin(agent: str, traceparent: str | None) -> Token[dict[str, str] | None]:
+    """Mark the calls made from now on in this task (and the tasks it starts) as ``agent``'s.
+
+    For a transport whose request is a task of its own (tornado's: a REST request), set once
+    when the request begins; ``call_origin`` for a block.
+    """
+    origin = {"agent": agent} if agent else {}
+    if traceparent is not None:
+        origin["traceparent"] = traceparent
+    return _ORIGIN.set(origin or None)
 
 
 def origin_of(data: dict[str, Any]) -> dict[str, Any]:

@@ -102,7 +102,8 @@ class FileSearch:
             )
             for entry in entries:
                 if entry.get("type") == "directory":
-                    folders.append(str(entry.get("path")))
+                    if not ws.protects(str(entry.get("path", "")).strip("/")):
+                        folders.append(str(entry.get("path")))
                     continue
                 relative = posixpath.relpath(str(entry.get("path")), root or ".")
                 await self._consider(scan, entry, relative, request, max_files)

@@ -122,11 +122,28 @@ class Workspace:
         contents_manager: Any,
         guard: SaveGuard | None = None,
         limits: FileLimits | None = None,
+        artifacts: str = "",
     ) -> None:
-        """Work through ``contents_manager``; ``guard`` is the notebook store's save guard."""
+        """Work through ``contents_manager``; ``guard`` is the notebook store's save guard.
+
+        ``artifacts``: the API path of the artifacts folder ("" for none), out of this tool's
+        reach whatever the contents manager says of hidden paths (``protects``).
+        """
         self.contents_manager = contents_manager
         self.guard = guard or SaveGuard(contents_manager, install=False)
         self.limits = limits or FileLimits()
+        self.artifacts = artifacts.strip("/")
+
+    def protects(self, api_path: str) -> bool:
+        """Whether ``api_path`` is the artifacts folder or inside it.
+
+        The artifacts are the artifact tool's (read by id, pruned by the store): the files
+        tool neither shows nor reads nor changes them, on any contents manager. The hidden-file
+        policy alone kept the default ``.xcsh-artifacts`` out of reach only where the manager
+        hides dot-names (s3contents has no hidden paths) and ``allow_hidden`` is off.
+        """
+        folder = self.artifacts
+        return bool(folder) and (api_path == folder or api_path.startswith(folder + "/"))
 
     # -- paths and the contents manager --------------------------------------------------------
 
@@ -134,9 +151,10 @@ class Workspace:
         """The API path of a caller's path, under the server's root and hidden-file rules.
 
         Outside the root (``..`` above it, an absolute path elsewhere, a symlink leading out):
-        ``RefusedError``. Hidden while ``allow_hidden`` is false: ``NotFoundError`` (as the
-        server answers), or ``RefusedError`` when ``creating`` (a change would create or replace
-        it; the answer does not depend on whether it exists).
+        ``RefusedError``; so is the artifacts folder and what it holds (``protects``). Hidden
+        while ``allow_hidden`` is false: ``NotFoundError`` (as the server answers), or
+        ``RefusedError`` when ``creating`` (a change would create or replace it; the answer
+        does not depend on whether it exists).
         """
         cm = self.contents_manager
         api_path = to_api_path(path, cm.root_dir)
@@ -148,6 +166,12 @@ class Workspace:
                 raise RefusedError(f"Path is outside the contents root: {path}") from None
             if escapes_root(os_path, cm.root_dir):
                 raise RefusedError(f"Path is outside the contents root: {path}")
+        if self.protects(api_path):
+            raise RefusedError(
+                f"{path} is in the artifacts folder ({self.artifacts}), which the files tool "
+                f"does not reach: read an artifact with the artifact tool (its id, "
+                f"artifact://<id>)"
+            )
         if api_path and not cm.allow_hidden and await ensure_async(cm.is_hidden(api_path)):
             if creating:
                 raise RefusedError(
@@ -283,7 +307,11 @@ class Workspace:
             listing = await ensure_async(
                 self.contents_manager.get(api_path, content=True, type="directory")
             )
-        entries = [e for e in listing.get("content") or [] if isinstance(e, dict)]
+        entries = [
+            e
+            for e in listing.get("content") or []
+            if isinstance(e, dict) and not self.protects(str(e.get("path", "")).strip("/"))
+        ]
         if request.glob is not None:
             entries = [e for e in entries if fnmatch.fnmatchcase(str(e.get("name")), request.glob)]
         entries.sort(key=lambda e: (e.get("type") != "directory", str(e.get("name"))))

@@ -17,7 +17,9 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from ..errors import InvalidRequestError, XcshError, status_for
+from ..events.origin import mark_origin, valid_traceparent
 from ..mcp.jupyter_ai import CHAT_HEADER, PERSONA_HEADER, persona_identity
+from ..mcp.protocol import client_name
 from ..notebook.presence import DEFAULT_NAME as DEFAULT_AGENT_NAME
 from ..paths import hide_root
 from ..services import XcshServices
@@ -88,6 +90,23 @@ class XcshAPIHandler(APIHandler):
     def initialize(self, services: XcshServices) -> None:
         """Keep the services the extension app built once for every request."""
         self.services = services
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        """The server's checks, then the request's calls marked with their origin.
+
+        The agent's name as the caller gives it (``X-Agent-Name``, or a Jupyter AI persona's
+        headers; a caller that names itself not is left unnamed, its calls shown as before)
+        and the ``traceparent`` header (W3C trace context, when well formed), carried by the
+        event that starts each call and kept in the activity history, as MCP's
+        ``clientInfo.name`` and trace context are (``handlers/mcp.py`` marks its own per
+        JSON-RPC request). tornado runs each request in a task of its own: the mark ends
+        with it.
+        """
+        await super().prepare()
+        caller = self.caller
+        named = caller.persona or self.request.headers.get("X-Agent-Name", "").strip()
+        trace = valid_traceparent(self.request.headers.get("traceparent"))
+        mark_origin(client_name(caller.name) if named else "", trace)
 
     @property
     def authorizer(self) -> Authorizer:

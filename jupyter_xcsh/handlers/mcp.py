@@ -42,6 +42,7 @@ from ..mcp.protocol import (
 )
 from ..mcp.resources import POLL_INTERVAL, new_session_id, updated
 from ..mcp.server import McpServer, RequestContext, progress_token
+from ..mcp.tasks import TaskWatch
 from ..notebook.presence import DEFAULT_NAME as DEFAULT_AGENT_NAME
 from ..services import XcshServices
 from .base import XcshAPIHandler, check_body
@@ -240,10 +241,13 @@ class McpHandler(XcshAPIHandler):
         await self._notify_changes(subscriber, {})
         self._finish_quietly()
 
-    async def _notify_changes(self, subscriber: str, meta: dict[str, Any]) -> None:
+    async def _notify_changes(
+        self, subscriber: str, meta: dict[str, Any], tasks: TaskWatch | None = None
+    ) -> None:
         """Send ``notifications/resources/updated`` for the subscriber's changes until it leaves.
 
-        This request looks for its client's changes itself: nothing outlives it.
+        And ``notifications/tasks`` for the tasks ``tasks`` follows (2026). This request looks
+        for its client's changes itself: nothing outlives it.
         """
         self._closed = asyncio.Event()
         subscriptions = self.mcp.subscriptions
@@ -252,8 +256,10 @@ class McpHandler(XcshAPIHandler):
             while not self.gone:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._closed.wait(), POLL_INTERVAL)
-                for uri in await subscriptions.changed(subscriber):
-                    event = updated(uri)
+                events = [updated(uri) for uri in await subscriptions.changed(subscriber)]
+                if tasks is not None:
+                    events += await tasks.changed()
+                for event in events:
                     if meta:
                         event["params"]["_meta"] = meta
                     self._send_event(event)
@@ -286,6 +292,7 @@ class McpHandler(XcshAPIHandler):
         subscriber = f"{client} listen:{uuid.uuid4().hex}"
         try:
             uris = await self.mcp.listen(wanted.get("resourceSubscriptions"), context, subscriber)
+            tasks, task_ids = await self.mcp.watch_tasks(wanted.get("taskIds"), context)
             honored: dict[str, Any] = {
                 kind: True
                 for kind in ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
@@ -293,6 +300,8 @@ class McpHandler(XcshAPIHandler):
             }
             if uris:
                 honored["resourceSubscriptions"] = uris
+            if task_ids:
+                honored["taskIds"] = task_ids
             meta = {SUBSCRIPTION_ID_META: message.id}
             self.set_header("Content-Type", SSE)
             self.set_header("Cache-Control", "no-cache")
@@ -305,7 +314,7 @@ class McpHandler(XcshAPIHandler):
                     "params": acknowledged,
                 }
             )
-            await self._notify_changes(subscriber, meta)
+            await self._notify_changes(subscriber, meta, tasks)
         finally:
             self.mcp.forget(subscriber)
         self._finish_quietly()

@@ -23,6 +23,9 @@ from ..events.origin import call_origin, valid_traceparent
 from ..execution.kernel.control import CallControl
 from ..services import XcshServices
 from ..tools import Caller
+from ..tools.runs import ACTION as RUN_ACTION
+from ..tools.runs import RESOURCE as RUN_RESOURCE
+from ..tools.runs import FollowUp
 from ..version import __version__
 from .elicitation import Elicit, Elicitations
 from .progress import ProgressNotifier
@@ -49,14 +52,16 @@ from .resources import (
     MAX_PER_CLIENT,
     NOTEBOOK_TEMPLATE,
     PAGE_SIZE,
+    RUN_TEMPLATE,
     Subscriptions,
     list_notebooks,
     notebook_path,
     notebook_uri,
+    run_id,
 )
 from .summary import BODY, STRUCTURED_META
 from .tasks import EXTENSION as TASKS_EXTENSION
-from .tasks import TASK_AFTER, Tasks, offers_tasks
+from .tasks import Tasks, TaskWatch, offers_tasks
 from .tools import (
     REQUEST_STATE,
     ROUND_KEY,
@@ -216,7 +221,7 @@ class McpServer:
         self.log = log or logging.getLogger(__name__)
         self.running = RunningRequests()
         self.elicitations = Elicitations()
-        self.subscriptions = Subscriptions(services.notebook_store)
+        self.subscriptions = Subscriptions(services.notebook_store, services.runs)
         self.methods: dict[str, Method] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -353,11 +358,7 @@ class McpServer:
 
     async def _get_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         _needs_tasks(context)
-
-        def result(body: dict[str, Any]) -> dict[str, Any]:
-            return {"resultType": "complete", **call_result(body, context.version)}
-
-        return await self._as_protocol(self.tasks.get(params, context.caller, result))
+        return await self._as_protocol(self.tasks.get(params, context.caller, context.version))
 
     async def _update_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         _needs_tasks(context)
@@ -369,11 +370,17 @@ class McpServer:
 
     @staticmethod
     async def _as_protocol(answer: Awaitable[dict[str, Any]]) -> dict[str, Any]:
-        """A method's answer, a refusal of the authorizer as a JSON-RPC error."""
+        """A method's answer; a domain error as the JSON-RPC error of its kind, never -32603.
+
+        A refusal (the authorizer's) is an invalid request, anything else the caller's params'
+        fault (an unknown run, a run that cannot take what was asked), its message kept.
+        """
         try:
             return await answer
         except RefusedError as e:
             raise ProtocolError(INVALID_REQUEST, e.message) from None
+        except XcshError as e:
+            raise ProtocolError(INVALID_PARAMS, e.message) from None
 
     async def _ping(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         return {}
@@ -434,10 +441,11 @@ class McpServer:
             rounds,
             as_task=as_task,
         )
-        # A run still going TASK_AFTER seconds on becomes a task: its request stops following
-        # it (as when its client hangs up, the run going on), and answers the task.
+        # A run still going mcp_task_after seconds on becomes a task: its request stops
+        # following it (as when its client hangs up, the run going on), and answers the task.
+        task_after = self.services.settings.mcp_task_after
         timer = (
-            asyncio.get_running_loop().call_later(TASK_AFTER, context.control.cancel)
+            asyncio.get_running_loop().call_later(task_after, context.control.cancel)
             if as_task
             else None
         )
@@ -494,7 +502,7 @@ class McpServer:
     async def _list_resource_templates(
         self, params: dict[str, Any], context: RequestContext
     ) -> dict[str, Any]:
-        return {"resourceTemplates": [ARTIFACT_TEMPLATE, NOTEBOOK_TEMPLATE]}
+        return {"resourceTemplates": [ARTIFACT_TEMPLATE, NOTEBOOK_TEMPLATE, RUN_TEMPLATE]}
 
     async def _read_resource(
         self, params: dict[str, Any], context: RequestContext
@@ -506,6 +514,10 @@ class McpServer:
         if path is not None:
             body = await self._notebook(uri, path, context)
             return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": body["text"]}]}
+        run = run_id(uri)
+        if run is not None:
+            text = await self._run_text(uri, run, context)
+            return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}
         if not uri.startswith("artifact://"):
             message = f"Resource not found: {uri}"
             raise ProtocolError(_not_found(context), message, data={"uri": uri})
@@ -539,6 +551,28 @@ class McpServer:
         except XcshError as e:
             raise ProtocolError(INVALID_PARAMS, e.message, data={"uri": uri}) from None
 
+    async def _run_text(self, uri: str, run: str, context: RequestContext) -> str:
+        """A run read as ``run_id`` + ``wait: 0`` answers it: its result, or its output so far.
+
+        Never changes the run: following it does not answer or end anything.
+        """
+        try:
+            await self._run_of(uri, run, context)
+            body = await self.services.run_inputs.follow_up(FollowUp(run, None, 0), context.caller)
+        except XcshError as e:  # its call ended refused: what the tool call answered
+            return e.message
+        return str(body.get("text", ""))
+
+    async def _run_of(self, uri: str, run: str, context: RequestContext) -> None:
+        """Check that the run exists and that the caller may follow it (protocol errors)."""
+        try:
+            await context.caller.require(RUN_ACTION, RUN_RESOURCE)
+            self.services.runs.get(run)
+        except NotFoundError as e:
+            raise ProtocolError(_not_found(context), e.message, data={"uri": uri}) from None
+        except RefusedError as e:
+            raise ProtocolError(INVALID_REQUEST, e.message, data={"uri": uri}) from None
+
     async def _subscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         uri = params.get("uri")
         if not isinstance(uri, str):
@@ -565,19 +599,45 @@ class McpServer:
             honored.append(uri)
         return honored
 
+    async def watch_tasks(
+        self, task_ids: object, context: RequestContext
+    ) -> tuple[TaskWatch | None, list[str]]:
+        """Follow a ``subscriptions/listen`` stream's ``taskIds``: the watch, the ids honored.
+
+        Only for a client declaring the Tasks extension; an unknown task, or one the caller
+        may not follow, is left out of the acknowledgment.
+        """
+        if not offers_tasks(context.envelope):
+            return None, []
+        watch = TaskWatch(self.tasks, context.version)
+        honored = await watch.follow(task_ids, context.caller)
+        return (watch if honored else None), honored
+
     async def _subscribe_to(self, uri: str, context: RequestContext, subscriber: str) -> None:
         path = notebook_path(uri)
-        if path is None:
+        run = run_id(uri)
+        if path is None and run is None:
             raise ProtocolError(
                 _not_found(context),
-                f"Resource not found: {uri} (only notebook:/// resources can be subscribed to)",
+                f"Resource not found: {uri} (only notebook:/// and run:// resources can be "
+                f"subscribed to)",
                 data={"uri": uri},
             )
-        await self._notebook(uri, path, context)  # exists, and the caller may read it
-        api_path, _ = await self.services.notebook_store.resolve(path)
+        if run is not None:
+            await self._run_of(uri, run, context)  # exists, and the caller may follow it
+        else:
+            assert path is not None
+            await self._notebook(uri, path, context)  # exists, and the caller may read it
         try:
-            await self.subscriptions.subscribe(subscriber, uri, api_path)
-        except XcshError as e:
+            if path is not None:
+                target, _ = await self.services.notebook_store.resolve(path)
+            else:
+                assert run is not None
+                target = run
+            await self.subscriptions.subscribe(subscriber, uri, target)
+        except NotFoundError as e:  # deleted since it was read
+            raise ProtocolError(_not_found(context), e.message, data={"uri": uri}) from None
+        except XcshError as e:  # outside the root, past the bounds
             raise ProtocolError(INVALID_REQUEST, e.message, data={"uri": uri}) from None
 
     async def _unsubscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:

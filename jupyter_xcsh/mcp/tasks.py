@@ -2,9 +2,9 @@
 
 A ``tools/call`` that starts a run (``python``, ``notebook`` ``run`` or ``run: true``, a
 ``run_id`` follow-up) from a client declaring the extension in its request's capabilities, and
-still running ``TASK_AFTER`` seconds later, answers with a task (``resultType: "task"``) instead
-of holding its request: the task is the run, its id the run's id, kept by the run registry
-(``tools/runs.py``) as any run is. Then:
+still running ``XcshSettings.mcp_task_after`` seconds later (2 by default), answers with a task
+(``resultType: "task"``) instead of holding its request: the task is the run, its id the run's
+id, kept by the run registry (``tools/runs.py``) as any run is. Then:
 
 - ``tasks/get``: ``working`` (with the last line printed), ``input_required`` (the code's prompt
   as one form question, ``inputRequests``), ``completed`` (``result``: the ``CallToolResult``
@@ -21,21 +21,21 @@ reached only as its run is. Nothing is kept here but each task's creation time.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import ConflictError, NotFoundError
+from ..errors import ConflictError, NotFoundError, XcshError
 from ..services import XcshServices
 from ..tools import Caller
-from ..tools.runs import ACTION, RESOURCE
+from ..tools.runs import ACTION, RESOURCE, BackgroundRun
 from .elicitation import DECLINED, PASSWORD, accepted_answer, form
 from .protocol import INVALID_PARAMS, Envelope, ProtocolError
+from .tools import call_result, error_result
 
-__all__ = ["EXTENSION", "TASK_AFTER", "Tasks", "offers_tasks"]
+__all__ = ["EXTENSION", "TaskWatch", "Tasks", "offers_tasks"]
 
 EXTENSION = "io.modelcontextprotocol/tasks"
-#: Seconds a run's call answers in before it becomes a task (a quick call stays a result).
-TASK_AFTER = 2.0
 #: What a client is told to poll at, in milliseconds.
 POLL_INTERVAL_MS = 1000
 #: Tasks whose creation time is remembered, at most (the oldest forgotten first).
@@ -64,8 +64,15 @@ class Tasks:
         self._created: dict[str, str] = {}
 
     def created(self, run_id: str) -> dict[str, Any]:
-        """The ``CreateTaskResult`` of a call whose run goes on as the task ``run_id``."""
+        """The ``CreateTaskResult`` of a call whose run goes on as the task ``run_id``.
+
+        From now on a password prompt of the run gets end-of-file as soon as it waits (as the
+        call's own request would have given it: MCP never asks for a secret), whether or not
+        the task is polled: a poll only reports.
+        """
         now = _now()
+        with suppress(NotFoundError):  # ended and forgotten meanwhile: nothing to watch
+            _refuse_passwords(self.services.runs.get(run_id))
         self._created[run_id] = now
         while len(self._created) > MAX_TASKS:
             del self._created[next(iter(self._created))]
@@ -85,16 +92,21 @@ class Tasks:
             "pollIntervalMs": POLL_INTERVAL_MS,
         }
 
-    async def get(self, params: Mapping[str, Any], caller: Caller, result: Any) -> dict[str, Any]:
-        """``tasks/get``: the task's state; ``result`` makes the ``CallToolResult`` of a body."""
-        run = await self._run(params, caller)
+    async def get(self, params: Mapping[str, Any], caller: Caller, version: str) -> dict[str, Any]:
+        """``tasks/get``: the task's state, its result once ended (as protocol ``version``).
+
+        Only reports: nothing about the run changes (a password prompt is the run's own
+        business, ``created``).
+        """
+        return await self.state(await self._run(params, caller), version)
+
+    async def state(self, run: BackgroundRun, version: str) -> dict[str, Any]:
+        """The task ``run`` is, as ``tasks/get`` answers it (``DetailedTask``)."""
         task_id = run.id
         now = _now()
         waiting = run.stdin.waiting
         if waiting is not None and waiting.password:
-            # Never asked of the client: MCP forbids requesting secrets through elicitation.
-            run.stdin.refuse(PASSWORD)
-            waiting = None
+            waiting = None  # never asked of the client (``created``): it is working
         if run.running and waiting is not None:
             prompt = waiting.describe(task_id).get("prompt", "")
             question = {"method": "elicitation/create", "params": form(str(prompt))}
@@ -106,15 +118,19 @@ class Tasks:
             return {**self._task(task_id, "working", now), "statusMessage": _last_line(run)}
         try:
             body = await run.next_stop()
-        except NotFoundError as e:  # gone meanwhile
-            raise ProtocolError(INVALID_PARAMS, e.message) from None
+        except XcshError as e:
+            # The call ended refused (a kernel that could not start, ...): the error result
+            # its tools/call would have answered, as REST answers its 4xx.
+            done = error_result(e, version)
+            return {**self._task(task_id, "completed", now), "result": _complete(done)}
         if body.get("cancelled") and not body.get("timedOut"):
             message = (
                 f"run {task_id} was cancelled; its output so far: call the tool with "
                 f'{{"run_id": "{task_id}", "wait": 0}}'
             )
             return {**self._task(task_id, "cancelled", now), "statusMessage": message}
-        return {**self._task(task_id, "completed", now), "result": result(body)}
+        done = call_result(body, version)
+        return {**self._task(task_id, "completed", now), "result": _complete(done)}
 
     async def update(self, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
         """``tasks/update``: the client's answer to the task's prompt (others are ignored)."""
@@ -148,6 +164,90 @@ class Tasks:
             return self.services.runs.get(task_id)
         except NotFoundError:
             raise ProtocolError(INVALID_PARAMS, f"Unknown task: {task_id}") from None
+
+
+#: Task ids one ``subscriptions/listen`` stream follows at most (a client's subscriptions').
+MAX_WATCHED = 100
+#: The statuses after which a task never changes.
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+class TaskWatch:
+    """The tasks one ``subscriptions/listen`` stream follows (``notifications.taskIds``).
+
+    Each followed task's status is told at once, then at each change, as ``notifications/tasks``
+    whose params are the task as ``tasks/get`` answers it (a terminal one with its ``result``),
+    until it ends. Looked at as the stream's other subscriptions are (``changed``, every
+    ``POLL_INTERVAL`` of the stream): what changes the status is the run, never this.
+    """
+
+    def __init__(self, tasks: Tasks, version: str) -> None:
+        self.tasks = tasks
+        self.version = version
+        self._told: dict[str, str | None] = {}  # task id -> the status last told
+
+    async def follow(self, task_ids: object, caller: Caller) -> list[str]:
+        """Follow the tasks named that exist and that the caller may follow; those honored."""
+        if not isinstance(task_ids, list):
+            return []
+        try:
+            await caller.require(ACTION, RESOURCE)
+        except XcshError:  # may follow no run: no task is honored
+            return []
+        honored: list[str] = []
+        for task_id in task_ids[:MAX_WATCHED]:
+            if not isinstance(task_id, str) or task_id in self._told:
+                continue
+            try:
+                self.tasks.services.runs.get(task_id)
+            except NotFoundError:
+                continue  # no such task (or forgotten): left out of the acknowledgment
+            self._told[task_id] = None
+            honored.append(task_id)
+        return honored
+
+    def __bool__(self) -> bool:
+        return bool(self._told)
+
+    async def changed(self) -> list[dict[str, Any]]:
+        """The ``notifications/tasks`` of the followed tasks whose status changed since told."""
+        notes = []
+        for task_id, told in list(self._told.items()):
+            try:
+                run = self.tasks.services.runs.get(task_id)
+            except NotFoundError:  # forgotten (10 minutes after its end): nothing more to tell
+                del self._told[task_id]
+                continue
+            # tasks/get's own answer, so the two never disagree (cheap while the run goes on;
+            # a result is made once, at the end, after which the task is no longer looked at).
+            state = await self.tasks.state(run, self.version)
+            status = state["status"]
+            if status == told:
+                continue
+            self._told[task_id] = status
+            if status in TERMINAL:
+                del self._told[task_id]
+            notes.append({"jsonrpc": "2.0", "method": "notifications/tasks", "params": state})
+        return notes
+
+
+def _complete(result: dict[str, Any]) -> dict[str, Any]:
+    """A task's ``CallToolResult`` as a 2026-07-28 result (its ``resultType``)."""
+    return {"resultType": "complete", **result}
+
+
+def _refuse_passwords(run: BackgroundRun) -> None:
+    """End-of-file for each password prompt of ``run`` as soon as it waits (``PASSWORD``)."""
+
+    def refuse() -> None:
+        waiting = run.stdin.waiting
+        if waiting is not None and waiting.password:
+            with suppress(ConflictError):  # answered meanwhile
+                run.stdin.refuse(PASSWORD)
+
+    if run.running:
+        run.on_prompt(refuse)
+        refuse()  # one waiting already
 
 
 def _last_line(run: Any) -> str:
