@@ -13,6 +13,7 @@
 import type { Cell, ICellModel } from '@jupyterlab/cells';
 import type { Notebook, NotebookPanel } from '@jupyterlab/notebook';
 import type { TranslationBundle } from '@jupyterlab/translation';
+import { LabIcon } from '@jupyterlab/ui-components';
 import type { IDisposable } from '@lumino/disposable';
 import { PanelLayout, Widget } from '@lumino/widgets';
 
@@ -27,6 +28,19 @@ export const ASK_BEFORE_RUN_TAG = 'ask-before-run';
  * The class of a tagged cell (it draws the cell's border).
  */
 export const ASK_BEFORE_RUN_CLASS = 'jp-xcsh-mod-askBeforeRun';
+
+/**
+ * The icon of the `ask-before-run` toggle (a raised hand).
+ */
+export const askBeforeRunIcon = new LabIcon({
+  name: 'jupyter-xcsh:ask-before-run',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24">' +
+    '<path class="jp-icon3" fill="#616161" d="M13 1.5a1.5 1.5 0 0 0-1.5 1.5v8h-1V4a1.5 ' +
+    '1.5 0 0 0-3 0v9.6L5.2 11.3a1.6 1.6 0 0 0-2.3 2.2l5.4 6.3A6 6 0 0 0 12.9 22h1.6A5.5 ' +
+    '5.5 0 0 0 20 16.5V7a1.5 1.5 0 0 0-3 0v4h-1V4a1.5 1.5 0 0 0-3 0v7h-.5V3A1.5 1.5 0 0 0 ' +
+    '13 1.5z"/></svg>'
+});
 
 /**
  * The tags of a cell's metadata, whatever was stored there (only strings count).
@@ -79,7 +93,13 @@ export class AskBeforeRunLabel extends Widget {
   constructor(trans: TranslationBundle) {
     super({ node: document.createElement('div') });
     this.addClass('jp-xcsh-AskBeforeRun');
-    this.node.textContent = trans.__('Agents ask before running');
+    this.node.append(
+      askBeforeRunIcon.element({
+        tag: 'span',
+        className: 'jp-xcsh-AskBeforeRun-icon'
+      }),
+      trans.__('Agents ask before running')
+    );
     this.node.title = trans.__(
       'This cell has the tag "ask-before-run": an agent\'s run stops here until you allow it.'
     );

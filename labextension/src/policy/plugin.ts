@@ -17,7 +17,6 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Event } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
-import { LabIcon } from '@jupyterlab/ui-components';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { Menu } from '@lumino/widgets';
 
@@ -27,7 +26,12 @@ import { AccessChoice, AgentAccessButton, PolicyStore } from './access';
 import { ApprovalSection } from './activity';
 import { policyAPI } from './api';
 import { ApprovalQueue } from './approvals';
-import { hasAskBeforeRun, NotebookAskMarks, setAskBeforeRun } from './celltag';
+import {
+  askBeforeRunIcon,
+  hasAskBeforeRun,
+  NotebookAskMarks,
+  setAskBeforeRun
+} from './celltag';
 import {
   chosenPreset,
   heldByOperator,
@@ -53,19 +57,6 @@ export namespace PolicyCommandIDs {
   /** Show the oldest agent request waiting for an answer. */
   export const answer = 'jupyter-xcsh:answer-agent-request';
 }
-
-/**
- * The icon of the `ask-before-run` toggle (a raised hand).
- */
-export const askBeforeRunIcon = new LabIcon({
-  name: 'jupyter-xcsh:ask-before-run',
-  svgstr:
-    '<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24">' +
-    '<path class="jp-icon3" fill="#616161" d="M13 1.5a1.5 1.5 0 0 0-1.5 1.5v8h-1V4a1.5 ' +
-    '1.5 0 0 0-3 0v9.6L5.2 11.3a1.6 1.6 0 0 0-2.3 2.2l5.4 6.3A6 6 0 0 0 12.9 22h1.6A5.5 ' +
-    '5.5 0 0 0 20 16.5V7a1.5 1.5 0 0 0-3 0v4h-1V4a1.5 1.5 0 0 0-3 0v7h-.5V3A1.5 1.5 0 0 0 ' +
-    '13 1.5z"/></svg>'
-});
 
 /**
  * The notebook toolbar item's name (in `schema/policy.json`).
