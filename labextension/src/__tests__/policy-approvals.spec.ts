@@ -5,7 +5,7 @@
 
 import { XcshResponseError } from '../request';
 import { ApprovalQueue, type ApprovalChange } from '../policy/approvals';
-import { APPROVAL_SCHEMA_IDS, parseApprovalEmission } from '../policy/parse';
+import { APPROVAL_SCHEMA_ID, parseApprovalEmission } from '../policy/parse';
 import type { ApprovalDecision, IApproval } from '../policy/types';
 
 function approval(id: string, fields: Partial<IApproval> = {}): IApproval {
@@ -30,7 +30,7 @@ function emission(
   fields: Record<string, unknown> = {}
 ) {
   return {
-    schema_id: APPROVAL_SCHEMA_IDS[0],
+    schema_id: APPROVAL_SCHEMA_ID,
     __timestamp__: '2026-01-01T10:00:01Z',
     kind,
     approval: item,

@@ -131,6 +131,17 @@ export class ApprovalQueue {
   }
 
   /**
+   * Take one event of the server's activity history (before this page): it goes into the
+   * log only; what is pending is the poll's to say.
+   */
+  restore(emission: unknown): void {
+    const event = parseApprovalEmission(emission);
+    if (event !== null) {
+      this._addLog(event);
+    }
+  }
+
+  /**
    * Apply an approval event.
    */
   apply(event: IApprovalEvent): void {

@@ -133,7 +133,7 @@ export class NotebookAskMarks implements IDisposable {
     this._disposed = true;
     this.panel.content.modelChanged.disconnect(this._onModelChanged, this);
     this._model?.cells.changed.disconnect(this._schedule, this);
-    for (const cell of [...this._labels.keys()]) {
+    for (const cell of [...this._marked]) {
       this._unmark(cell);
     }
   }
@@ -158,18 +158,28 @@ export class NotebookAskMarks implements IDisposable {
         tagged.add(cell);
       }
     }
-    for (const cell of [...this._labels.keys()]) {
+    for (const cell of [...this._marked]) {
       if (!tagged.has(cell)) {
         this._unmark(cell);
       }
     }
     for (const cell of tagged) {
-      if (!this._labels.has(cell)) {
-        const label = new AskBeforeRunLabel(this.trans);
-        (cell.layout as PanelLayout).addWidget(label);
-        cell.addClass(ASK_BEFORE_RUN_CLASS);
-        this._labels.set(cell, label);
+      cell.addClass(ASK_BEFORE_RUN_CLASS);
+      this._marked.add(cell);
+      if (this._labels.has(cell)) {
+        continue;
       }
+      const input = cell.inputArea?.parent;
+      if (!input) {
+        // Not rendered yet (a notebook renders its cells lazily): label it once it is.
+        void cell.ready.then(() => this._schedule());
+        continue;
+      }
+      // Below the cell's input, above its outputs.
+      const label = new AskBeforeRunLabel(this.trans);
+      const layout = cell.layout as PanelLayout;
+      layout.insertWidget(layout.widgets.indexOf(input) + 1, label);
+      this._labels.set(cell, label);
     }
   }
 
@@ -198,12 +208,14 @@ export class NotebookAskMarks implements IDisposable {
   private _unmark(cell: Cell): void {
     this._labels.get(cell)?.dispose();
     this._labels.delete(cell);
+    this._marked.delete(cell);
     if (!cell.isDisposed) {
       cell.removeClass(ASK_BEFORE_RUN_CLASS);
     }
   }
 
   private _model: Notebook['model'] = null;
+  private _marked = new Set<Cell>();
   private _labels = new Map<Cell, AskBeforeRunLabel>();
   private _followed = new WeakSet<ICellModel>();
   private _scheduled = false;

@@ -10,6 +10,7 @@
  * long strings are cut, and nothing here throws.
  */
 
+import { APPROVAL_EVENT_V1_ID } from '../events.generated';
 import {
   type ApprovalEventKind,
   type Decision,
@@ -24,12 +25,9 @@ import {
 } from './types';
 
 /**
- * The schema ids of approval events: the server's, following its other events' ids.
+ * The schema id of approval events.
  */
-export const APPROVAL_SCHEMA_IDS: readonly string[] = [
-  'https://events.jupyter.org/jupyter_xcsh/approval/v1',
-  'https://events.jupyter-xcsh.org/approval/v1'
-];
+export const APPROVAL_SCHEMA_ID = APPROVAL_EVENT_V1_ID;
 
 /**
  * Bounds applied while parsing.
@@ -95,10 +93,7 @@ export function parseApprovalEmission(
   emission: unknown
 ): IApprovalEvent | null {
   try {
-    if (
-      !isRecord(emission) ||
-      !APPROVAL_SCHEMA_IDS.includes(emission.schema_id as string)
-    ) {
+    if (!isRecord(emission) || emission.schema_id !== APPROVAL_SCHEMA_ID) {
       return null;
     }
     const kind = KINDS.find(k => k === emission.kind);

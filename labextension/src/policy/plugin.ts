@@ -20,7 +20,7 @@ import { ITranslator } from '@jupyterlab/translation';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { Menu } from '@lumino/widgets';
 
-import { IAgentActivity } from '../tokens';
+import { IAgentActivity, IXcshClient } from '../tokens';
 import { translationBundle } from '../translation';
 import { AccessChoice, AgentAccessButton, PolicyStore } from './access';
 import { ApprovalSection } from './activity';
@@ -74,6 +74,7 @@ export const policyPlugin: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   requires: [INotebookTracker],
   optional: [
+    IXcshClient,
     IAgentActivity,
     ICommandPalette,
     IFileBrowserFactory,
@@ -84,6 +85,7 @@ export const policyPlugin: JupyterFrontEndPlugin<void> = {
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
+    client: IXcshClient | null,
     activity: IAgentActivity | null,
     palette: ICommandPalette | null,
     browsers: IFileBrowserFactory | null,
@@ -110,6 +112,9 @@ export const policyPlugin: JupyterFrontEndPlugin<void> = {
         }
       });
     void poll();
+    if (client !== null) {
+      void loadApprovalHistory(queue, client);
+    }
     window.setInterval(() => void poll(), ApprovalQueue.POLL_MS);
     const prompter = new ApprovalPrompter(queue, trans);
     prompter.start();
@@ -358,3 +363,26 @@ export const policyPlugin: JupyterFrontEndPlugin<void> = {
     void settingRegistry?.load(policyPlugin.id).catch(() => undefined);
   }
 };
+
+/**
+ * Put the asks, answers and refusals the server's activity history kept into the log; a
+ * history turned off (404) leaves it empty.
+ */
+async function loadApprovalHistory(
+  queue: ApprovalQueue,
+  client: Pick<IXcshClient, 'activityHistory'>
+): Promise<void> {
+  try {
+    const page = await client.activityHistory({ limit: 1000 });
+    for (const entry of page.entries) {
+      if ((entry.kind as string) === 'approval') {
+        entry.events.forEach(emission => queue.restore(emission));
+      }
+    }
+  } catch (error) {
+    const status = (error as { response?: Response }).response?.status;
+    if (status !== 404) {
+      console.warn('jupyter-xcsh: could not load past approvals', error);
+    }
+  }
+}

@@ -5,13 +5,19 @@
 
 /**
  * The wire shapes of agent policies and approvals (`/api/xcsh/policies`,
- * `/api/xcsh/approvals` and the approval events), as the lab reads them.
+ * `/api/xcsh/approvals` and the approval events), as the lab reads them: taken from
+ * `rest-api.yml` (`restapi.generated.ts`) and the approval event schema (`events.generated.ts`).
  */
+
+import type { ApprovalEventV1 } from '../events.generated';
+import type { components } from '../restapi.generated';
+
+type Schemas = components['schemas'];
 
 /**
  * A class of agent action a policy decides on.
  */
-export type PolicyClass = 'read' | 'edit' | 'run' | 'python' | 'destructive';
+export type PolicyClass = keyof Schemas['PolicyClasses'];
 
 /**
  * Every class, in the order the lab lists them.
@@ -27,101 +33,72 @@ export const POLICY_CLASSES: readonly PolicyClass[] = [
 /**
  * What a policy decides for a class.
  */
-export type Decision = 'allow' | 'ask' | 'deny';
+export type Decision = Schemas['PolicyDecision'];
 
 /**
  * A named set of decisions: the lab's "Agent access" choices.
  */
-export type Preset = 'full' | 'ask-changes' | 'ask-running' | 'read-only';
+export type Preset = Schemas['PolicyPreset'];
 
 /**
  * What a policy answer says the effective decisions are: a preset or `custom`.
  */
-export type PresetOrCustom = Preset | 'custom';
+export type PresetOrCustom = Schemas['Policy']['preset'];
 
 /**
  * The decision of each class.
  */
-export type PolicyClasses = Partial<Record<PolicyClass, Decision>>;
+export type PolicyClasses = Schemas['PolicyClasses'];
 
 /**
  * What a rule covers: one notebook, or a folder and everything under it.
  */
-export type RuleKind = 'notebook' | 'folder';
+export type RuleKind = Schemas['PolicyRule']['kind'];
 
 /**
- * One rule matching a path, and who set it.
+ * One rule matching a path, and who set it (`operator`: the server's configuration;
+ * `person`: set in the lab).
  */
-export interface IPolicyRule {
-  /** The api path or glob the rule covers. */
-  path: string;
-  kind: RuleKind;
-  classes: PolicyClasses;
-  /** `operator`: the server's configuration; `person`: set in the lab. */
-  source: 'operator' | 'person';
-}
+export type IPolicyRule = Schemas['PolicyRule'];
 
 /**
- * The policy of a path (`GET /api/xcsh/policies?path=`).
+ * The policy of a path (`GET /api/xcsh/policies?path=`): the decision of each class for an
+ * agent acting on the path, and the rules that match it.
  */
-export interface IPolicy {
-  path: string;
-  /** The decision of each class for an agent acting on the path. */
+export interface IPolicy extends Omit<Schemas['Policy'], 'effective'> {
   effective: Record<PolicyClass, Decision>;
-  preset: PresetOrCustom;
-  /** The rules that match the path. */
-  rules: IPolicyRule[];
 }
 
 /**
- * A person's rule to set (`PUT /api/xcsh/policies`).
+ * A person's rule to set (`PUT /api/xcsh/policies`): a preset, or each class.
  */
 export type PolicyRequest =
   | { path: string; kind: RuleKind; preset: Preset }
   | { path: string; kind: RuleKind; classes: PolicyClasses };
 
 /**
- * What an approval request shows of what would change.
+ * What an approval request shows of what would change: a unified diff, the code that would
+ * run, the file that would change.
  */
-export interface IApprovalDetail {
-  /** A unified diff of the change. */
-  diff?: string;
-  /** The code that would run. */
-  code?: string;
-  /** The file that would change (an api path). */
-  file?: string;
-}
+export type IApprovalDetail = Schemas['Approval']['detail'];
 
 /**
- * An agent's action waiting for the person's answer.
+ * An agent's action waiting for the person's answer (`tool` kept as any name: a newer
+ * server's tool is shown too).
  */
-export interface IApproval {
-  id: string;
-  /** The agent, named as in the activity panel. */
-  agent: string;
-  /** The tool called: `notebook`, `python`, `files`, `kernel`, ... */
+export interface IApproval extends Omit<Schemas['Approval'], 'tool'> {
   tool: string;
-  class: PolicyClass;
-  /** One line saying what the agent would do. */
-  summary: string;
-  /** The notebook or file acted on. */
-  path: string;
-  cellIds: string[];
-  detail: IApprovalDetail;
-  /** ISO times. */
-  askedAt: string;
-  expiresAt: string;
 }
 
 /**
  * The person's answer to an approval request.
  */
-export type ApprovalDecision = 'allow-once' | 'allow-notebook' | 'deny';
+export type ApprovalDecision = Schemas['ApprovalAnswer']['decision'];
 
 /**
  * What an approval event says happened.
  */
-export type ApprovalEventKind = 'asked' | 'answered' | 'expired' | 'refused';
+export type ApprovalEventKind = ApprovalEventV1['kind'];
 
 /**
  * An approval event (the event bus, or the activity history).
