@@ -215,6 +215,14 @@ describe('ApprovalQueue', () => {
     expect(queue.pending.map(p => p.approval.id)).toEqual(['a2']);
   });
 
+  it('takes past events from the history into the log only', () => {
+    const queue = new ApprovalQueue(new FakeServer());
+    queue.restore(emission('asked', approval('old')));
+    queue.restore({ schema_id: 'another', kind: 'asked' });
+    expect(queue.pending).toEqual([]);
+    expect(queue.log.map(e => e.key)).toEqual(['old/asked']);
+  });
+
   it('bounds the log, newest first', () => {
     const queue = new ApprovalQueue(new FakeServer(), { maxLog: 3 });
     for (let i = 0; i < 5; i++) {

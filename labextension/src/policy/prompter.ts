@@ -118,10 +118,14 @@ export class ApprovalPrompter {
    */
   open(id: string): void {
     this._dismissed.delete(id);
-    if (this._shown === id) {
+    const open = this._dialog !== null && !this._dialog.isDisposed;
+    if ((this._shown === id && open) || this._answering.has(id)) {
       return;
     }
-    this._dialog?.reject();
+    const shown = this._dialog;
+    this._dialog = null;
+    this._shown = null;
+    shown?.reject();
     this._show(id);
   }
 
@@ -131,7 +135,7 @@ export class ApprovalPrompter {
       if (change.id === this._shown) {
         // Answered in another lab, expired, or answered here: the dialog has nothing to ask.
         this._dialog?.reject();
-        if (change.end === 'expired' && !this._answering) {
+        if (change.end === 'expired' && !this._answering.has(change.id)) {
           Notification.info(
             this.trans.__(
               'An agent request expired before it was answered; the agent was told.'
@@ -155,7 +159,9 @@ export class ApprovalPrompter {
       return;
     }
     const next = this.queue.pending.find(
-      p => !this._dismissed.has(p.approval.id)
+      p =>
+        !this._dismissed.has(p.approval.id) &&
+        !this._answering.has(p.approval.id)
     );
     if (next !== undefined) {
       this._show(next.approval.id);
@@ -204,8 +210,13 @@ export class ApprovalPrompter {
     this._body = body;
     this._shown = id;
     void dialog.launch().then(async result => {
-      this._dialog = null;
-      this._body = null;
+      // A dialog opened since (the panel's "Answer…") is not this one's to clear.
+      const current = this._dialog === dialog;
+      if (current) {
+        this._dialog = null;
+        this._body = null;
+        this._shown = null;
+      }
       const action = result.button.actions.find(a =>
         a.startsWith(ACTION_PREFIX)
       );
@@ -213,19 +224,19 @@ export class ApprovalPrompter {
         ApprovalDecision | undefined;
       if (decision === undefined) {
         // Later, Escape, or closed because the request ended.
-        this._dismissed.add(id);
-        this._shown = null;
+        if (current && this.queue.get(id) !== undefined) {
+          this._dismissed.add(id);
+        }
         this._next();
         return;
       }
-      this._answering = true;
+      this._answering.add(id);
       const end = await this.queue.answer(
         id,
         decision,
         decision === 'deny' ? (result.value ?? '') : undefined
       );
-      this._answering = false;
-      this._shown = null;
+      this._answering.delete(id);
       if (end === 'conflict') {
         Notification.warning(
           trans.__(
@@ -248,7 +259,8 @@ export class ApprovalPrompter {
   private _dialog: Dialog<string> | null = null;
   private _body: ApprovalBody | null = null;
   private _shown: string | null = null;
-  private _answering = false;
+  /** Requests whose answer is on its way (not shown again meanwhile). */
+  private _answering = new Set<string>();
   private _dismissed = new Set<string>();
   private _timer = 0;
 }
