@@ -49,6 +49,7 @@ def write(path: Any, *sources: str, tagged: tuple[int, ...] = ()) -> None:
 def outputs(path: Any) -> list[str]:
     """Each cell's stream text as stored in the notebook."""
     nb = json.loads(path.read_text(encoding="utf-8"))
+
     def text(output: dict[str, Any]) -> str:
         value = output.get("text", "")
         return value if isinstance(value, str) else "".join(value)
@@ -220,7 +221,7 @@ async def test_asks_answers_and_refusals_are_in_the_activity_history(jp_fetch, j
     await tool(jp_fetch, "rest", "files")({"action": "mkdir", "path": "lab/sub"})
     kinds: list[str] = []
     for _ in range(100):
-        status, page = await fetch_json(jp_fetch, "api", "xcsh", "activity")
+        _, page = await fetch_json(jp_fetch, "api", "xcsh", "activity")
         events = [e for entry in page["entries"] for e in entry["events"]]
         kinds = [e["kind"] for e in events if e.get("schema_id", "").endswith("approval/v1")]
         if len(kinds) >= 3:
