@@ -221,7 +221,9 @@ async def test_asks_answers_and_refusals_are_in_the_activity_history(jp_fetch, j
     await tool(jp_fetch, "rest", "files")({"action": "mkdir", "path": "lab/sub"})
     kinds: list[str] = []
     for _ in range(100):
-        _, page = await fetch_json(jp_fetch, "api", "xcsh", "activity")
+        _, page = await fetch_json(
+            jp_fetch, "api", "xcsh", "activity", spec_path="/api/xcsh/activity"
+        )
         events = [e for entry in page["entries"] for e in entry["events"]]
         kinds = [e["kind"] for e in events if e.get("schema_id", "").endswith("approval/v1")]
         if len(kinds) >= 3:
