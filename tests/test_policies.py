@@ -422,6 +422,9 @@ async def test_policies_get_put_delete(jp_fetch, jp_root_dir, tmp_path):
         {"path": "a.ipynb", "kind": "notebook", "classes": {"run": "maybe"}},
         {"path": "a.ipynb", "kind": "notebook", "classes": {"fly": "deny"}},
         {"path": "a.ipynb", "kind": "notebook", "preset": "full", "source": "operator"},
+        {"path": "a.ipynb", "kind": "notebook", "preset": {}},  # once a 500 (the fuzzer's)
+        {"path": "a.ipynb", "preset": "full"},
+        {"path": "a.ipynb", "kind": "notebook", "classes": {}},
     ):
         status, error = await fetch_json(
             jp_fetch,

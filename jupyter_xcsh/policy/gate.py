@@ -165,6 +165,8 @@ class PolicyGate:
         if store is None or root is None:
             return
         for path in paths:
+            if "\0" in path:  # no such file; the tool refuses the path itself
+                continue
             real = os.path.realpath(os.path.join(root, *path.split("/")))
             inside = store.startswith(real.rstrip(os.sep) + os.sep)
             if real == store or (cls == "destructive" and inside):

@@ -118,14 +118,14 @@ def parse_rule(value: Any, source: str, *, where: str = "rule") -> Rule:
     path = value.get("path")
     if not isinstance(path, str) or len(path) > 4096:
         raise InvalidRequestError(f"{where}: path must be a string (an API path or a glob)")
-    kind = value.get("kind", "notebook")
+    kind = value.get("kind")
     if kind not in KINDS:
         raise InvalidRequestError(f"{where}: kind must be one of {', '.join(KINDS)}")
     preset, classes = value.get("preset"), value.get("classes")
     if (preset is None) == (classes is None):
         raise InvalidRequestError(f"{where}: give exactly one of preset and classes")
     if preset is not None:
-        if preset not in PRESETS:
+        if not isinstance(preset, str) or preset not in PRESETS:
             raise InvalidRequestError(f"{where}: preset must be one of {', '.join(PRESETS)}")
         decisions = dict(PRESETS[preset])
     else:
