@@ -375,7 +375,7 @@ async function loadApprovalHistory(
   try {
     const page = await client.activityHistory({ limit: 1000 });
     for (const entry of page.entries) {
-      if ((entry.kind as string) === 'approval') {
+      if (entry.kind === 'approval') {
         entry.events.forEach(emission => queue.restore(emission));
       }
     }
