@@ -244,3 +244,48 @@ def test_an_operator_rule_is_shown_as_the_servers_in_the_menu(lab, lab_page):
     policy = lab.api("GET", "api/xcsh/policies?path=operator-locked/held.ipynb")
     assert policy["preset"] == "read-only"
     lab.api("DELETE", "api/xcsh/policies?path=operator-locked&kind=folder")
+
+
+def test_an_answer_after_another_labs_is_told_already_answered(lab, lab_page):
+    """A lab that missed the event (its event socket silent) shows the request from its 10 s
+    poll; answered meanwhile in another lab, its own answer is a 409: "Already answered"."""
+    name = "late-answer.ipynb"
+    write_tagged_notebook(lab, name, ["print('tagged')"], tagged=0)
+    page = lab_page.page
+    # The server's events never reach this page: a socket that stays open and says nothing.
+    page.route_web_socket(re.compile(r".*/api/events/subscribe.*"), lambda ws: None)
+    lab_page.open(f"lab/tree/{name}")
+    run = agent_call(lab, "api/xcsh/notebook/run", {"notebook_path": name, "all": True})
+    dialog = page.locator(DIALOG)
+    expect(dialog).to_be_visible()  # from the poll, within 10 s
+    approval_id = dialog.locator(".jp-xcsh-Approval").get_attribute("data-approval-id")
+    lab.api("POST", f"api/xcsh/approvals/{approval_id}", {"decision": "deny"})
+    # The next poll is up to 10 s away: answer before it closes the dialog.
+    dialog.get_by_role("button", name="Allow once").click()
+    expect(page.locator(".Toastify__toast", has_text="Already answered")).to_be_visible()
+    # The other lab's deny counted: the run stopped at the cell, which did not run.
+    status, body = run.result(timeout=120)
+    assert status == 200 and body["isError"] is True, body
+    assert "The person denied this request" in body["text"], body
+
+
+def test_a_refusal_by_policy_is_listed_in_the_activity_panel(lab, lab_page):
+    name = "refused.ipynb"
+    lab_page.open_notebook(name, ["x = 1"])
+    lab.api("PUT", "api/xcsh/policies", {"path": name, "kind": "notebook", "preset": "read-only"})
+    status, body = agent_call(
+        lab,
+        "api/xcsh/notebook",
+        {"action": "edit", "notebook_path": name, "cell_id": "cell-0", "content": "x = 2"},
+    ).result(timeout=120)
+    assert status == 403 and body["reason"] == "policy_denied", body
+    panel = lab_page.open_activity()
+    log = panel.locator(".jp-xcsh-ApprovalLog")
+    log.locator("summary").click()
+    expect(log.locator('[data-kind="refused"]')).to_contain_text("Refused")
+    expect(page_access(lab_page)).to_have_text("Agents: Read only")
+    lab.api("DELETE", f"api/xcsh/policies?path={name}&kind=notebook")
+
+
+def page_access(lab_page) -> Any:
+    return lab_page.page.locator(".jp-NotebookPanel-toolbar .jp-xcsh-AgentAccess button")

@@ -115,7 +115,7 @@ export const policyPlugin: JupyterFrontEndPlugin<void> = {
     if (client !== null) {
       void loadApprovalHistory(queue, client);
     }
-    window.setInterval(() => void poll(), ApprovalQueue.POLL_MS);
+
     const prompter = new ApprovalPrompter(queue, trans);
     prompter.start();
     if (activity?.addSection) {
@@ -140,6 +140,11 @@ export const policyPlugin: JupyterFrontEndPlugin<void> = {
 
     // ---- Agent access of notebooks and folders.
     const store = new PolicyStore(api);
+    // Another lab, or the operator's restart with new rules, may change what is shown.
+    window.setInterval(() => {
+      void poll();
+      void store.refreshAll();
+    }, ApprovalQueue.POLL_MS);
     const reading = new Set<string>();
     const policyOf = (path: string) => {
       const policy = store.get(path);
