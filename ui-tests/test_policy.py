@@ -42,9 +42,7 @@ def saved_tags(lab, name: str) -> list[list[str]]:
 def save(lab_page) -> None:
     page = lab_page.page
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
-    page.wait_for_function(
-        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty"
-    )
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
 
 
 def test_the_cell_toolbar_sets_and_removes_the_ask_before_run_tag(lab, lab_page):
@@ -58,9 +56,9 @@ def test_the_cell_toolbar_sets_and_removes_the_ask_before_run_tag(lab, lab_page)
     toggle.click()
     expect(cell).to_have_class(_has("jp-xcsh-mod-askBeforeRun"))
     expect(cell.locator(".jp-xcsh-AskBeforeRun")).to_have_text("Agents ask before running")
-    expect(cell.locator('.jp-cell-toolbar [data-jp-item-name="xcsh-ask-before-run"]')).to_have_class(
-        _has("lm-mod-toggled")
-    )
+    expect(
+        cell.locator('.jp-cell-toolbar [data-jp-item-name="xcsh-ask-before-run"]')
+    ).to_have_class(_has("lm-mod-toggled"))
     expect(cells.nth(0)).not_to_have_class(_has("jp-xcsh-mod-askBeforeRun"))
     save(lab_page)
     assert saved_tags(lab, "tagged.ipynb") == [[], ["ask-before-run"], []]
@@ -148,19 +146,17 @@ def test_an_agent_run_waits_at_an_ask_before_run_cell_until_the_lab_allows_it(la
     status, body = run.result(timeout=120)
     assert status == 200, body
     assert [c["status"] for c in body["cells"]] == ["complete"] * 3, body
-    assert body["text"].index("before") < body["text"].index("training") < body["text"].index(
-        "after"
+    assert (
+        body["text"].index("before") < body["text"].index("training") < body["text"].index("after")
     )
     panel = lab_page.open_activity()
     log = panel.locator(".jp-xcsh-ApprovalLog")
-    log.locator("summary").click() if not log.locator("details[open]").count() else None
+    open_log(log)
     expect(log.locator('[data-kind="asked"]')).to_contain_text("claude-code asked")
     expect(log.locator('[data-kind="answered"]')).to_contain_text("Allowed once")
 
 
-def test_the_agent_access_menu_asks_before_changes_and_a_deny_answers_the_agent(
-    lab, lab_page
-):
+def test_the_agent_access_menu_asks_before_changes_and_a_deny_answers_the_agent(lab, lab_page):
     name = "deny-edit.ipynb"
     lab_page.open_notebook(name, ["x = 1"])
     page = lab_page.page
@@ -196,9 +192,7 @@ def test_the_agent_access_menu_asks_before_changes_and_a_deny_answers_the_agent(
     assert "not before the review" in body["message"]
     assert "x = 1" in (lab.root / name).read_text()
     panel = lab_page.open_activity()
-    expect(panel.locator('.jp-xcsh-ApprovalLog [data-kind="answered"]')).to_contain_text(
-        "Denied"
-    )
+    expect(panel.locator('.jp-xcsh-ApprovalLog [data-kind="answered"]')).to_contain_text("Denied")
     lab.api("DELETE", f"api/xcsh/policies?path={name}&kind=notebook")
 
 
@@ -227,7 +221,9 @@ def test_an_operator_rule_is_shown_as_the_servers_in_the_menu(lab, lab_page):
     expect(access).to_have_text("Agents: Custom")
     access.click()
     menu = page.locator(".lm-Menu.jp-xcsh-AgentAccessMenu")
-    expect(menu.locator(".lm-Menu-item", has_text="Set by the server: run asks you")).to_be_visible()
+    expect(
+        menu.locator(".lm-Menu-item", has_text="Set by the server: run asks you")
+    ).to_be_visible()
     expect(
         menu.locator(".lm-Menu-item", has_text="Full access (limited by the server)")
     ).to_be_visible()
@@ -281,10 +277,18 @@ def test_a_refusal_by_policy_is_listed_in_the_activity_panel(lab, lab_page):
     assert status == 403 and body["reason"] == "policy_denied", body
     panel = lab_page.open_activity()
     log = panel.locator(".jp-xcsh-ApprovalLog")
-    log.locator("summary").click()
+    open_log(log)
     expect(log.locator('[data-kind="refused"]')).to_contain_text("Refused")
     expect(page_access(lab_page)).to_have_text("Agents: Read only")
     lab.api("DELETE", f"api/xcsh/policies?path={name}&kind=notebook")
+
+
+def open_log(log) -> None:
+    """Unfold the approvals log of the activity panel (folded while requests wait)."""
+    expect(log.locator("details")).to_have_count(1)
+    if log.locator("details[open]").count() == 0:
+        log.locator("summary").click()
+    expect(log.locator("details[open]")).to_have_count(1)
 
 
 def page_access(lab_page) -> Any:
