@@ -160,9 +160,11 @@ describe('ApprovalQueue', () => {
     await queue.poll();
     expect(queue.pending.map(p => p.approval.id)).toEqual(['a1', 'a2']);
     expect(queue.log.filter(e => e.kind === 'asked')).toHaveLength(2);
+    const seen = changes(queue);
     server.pending = [approval('a2')];
     await queue.poll();
     expect(queue.pending.map(p => p.approval.id)).toEqual(['a2']);
+    expect(seen).toEqual([{ type: 'removed', id: 'a1', end: 'ended' }]);
   });
 
   it('does not end a request asked while a poll was on its way', () => {
@@ -205,13 +207,18 @@ describe('ApprovalQueue', () => {
     });
   });
 
-  it('ends requests whose time is up', () => {
-    const queue = new ApprovalQueue(new FakeServer());
-    queue.handleEmission(emission('asked', approval('a1')));
+  it('ends requests whose time is up, by its own clock (the time to answer from arrival)', () => {
+    let now = Date.parse('2030-06-01T00:00:00Z'); // this page's clock is far off the server's
+    const queue = new ApprovalQueue(new FakeServer(), { now: () => now });
+    queue.handleEmission(emission('asked', approval('a1'))); // 2 min to answer
     queue.handleEmission(
       emission('asked', approval('a2', { expiresAt: '2026-01-01T11:00:00Z' }))
     );
-    queue.expire(Date.parse('2026-01-01T10:05:00Z'));
+    expect(queue.get('a1')?.deadline).toBe(now + 120000);
+    queue.expire();
+    expect(queue.pending).toHaveLength(2);
+    now += 121000;
+    queue.expire();
     expect(queue.pending.map(p => p.approval.id)).toEqual(['a2']);
   });
 

@@ -114,7 +114,7 @@ describe('renderApproval', () => {
 describe('ApprovalBody', () => {
   it('counts down and gives the reason typed, cut to 500 characters', () => {
     let now = Date.parse('2026-01-01T10:00:00Z');
-    const body = new ApprovalBody(approval(), trans, () => now);
+    const body = new ApprovalBody(approval(), now + 120000, trans, () => now);
     const expires = body.node.querySelector('.jp-xcsh-Approval-expires');
     expect(expires?.textContent).toBe('Expires in 2 min 0 s');
     now += 100500;
@@ -147,14 +147,20 @@ describe('the approvals log', () => {
       `Not answered in time: ${what}`
     );
     expect(
-      logLine(entry({ kind: 'refused', reason: 'no lab open' }), trans)
-    ).toBe(`Refused: ${what} (no lab open)`);
+      logLine(entry({ kind: 'refused', reason: 'policy_denied' }), trans)
+    ).toBe(`Refused by a policy: ${what}`);
+    expect(
+      logLine(entry({ kind: 'refused', reason: 'approval_required' }), trans)
+    ).toBe(`Refused, no lab could answer in time: ${what}`);
+    expect(logLine(entry({ kind: 'refused', reason: 'other' }), trans)).toBe(
+      `Refused: ${what} (other)`
+    );
   });
 
   it('lists requests waiting with a button that opens them', () => {
     const opened: string[] = [];
     const node = renderApprovalSection(
-      [{ approval: approval(), answering: false, error: null }],
+      [{ approval: approval(), answering: false, error: null, deadline: null }],
       [entry({})],
       trans,
       id => opened.push(id)
@@ -165,6 +171,6 @@ describe('the approvals log', () => {
   });
 
   it('says nothing of the time of a request without one', () => {
-    expect(expiresLine(approval({ expiresAt: '' }), 0, trans)).toBeNull();
+    expect(expiresLine(null, 0, trans)).toBeNull();
   });
 });

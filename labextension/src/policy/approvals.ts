@@ -36,6 +36,12 @@ export interface IPendingApproval {
   answering: boolean;
   /** Why this lab's last answer failed (the request stays), or `null`. */
   error: string | null;
+  /**
+   * When it expires, by this page's clock (ms since the epoch), or `null` when the server
+   * gave no times: the server's time to answer counted from its arrival, so that a page
+   * whose clock is off neither closes it early nor late.
+   */
+  readonly deadline: number | null;
 }
 
 /**
@@ -60,6 +66,8 @@ export type ApprovalEnd =
   | 'answered'
   /** Its time ran out, or the agent's call ended. */
   | 'expired'
+  /** No longer pending on the server (a poll): answered elsewhere or expired. */
+  | 'ended'
   /** This lab's answer came too late: another answer counted (409). */
   | 'conflict';
 
@@ -164,7 +172,7 @@ export class ApprovalQueue {
     const live = new Set(approvals.map(a => a.id));
     for (const id of known) {
       if (!live.has(id)) {
-        this._end(id, 'expired');
+        this._end(id, 'ended');
       }
     }
     for (const approval of approvals) {
@@ -193,9 +201,8 @@ export class ApprovalQueue {
    * End the requests whose time is up.
    */
   expire(now = this._now()): void {
-    for (const { approval } of this.pending) {
-      const expires = Date.parse(approval.expiresAt);
-      if (Number.isFinite(expires) && expires <= now) {
+    for (const { approval, deadline } of this.pending) {
+      if (deadline !== null && deadline <= now) {
         this._end(approval.id, 'expired');
       }
     }
@@ -250,7 +257,18 @@ export class ApprovalQueue {
     if (this._pending.has(approval.id)) {
       return;
     }
-    this._pending.set(approval.id, { approval, answering: false, error: null });
+    const asked = Date.parse(approval.askedAt);
+    const expires = Date.parse(approval.expiresAt);
+    const deadline =
+      Number.isFinite(asked) && Number.isFinite(expires)
+        ? this._now() + Math.max(0, expires - asked)
+        : null;
+    this._pending.set(approval.id, {
+      approval,
+      answering: false,
+      error: null,
+      deadline
+    });
     this._changed.emit({ type: 'added', id: approval.id });
   }
 

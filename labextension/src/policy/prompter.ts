@@ -28,10 +28,11 @@ export const MAX_REASON_CHARS = 500;
  */
 export class ApprovalBody extends Widget implements Dialog.IBodyWidget<string> {
   /**
-   * Render `approval`; the countdown counts with `now`.
+   * Render `approval`; the countdown counts to `deadline` with `now` (this page's clock).
    */
   constructor(
     readonly approval: IApproval,
+    private readonly deadline: number | null,
     private readonly trans: TranslationBundle,
     private readonly now: () => number = Date.now
   ) {
@@ -68,7 +69,7 @@ export class ApprovalBody extends Widget implements Dialog.IBodyWidget<string> {
    */
   tick(): void {
     this._expires.textContent =
-      expiresLine(this.approval, this.now(), this.trans) ?? '';
+      expiresLine(this.deadline, this.now(), this.trans) ?? '';
   }
 
   private _expires: HTMLElement;
@@ -174,7 +175,7 @@ export class ApprovalPrompter {
       return;
     }
     const trans = this.trans;
-    const body = new ApprovalBody(pending.approval, trans);
+    const body = new ApprovalBody(pending.approval, pending.deadline, trans);
     const dialog = new Dialog<string>({
       title: trans.__('Allow this agent action?'),
       body,

@@ -100,17 +100,19 @@ export function renderApproval(
 
 /**
  * How long until a request expires, e.g. "Expires in 1 min 40 s" (`null` without a time).
+ *
+ * @param deadline - When it expires, by this page's clock (ms since the epoch).
+ * @param now - The time now, by the same clock.
  */
 export function expiresLine(
-  approval: IApproval,
+  deadline: number | null,
   now: number,
   trans: TranslationBundle
 ): string | null {
-  const expires = Date.parse(approval.expiresAt);
-  if (!Number.isFinite(expires)) {
+  if (deadline === null) {
     return null;
   }
-  const left = Math.max(0, expires - now);
+  const left = Math.max(0, deadline - now);
   return left === 0
     ? trans.__('Expired')
     : trans.__('Expires in %1', formatDuration(Math.ceil(left / 1000) * 1000));
@@ -146,9 +148,16 @@ export function logLine(
     case 'expired':
       return trans.__('Not answered in time: %1', what);
     case 'refused':
-      return entry.reason
-        ? trans.__('Refused: %1 (%2)', what, entry.reason)
-        : trans.__('Refused: %1', what);
+      switch (entry.reason) {
+        case 'policy_denied':
+          return trans.__('Refused by a policy: %1', what);
+        case 'approval_required':
+          return trans.__('Refused, no lab could answer in time: %1', what);
+        default:
+          return entry.reason
+            ? trans.__('Refused: %1 (%2)', what, entry.reason)
+            : trans.__('Refused: %1', what);
+      }
   }
 }
 
