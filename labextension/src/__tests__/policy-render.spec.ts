@@ -119,7 +119,7 @@ describe('ApprovalBody', () => {
     expect(expires?.textContent).toBe('Expires in 2 min 0 s');
     now += 100500;
     body.tick();
-    expect(expires?.textContent).toBe('Expires in 20.0 s');
+    expect(expires?.textContent).toBe('Expires in 20 s');
     const reason = body.node.querySelector('textarea')!;
     reason.value = `  ${'r'.repeat(600)}  `;
     expect(body.getValue()).toBe('r'.repeat(500));

@@ -112,10 +112,14 @@ export function expiresLine(
   if (deadline === null) {
     return null;
   }
-  const left = Math.max(0, deadline - now);
-  return left === 0
-    ? trans.__('Expired')
-    : trans.__('Expires in %1', formatDuration(Math.ceil(left / 1000) * 1000));
+  const seconds = Math.ceil(Math.max(0, deadline - now) / 1000);
+  if (seconds === 0) {
+    return trans.__('Expired');
+  }
+  // Whole seconds: the countdown ticks once a second.
+  return seconds < 60
+    ? trans.__('Expires in %1 s', seconds)
+    : trans.__('Expires in %1', formatDuration(seconds * 1000));
 }
 
 /**
