@@ -391,6 +391,15 @@ class TestTheStoreInsideTheRoot:
             status, answer_ = await files(body)
             assert (status, answer_["reason"]) == (403, "policy_protected"), (body, answer_)
         assert store.read_text(encoding="utf-8") == kept
+        # Each attempt is in the activity history, for the person to see.
+        reasons: list[str] = []
+        for _ in range(100):
+            _, page = await fetch_json(jp_fetch, "api", "xcsh", "activity")
+            reasons = [e.get("reason", "") for entry in page["entries"] for e in entry["events"]]
+            if len(reasons) >= 5:
+                break
+            await asyncio.sleep(0.1)
+        assert reasons == ["policy_protected"] * 5
 
 
 # -- the person's endpoints ----------------------------------------------------------------------
