@@ -70,6 +70,17 @@ async def answer(
     )
 
 
+async def asked(jp_fetch: Any, count: int = 1, timeout: float = 60) -> list[dict[str, Any]]:
+    """Act as the lab: poll the approvals until ``count`` are pending (fail after ``timeout``)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        found = await pending(jp_fetch)
+        if len(found) >= count:
+            return found
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{count} approval(s) were not asked within {timeout} s")
+
+
 async def answer_next(
     jp_fetch: Any, decision: str, reason: str | None = None, *, seen: set[str] | None = None
 ) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from .policies import (
     POLICIES,
     answer,
     answer_next,
+    asked,
     fetch_json,
     pending,
     set_policy,
@@ -271,15 +272,11 @@ async def test_ask_timeout_refuses_and_a_late_answer_is_409(jp_fetch, jp_root_di
     await set_policy(jp_fetch, "a.ipynb", preset="ask-changes")
     await pending(jp_fetch)
     call = asyncio.ensure_future(tool(jp_fetch, transport, "notebook")(EDIT))
-    asked = None
-    while asked is None:
-        found = await pending(jp_fetch)  # keeps the lab "open" while it waits
-        asked = found[0] if found else None
-        await asyncio.sleep(0.05)
+    first = (await asked(jp_fetch))[0]  # keeps the lab "open" while it waits
     status, body = await call
     assert (status, body["reason"]) == (403, "approval_required")
     assert "in time" in body["message"]
-    status, late = await answer(jp_fetch, asked["id"], "allow-once")
+    status, late = await answer(jp_fetch, first["id"], "allow-once")
     assert status == 409, late
     assert (jp_root_dir / "a.ipynb").read_text(encoding="utf-8") == before
     assert await pending(jp_fetch) == []
@@ -294,11 +291,7 @@ async def test_two_agents_asking_at_once_get_their_own_answers(jp_fetch, jp_root
     two = asyncio.ensure_future(
         tool(jp_fetch, "mcp", "notebook")({**EDIT, "notebook_path": "b.ipynb", "content": "y = 2"})
     )
-    asked: list[dict[str, Any]] = []
-    while len(asked) < 2:
-        asked = await pending(jp_fetch)
-        await asyncio.sleep(0.05)
-    by_path = {a["path"]: a for a in asked}
+    by_path = {a["path"]: a for a in await asked(jp_fetch, 2)}
     assert by_path["a.ipynb"]["agent"] == "one"
     # The first answer counts: a second answer to the same approval is a 409.
     assert (await answer(jp_fetch, by_path["b.ipynb"]["id"], "deny", "no"))[0] == 200
@@ -398,6 +391,15 @@ class TestTheStoreInsideTheRoot:
             status, answer_ = await files(body)
             assert (status, answer_["reason"]) == (403, "policy_protected"), (body, answer_)
         assert store.read_text(encoding="utf-8") == kept
+        # Each attempt is in the activity history, for the person to see.
+        reasons: list[str] = []
+        for _ in range(100):
+            _, page = await fetch_json(jp_fetch, "api", "xcsh", "activity")
+            reasons = [e.get("reason", "") for entry in page["entries"] for e in entry["events"]]
+            if len(reasons) >= 5:
+                break
+            await asyncio.sleep(0.1)
+        assert reasons == ["policy_protected"] * 5
 
 
 # -- the person's endpoints ----------------------------------------------------------------------

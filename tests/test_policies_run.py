@@ -18,7 +18,7 @@ from traitlets.config import Config
 
 from .mcp_client import TRANSPORTS, stream_call
 from .notebooks import jupyter_text
-from .policies import answer_next, fetch_json, pending, set_policy, tool
+from .policies import answer_next, asked, fetch_json, pending, set_policy, tool
 
 APPROVAL_TIMEOUT = 20.0
 
@@ -69,13 +69,9 @@ async def test_a_run_stops_at_an_ask_before_run_cell_and_goes_on_when_approved(
     run = asyncio.ensure_future(
         tool(jp_fetch, transport, "run")({"notebook_path": "a.ipynb", "all": True})
     )
-    asked: list[dict[str, Any]] = []
-    while not asked:
-        asked = await pending(jp_fetch)
-        await asyncio.sleep(0.05)
+    approval = (await asked(jp_fetch))[0]
     # Waiting: the cell before it has run, the tagged cell and those after it have not.
     assert outputs(jp_root_dir / "a.ipynb") == ["one\n", "", ""]
-    approval = asked[0]
     assert approval["cellIds"] == ["c1"] and approval["class"] == "run"
     assert approval["detail"]["code"] == "print('two')"
     assert "ask-before-run" in approval["summary"]

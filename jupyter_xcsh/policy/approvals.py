@@ -213,7 +213,7 @@ class ApprovalRegistry:
                 continue
 
     def refuse(self, approval: Approval, reason: str) -> None:
-        """Report a refusal without a question (a ``deny`` policy, no lab open, a protected tag)."""
+        """Report a refusal without a question (a ``deny`` policy, no lab open, the policy file)."""
         self._emit("refused", approval, reason=reason)
 
     def _finish(self, approval: Approval, state: str) -> None:

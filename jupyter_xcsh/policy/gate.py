@@ -114,7 +114,11 @@ class PolicyGate:
     ) -> None:
         """Let ``action`` go on, ask the person, or raise ``policy_denied``/``approval_*``."""
         path = normalize_path(action.path)
-        self._protect(action.cls, path, *action.others)
+        try:
+            self._protect(action.cls, path, *action.others)
+        except RefusedError:
+            self.approvals.refuse(self._approval(caller, action, path), "policy_protected")
+            raise
         decisions, rules = effective(self.operator, self._person(), path)
         for other in action.others:
             more, matched = effective(self.operator, self._person(), normalize_path(other))
