@@ -105,6 +105,22 @@ describe('ApprovalPrompter', () => {
     expect(answers).toEqual([]);
   });
 
+  it('never allows on Enter, even typed in the reason box', async () => {
+    queue.handleEmission(emission('asked', 'a1'));
+    await waitFor(dialog, 'the dialog');
+    const reason = dialog()!.querySelector('textarea')!;
+    reason.focus();
+    reason.dispatchEvent(
+      new KeyboardEvent('keydown', { key: 'Enter', bubbles: true })
+    );
+    dialog()!.dispatchEvent(
+      new KeyboardEvent('keydown', { key: 'Enter', bubbles: true })
+    );
+    await new Promise(resolve => setTimeout(resolve, 50));
+    expect(answers).toEqual([]);
+    expect(queue.pending).toHaveLength(1);
+  });
+
   it('puts a request off with Later, and shows it again when asked to', async () => {
     queue.handleEmission(emission('asked', 'a1'));
     await waitFor(dialog, 'the dialog');

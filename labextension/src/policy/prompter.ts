@@ -203,7 +203,8 @@ export class ApprovalPrompter {
           actions: [`${ACTION_PREFIX}allow-once`]
         })
       ],
-      defaultButton: 3,
+      // Enter (in older labs, even in the reason box) must never allow: it means Later.
+      defaultButton: 0,
       hasClose: true
     });
     dialog.addClass('jp-xcsh-ApprovalDialog');
