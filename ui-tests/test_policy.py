@@ -293,3 +293,25 @@ def open_log(log) -> None:
 
 def page_access(lab_page) -> Any:
     return lab_page.page.locator(".jp-NotebookPanel-toolbar .jp-xcsh-AgentAccess button")
+
+
+def test_later_leaves_the_request_in_the_activity_panel_to_answer_from_there(lab, lab_page):
+    name = "later.ipynb"
+    write_tagged_notebook(lab, name, ["print('tagged')"], tagged=0)
+    lab_page.open(f"lab/tree/{name}")
+    page = lab_page.page
+    run = agent_call(lab, "api/xcsh/notebook/run", {"notebook_path": name, "all": True})
+    dialog = page.locator(DIALOG)
+    expect(dialog).to_be_visible()
+    dialog.get_by_role("button", name="Later").click()
+    expect(dialog).to_have_count(0)
+    assert not run.done()
+    panel = lab_page.open_activity()
+    waiting = panel.locator(".jp-xcsh-ApprovalLog-pending")
+    expect(waiting).to_contain_text("claude-code waits for your approval")
+    waiting.get_by_role("button", name="Answer…").click()
+    expect(dialog).to_be_visible()
+    dialog.get_by_role("button", name="Allow once").click()
+    expect(waiting).to_have_count(0)
+    status, body = run.result(timeout=120)
+    assert status == 200 and body["isError"] is False, body
