@@ -137,6 +137,10 @@ export const policyPlugin: JupyterFrontEndPlugin<void> = {
     queue.changed.connect(() =>
       commands.notifyCommandChanged(PolicyCommandIDs.answer)
     );
+    palette?.addItem({
+      command: PolicyCommandIDs.answer,
+      category: trans.__('Agent')
+    });
 
     // ---- Agent access of notebooks and folders.
     const store = new PolicyStore(api);
