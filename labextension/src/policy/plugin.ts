@@ -7,22 +7,16 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import {
-  ICommandPalette,
-  IToolbarWidgetRegistry,
-  showErrorMessage
-} from '@jupyterlab/apputils';
+import { ICommandPalette, IToolbarWidgetRegistry } from '@jupyterlab/apputils';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Event } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
-import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
-import { Menu } from '@lumino/widgets';
 
 import { IAgentActivity, IXcshClient } from '../tokens';
 import { translationBundle } from '../translation';
-import { AccessChoice, AgentAccessButton, PolicyStore } from './access';
+import { PolicyStore } from './access';
 import { ApprovalSection } from './activity';
 import { policyAPI } from './api';
 import { ApprovalQueue } from './approvals';
@@ -32,36 +26,10 @@ import {
   NotebookAskMarks,
   setAskBeforeRun
 } from './celltag';
-import {
-  chosenPreset,
-  heldByOperator,
-  limitsLine,
-  operatorLimits,
-  PRESETS,
-  presetCaption,
-  presetLabel
-} from './presets';
+import { addAccessCommands, PolicyCommandIDs } from './commands';
 import { ApprovalPrompter } from './prompter';
-import type { RuleKind } from './types';
 
-/**
- * The policy plugin's command ids.
- */
-export namespace PolicyCommandIDs {
-  /** Set the agent access of a notebook or folder (`preset`, `target`). */
-  export const access = 'jupyter-xcsh:agent-access';
-  /** The server's limits of a notebook's or folder's access (a line in the menu). */
-  export const accessLimits = 'jupyter-xcsh:agent-access-limits';
-  /** Set or remove the `ask-before-run` tag of the active cell. */
-  export const askBeforeRun = 'jupyter-xcsh:toggle-ask-before-run';
-  /** Show the oldest agent request waiting for an answer. */
-  export const answer = 'jupyter-xcsh:answer-agent-request';
-}
-
-/**
- * The notebook toolbar item's name (in `schema/policy.json`).
- */
-const TOOLBAR_ITEM = 'xcsh-agent-access';
+export { PolicyCommandIDs } from './commands';
 
 /**
  * The person decides what agents may do: the "Agent access" of notebooks and folders, the
@@ -149,178 +117,15 @@ export const policyPlugin: JupyterFrontEndPlugin<void> = {
       void poll();
       void store.refreshAll();
     }, ApprovalQueue.POLL_MS);
-    const reading = new Set<string>();
-    const policyOf = (path: string) => {
-      const policy = store.get(path);
-      if (policy === undefined && !reading.has(path)) {
-        reading.add(path);
-        void store.refresh(path).finally(() => reading.delete(path));
-      }
-      return policy;
-    };
-    store.changed.connect(() => {
-      commands.notifyCommandChanged(PolicyCommandIDs.access);
-      commands.notifyCommandChanged(PolicyCommandIDs.accessLimits);
+    addAccessCommands({
+      app,
+      tracker,
+      browsers,
+      toolbars,
+      palette,
+      store,
+      trans
     });
-    const target = (
-      args: ReadonlyPartialJSONObject
-    ): { path: string; kind: RuleKind } | null => {
-      if (typeof args.path === 'string') {
-        return {
-          path: args.path,
-          kind: args.kind === 'folder' ? 'folder' : 'notebook'
-        };
-      }
-      if (args.target === 'browser') {
-        const browser = browsers?.tracker.currentWidget;
-        const item = browser ? browser.selectedItems().next() : null;
-        const model = item && !item.done ? item.value : null;
-        if (model?.type === 'directory') {
-          return { path: model.path, kind: 'folder' };
-        }
-        if (model?.type === 'notebook') {
-          return { path: model.path, kind: 'notebook' };
-        }
-        return null;
-      }
-      const panel = tracker.currentWidget;
-      return panel ? { path: panel.context.path, kind: 'notebook' } : null;
-    };
-    commands.addCommand(PolicyCommandIDs.access, {
-      label: args => {
-        const choice = args.preset as AccessChoice;
-        const name =
-          choice === 'inherit'
-            ? trans.__('Same as the Folder')
-            : presetLabel(choice, trans);
-        const where = target(args);
-        const policy = where ? store.get(where.path) : undefined;
-        const held =
-          choice !== 'inherit' && policy !== undefined
-            ? heldByOperator(choice, operatorLimits(policy.rules))
-            : [];
-        const label =
-          held.length > 0 ? trans.__('%1 (limited by the server)', name) : name;
-        return args.isPalette
-          ? trans.__('Agent Access of Notebook: %1', label)
-          : label;
-      },
-      caption: args =>
-        args.preset === 'inherit'
-          ? trans.__(
-              "Remove your own rule: the folder's access (or the default) applies"
-            )
-          : presetCaption(args.preset as never, trans),
-      isEnabled: args => target(args) !== null,
-      isToggled: args => {
-        const where = target(args);
-        const policy = where ? policyOf(where.path) : undefined;
-        return (
-          where !== null &&
-          policy !== undefined &&
-          args.preset !== 'inherit' &&
-          chosenPreset(policy, where.path, where.kind) === args.preset
-        );
-      },
-      execute: async args => {
-        const where = target(args);
-        const choice = args.preset as AccessChoice;
-        if (
-          where === null ||
-          (choice !== 'inherit' && !PRESETS.includes(choice))
-        ) {
-          return;
-        }
-        try {
-          await store.choose(where.path, where.kind, choice);
-        } catch (error) {
-          await showErrorMessage(
-            trans.__('Agent access not changed'),
-            error as Error
-          );
-        }
-      }
-    });
-    commands.addCommand(PolicyCommandIDs.accessLimits, {
-      label: args => {
-        const where = target(args);
-        const policy = where ? store.get(where.path) : undefined;
-        if (where !== null && policy === undefined) {
-          return store.error(where.path) !== null
-            ? trans.__('Agent access could not be read')
-            : trans.__('Reading the agent access…');
-        }
-        return (
-          (policy && limitsLine(operatorLimits(policy.rules), trans)) ??
-          trans.__('No server rule applies')
-        );
-      },
-      isEnabled: () => false,
-      execute: () => undefined
-    });
-    const accessMenu = (targetName: 'notebook' | 'browser') => {
-      const menu = new Menu({ commands });
-      menu.addClass('jp-xcsh-AgentAccessMenu');
-      menu.title.label = trans.__('Agent Access');
-      for (const preset of PRESETS) {
-        menu.addItem({
-          command: PolicyCommandIDs.access,
-          args: { preset, target: targetName }
-        });
-      }
-      menu.addItem({ type: 'separator' });
-      menu.addItem({
-        command: PolicyCommandIDs.access,
-        args: { preset: 'inherit', target: targetName }
-      });
-      menu.addItem({ type: 'separator' });
-      menu.addItem({
-        command: PolicyCommandIDs.accessLimits,
-        args: { target: targetName }
-      });
-      return menu;
-    };
-    const notebookMenu = accessMenu('notebook');
-    if (toolbars !== null) {
-      toolbars.addFactory<NotebookPanel>('Notebook', TOOLBAR_ITEM, panel => {
-        const button = new AgentAccessButton(
-          store,
-          () => panel.context.path,
-          () => {
-            // The menu acts on the notebook whose button was clicked.
-            if (tracker.currentWidget !== panel) {
-              app.shell.activateById(panel.id);
-            }
-            return notebookMenu;
-          },
-          trans
-        );
-        panel.context.pathChanged.connect(() => {
-          void store.refresh(panel.context.path);
-          button.render();
-        });
-        return button;
-      });
-    }
-    const browserMenu = accessMenu('browser');
-    for (const selector of [
-      '.jp-DirListing-item[data-isdir="true"]',
-      '.jp-DirListing-item[data-file-type="notebook"]'
-    ]) {
-      app.contextMenu.addItem({
-        type: 'submenu',
-        submenu: browserMenu,
-        selector,
-        rank: 60
-      });
-    }
-    for (const preset of PRESETS) {
-      palette?.addItem({
-        command: PolicyCommandIDs.access,
-        args: { preset, target: 'notebook', isPalette: true },
-        category: trans.__('Agent')
-      });
-    }
 
     // ---- The ask-before-run tag.
     const activeTagged = () => {
