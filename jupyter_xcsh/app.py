@@ -34,6 +34,7 @@ from .handlers import kernel as kernel_handlers
 from .handlers import mcp as mcp_handlers
 from .handlers import mcpconfig as mcpconfig_handlers
 from .handlers import notebook as notebook_handlers
+from .handlers import policies as policies_handlers
 from .handlers import python as python_handlers
 from .handlers import run as run_handlers
 from .handlers import runs as runs_handlers
@@ -54,6 +55,10 @@ from .outputs.artifacts import (
     ArtifactStore,
     ContentsArtifactStore,
 )
+from .policy.approvals import ApprovalRegistry
+from .policy.gate import PolicyGate
+from .policy.rules import parse_rule
+from .policy.store import PolicyStore
 from .services import XcshServices
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
@@ -83,6 +88,7 @@ ROUTE_MODULES = (
     files_handlers,
     kernel_handlers,
     activity_handlers,
+    policies_handlers,
 )
 
 
@@ -234,6 +240,7 @@ class XcshApp(ExtensionApp):
             run=run,
             files=FilesTool(workspace, FileSearch(workspace, regex)),
             kernel=KernelTool(execution, inplace.kernels, notebook_store, runs),
+            policies=self._policies(settings, activity),
         )
         self.settings["xcsh"] = self.services
         if settings.offer_to_jupyter_ai:
@@ -244,6 +251,23 @@ class XcshApp(ExtensionApp):
             # Before 2.16 the server never calls ``_start_jupyter_server_extension``: the
             # extension starts its background work itself when the server's loop starts.
             loop.add_callback(self._start_jupyter_server_extension, server)
+
+    def _policies(self, settings: XcshSettings, activity: ActivityEvents) -> PolicyGate:
+        """The operator's rules (checked at start: a bad rule stops the server), the person's."""
+        server = self.serverapp
+        assert server is not None
+        operator = [
+            parse_rule(rule, "operator", where=f"c.XcshSettings.agent_policies[{k}]")
+            for k, rule in enumerate(settings.agent_policies)
+        ]
+        store = PolicyStore(
+            settings.policy_store_path or os.path.join(server.data_dir, "xcsh", "policies.json"),
+            server.root_dir,
+        )
+        approvals = ApprovalRegistry(activity, presence_window=settings.approval_presence)
+        return PolicyGate(
+            operator, store, approvals, timeout=settings.approval_timeout, root=server.root_dir
+        )
 
     def _artifact_store(self, settings: XcshSettings, temporaries: TemporaryFiles) -> ArtifactStore:
         """A folder of the root on the local disk, or through the contents manager if not.

@@ -10,6 +10,7 @@ from .execution.python.runner import ExecutionService
 from .fast_paths import FastPaths
 from .notebook.store import NotebookStore
 from .outputs.artifacts import ArtifactStore
+from .policy.gate import PolicyGate
 from .settings import XcshSettings
 from .tools import ArtifactTool, NotebookTool, PythonTool
 from .tools.files import FilesTool
@@ -44,3 +45,5 @@ class XcshServices:
     files: FilesTool
     #: The kernel tool: variables, status and control of session and notebook kernels.
     kernel: KernelTool
+    #: The agent policies and approvals (docs/users/policies.md), asked by every agent tool.
+    policies: PolicyGate

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from traitlets import Bool, Enum, Float, Int, List, Unicode
+from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 from .fast_paths import FAST_PATHS
@@ -445,5 +445,58 @@ class XcshSettings(Configurable):
             "(default True; ipykernel only). False (or fast_paths=False): ipykernel's own "
             "behaviour, so a huge print reaches the server as one message it holds whole, "
             "and the server reads IOPub with ZMQ's default queue of 1000 messages."
+        ),
+    )
+
+    agent_policies = List(
+        Dict(),
+        default_value=[],
+        config=True,
+        help=(
+            "The operator's agent policies: a list of rules {'path': <API path or glob>, "
+            "'kind': 'notebook' | 'folder', 'classes': {<class>: 'allow' | 'ask' | 'deny'}} "
+            "(or 'preset': 'full' | 'ask-changes' | 'ask-running' | 'read-only' instead of "
+            "'classes'). Classes: read, edit, run (runs in place, python on a notebook's "
+            "kernel), python (the python tool's own kernels), destructive (deleting cells or "
+            "files, overwriting a file, restarting or changing a kernel). A folder rule covers "
+            "everything under it ('' is the root); in a glob '*' crosses folders. Every "
+            "matching operator rule counts and the strictest decision wins; the person's "
+            "rules set in the lab can make it stricter, never looser. Default []: everything "
+            "allowed (unless the person sets rules). Example: [{'path': 'prod', 'kind': "
+            "'folder', 'preset': 'read-only'}, {'path': '*.ipynb', 'kind': 'notebook', "
+            "'classes': {'destructive': 'ask'}}]."
+        ),
+    )
+
+    policy_store_path = Unicode(
+        "",
+        config=True,
+        help=(
+            "The JSON file holding the person's agent policies, set in the lab (default '': "
+            "'xcsh/policies.json' in the server's data directory, "
+            "jupyter_core.paths.jupyter_data_dir()). Keep it outside the contents root: no "
+            "agent tool may read or change it (a files tool action on it is refused)."
+        ),
+    )
+
+    approval_timeout = Float(
+        120.0,
+        min=0.0,
+        config=True,
+        help=(
+            "Seconds an agent's call waits for the person's answer to an approval when the "
+            "call gives no timeout of its own (default 120). Past it, the call is refused "
+            "(approval_required) and nothing is changed; 0 refuses at once."
+        ),
+    )
+
+    approval_presence = Float(
+        30.0,
+        min=0.0,
+        config=True,
+        help=(
+            "Seconds a lab counts as open after it last listed the approvals (GET "
+            "/api/xcsh/approvals; the lab lists them every 10 s) (default 30). With no lab "
+            "open, a call that needs an approval is refused at once (approval_required)."
         ),
     )

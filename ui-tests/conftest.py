@@ -206,7 +206,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     server_config: dict[str, Any] = {
         "LabApp": lab_config,
         # The activity history of this lab only, not the home directory's.
-        "XcshSettings": {"activity_history_path": str(history)},
+        "XcshSettings": {
+            "activity_history_path": str(history),
+            # The person's agent policies of this lab only; and one operator rule, which
+            # test_policy.py shows in the Agent access menu (no other test touches the folder).
+            "policy_store_path": str(base / "xcsh-policies.json"),
+            "agent_policies": [
+                {"path": "operator-locked", "kind": "folder", "classes": {"run": "ask"}}
+            ],
+        },
     }
     # XCSH_UI_AUTOENABLE=1: the server extension must be enabled by what the package installed
     # (its jupyter-config file), as on a user's machine; else it is enabled here.

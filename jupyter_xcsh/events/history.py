@@ -85,6 +85,7 @@ _KINDS = {
     "https://events.jupyter.org/jupyter_xcsh/notebook/v1": "notebook",
     "https://events.jupyter.org/jupyter_xcsh/python/v1": "python",
     "https://events.jupyter.org/jupyter_xcsh/run/v1": "run",
+    "https://events.jupyter.org/jupyter_xcsh/approval/v1": "approval",
 }
 
 
@@ -219,7 +220,7 @@ class ActivityHistory:
         emission.update((k, v) for k, v in payload.items() if v is not None)
         path = payload.get("path")
         row = (self.root, call_id, kind, path if isinstance(path, str) else None, at)
-        if kind == "notebook":
+        if kind in ("notebook", "approval"):  # one event, one row (an approval: each step)
             return row, [emission]
         event = payload.get("event")
         if event == "outputs":  # a run's outputs for open notebooks: not the panel's

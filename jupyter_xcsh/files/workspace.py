@@ -40,6 +40,7 @@ from ..notebook.model import DIGITS
 from ..notebook.request import _occurrences
 from ..notebook.saves import SaveGuard
 from ..paths import escapes_root, hide_root, to_api_path
+from ..policy.tags import check_notebook_text
 from .request import FilesRequest
 
 __all__ = ["FileLimits", "FileState", "Workspace", "file_hash"]
@@ -435,6 +436,8 @@ class Workspace:
                 self.check_hash(api_path, path, state, request.expected_hash)
                 if request.old_content is not None:
                     new = self._replace_once(api_path, path, state, request.old_content, content)
+            if api_path.endswith(".ipynb"):  # the ask-before-run tags are the person's
+                check_notebook_text(None if state is None else state.text, new, api_path)
             created_folders = await self.ensure_folder(posixpath.dirname(api_path), path)
             saved = await self.guard.save_replacing(
                 {"type": "file", "format": "text", "content": new}, api_path

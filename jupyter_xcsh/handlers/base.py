@@ -141,6 +141,7 @@ class XcshAPIHandler(APIHandler):
             agent=agent,
             name=name,
             persona=persona[1] if persona is not None else "",
+            gate=self.services.policies,
         )
 
     def agent_key(self) -> str:

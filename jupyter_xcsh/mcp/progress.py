@@ -71,4 +71,7 @@ class ProgressNotifier(ExecutionObserver):
             self.last_line = last[-1][-MAX_MESSAGE_CHARS:]
 
     def status_event(self, index: int, event: dict[str, Any]) -> None:  # noqa: D102
+        if event.get("op") == "approval":  # the call waits for the person: say so at once
+            self.notify(str(event.get("message", "waiting for the person's approval")))
+            return
         self.last_line = f"status {event.get('op', '')}".strip()[:MAX_MESSAGE_CHARS]

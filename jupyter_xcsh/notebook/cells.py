@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, NotFoundError
+from ..policy.tags import check_cell_change
 from .counts import index_of_execution_count
 from .model import CellDocument, index_of_id, revision_of, source_hash
 from .request import (
@@ -293,8 +294,23 @@ def apply_change(document: CellDocument, request: NotebookRequest) -> ChangeResu
     """
     _stale_notebook_check(document, request)
     result = _APPLY[request.action](document, request)
+    _keep_tags(document, request, result)
     result.details["revision"] = revision_of(document)
     return result
+
+
+def _keep_tags(document: CellDocument, request: NotebookRequest, result: ChangeResult) -> None:
+    """Refuse a change that adds or removes the ``ask-before-run`` tag (``policy_protected``).
+
+    Only a whole ``cell`` (edit, insert) carries metadata; a delete removes a tagged cell.
+    The document is then dropped by the caller, as for any failed change.
+    """
+    action, path = request.action, request.notebook_path
+    if action == "delete":
+        check_cell_change(result.previous, None, path)
+    elif request.cell is not None and action in ("edit", "insert"):
+        after = document.cells[result.details["cellIndex"]]
+        check_cell_change(result.previous if action == "edit" else None, after, path)
 
 
 def apply_changes(

@@ -17,6 +17,7 @@ from ..outputs.artifacts import (
 from ..outputs.imageinfo import image_format, image_size, svg_size
 from ..outputs.sizes import format_size
 from ..outputs.view import terminal_text
+from ..policy.gate import AgentAction
 from .caller import Caller
 
 __all__ = ["ArtifactTool"]
@@ -50,6 +51,8 @@ class ArtifactTool:
     async def open(self, artifact_id: str, caller: Caller) -> BinaryIO:
         """Open an artifact for reading (the caller closes it); 400/403/404 as domain errors."""
         await caller.require("read", RESOURCE)
+        # Artifacts belong to no path: only a rule on the root folder covers them.
+        await caller.permit(AgentAction("artifact", "read", "", f"read artifact {artifact_id}"))
         # Off the event loop: the folder is listed, and read through the contents manager where
         # the root is not a local directory.
         return await asyncio.to_thread(self.store.open, artifact_id)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import forbidden
+
+if TYPE_CHECKING:
+    from ..execution.kernel.control import CallControl
+    from ..execution.kernel.observer import ExecutionObserver
+    from ..policy.gate import AgentAction, PolicyGate
 
 __all__ = ["Caller"]
 
@@ -24,6 +29,8 @@ class Caller:
     ``persona``: the Jupyter AI persona and chat the agent is, from the headers Jupyter AI
     stamps on its personas' requests ("" otherwise); ``name`` and ``agent`` then say so, and
     what the client says of itself (MCP's ``clientInfo``) does not rename it.
+    ``gate``: the server's policies (``policy/gate.py``), which every agent tool asks before
+    it acts (``permit``); None: everything allowed (the server itself, tests of the core).
     """
 
     user: Any
@@ -31,11 +38,26 @@ class Caller:
     agent: str = ""
     name: str = ""
     persona: str = ""
+    gate: PolicyGate | None = None
 
     async def require(self, action: str, resource: str) -> None:
         """Raise ``ForbiddenError`` unless the caller may do ``action`` on ``resource``."""
         if not await self.authorize(action, resource):
             raise forbidden(action, resource)
+
+    async def permit(
+        self,
+        action: AgentAction,
+        observer: ExecutionObserver | None = None,
+        control: CallControl | None = None,
+    ) -> None:
+        """Let the policies judge ``action``: return to go on, or raise why not.
+
+        ``policy_denied``, ``approval_required`` or ``approval_denied`` (403); an ``ask``
+        waits for the person's answer, reporting the wait to ``observer``.
+        """
+        if self.gate is not None:
+            await self.gate.check(self, action, observer, control)
 
     @classmethod
     def trusted(cls, user: Any = None) -> Caller:

@@ -8,6 +8,7 @@ from ..files.request import parse_request
 from ..files.search import FileSearch
 from ..files.workspace import Workspace
 from .caller import Caller
+from .classify import files_action
 
 __all__ = ["FilesTool"]
 
@@ -31,6 +32,7 @@ class FilesTool:
         """
         request = parse_request(body)
         await caller.require("write" if request.changes else "read", RESOURCE)
+        await caller.permit(files_action(request))
         if request.action == "search":
             return await self.finder.search(request)
         action = getattr(self.workspace, request.action)

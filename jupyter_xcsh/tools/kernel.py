@@ -30,6 +30,7 @@ from ..kernel_tool.request import KernelRequest, parse_kernel_request
 from ..kernel_tool.targets import NotebookTarget, SessionTarget, busy_error
 from ..notebook.store import NotebookStore
 from .caller import Caller
+from .classify import kernel_action
 from .runs import BackgroundRun, RunRegistry
 
 __all__ = ["KernelTool"]
@@ -84,6 +85,7 @@ class KernelTool:
         """
         request = parse_kernel_request(body)
         await caller.require(PERMISSION[request.action], RESOURCE)
+        await caller.permit(kernel_action(request))
         if request.action == "sessions":
             return self._sessions()
         target = await self._target(request)

@@ -60,7 +60,9 @@ from ..notebook.store import NotebookStore
 from ..outputs.artifacts import ArtifactStore
 from ..outputs.images import CapturedImage, ImageCapture, ImageResult, budget_images
 from ..paths import to_api_path
+from ..policy.gate import AgentAction
 from .caller import Caller
+from .classify import batch_action, notebook_action
 from .run import RunTool
 
 __all__ = ["NotebookHistory", "NotebookTool", "Step", "cell_changes", "describe_changes"]
@@ -150,7 +152,7 @@ class NotebookTool:
                     "run: true goes with a single insert or edit, not a batch (run the cells "
                     'afterwards with action "run")'
                 )
-            return await self._call_batch(body, caller)
+            return await self._call_batch(body, caller, observer, control)
         if body.get("action") == "changes":
             return await self._call_changes(body, caller)
         body, run = _split_run(body)
@@ -163,9 +165,10 @@ class NotebookTool:
                 )
             return await self._change_and_run(request, run, caller, observer, control)
         if request.action == "create":
-            return await self._create(request, caller)
+            return await self._create(request, caller, observer, control)
         await caller.require("write" if request.changes else "read", RESOURCE)
         require_preconditions(request, self.require_preconditions)
+        await caller.permit(notebook_action(request), observer, control)
         return await self._single(request, caller)
 
     async def _single(
@@ -244,6 +247,13 @@ class NotebookTool:
         await caller.require("write", RESOURCE)
         require_preconditions(request, self.require_preconditions)
         api_path = await self.run.admit(run, caller)
+        # Both the change and its run are judged before anything changes.
+        await caller.permit(notebook_action(request), observer, control)
+        ids = (request.cell_id,) if request.cell_id else ()
+        code = {"code": request.content} if request.content else {}
+        summary = f"run the cell it {request.action}s in {request.notebook_path}"
+        ran = AgentAction("notebook", "run", request.notebook_path, summary, ids, code, run.timeout)
+        await caller.permit(ran, observer, control)
 
         def accept(document: CellDocument, change: ChangeResult) -> AcceptedRun:
             return accept_run(_run_of(run, change.details["cellIndex"]), document)
@@ -263,9 +273,16 @@ class NotebookTool:
         # A copy: the run keeps its own result for those who follow it later.
         return {**answer, "text": f"{result['text']}\n\n{answer['text']}", "change": details}
 
-    async def _create(self, request: NotebookRequest, caller: Caller) -> dict[str, Any]:
+    async def _create(
+        self,
+        request: NotebookRequest,
+        caller: Caller,
+        observer: ExecutionObserver | None,
+        control: CallControl | None,
+    ) -> dict[str, Any]:
         """``create``: a new empty notebook naming a kernel spec, never over an existing file."""
         await caller.require("write", RESOURCE)
+        await caller.permit(notebook_action(request), observer, control)
         call_id = new_call_id()
         path = request.notebook_path
         try:
@@ -337,11 +354,18 @@ class NotebookTool:
         text = _IMAGE_MARK_LEFT.sub("", _IMAGE_PLACEHOLDER.sub(line, text))
         return {**result, "text": text, "images": [image.to_json() for image in images]}
 
-    async def _call_batch(self, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    async def _call_batch(
+        self,
+        body: dict[str, Any],
+        caller: Caller,
+        observer: ExecutionObserver | None,
+        control: CallControl | None,
+    ) -> dict[str, Any]:
         """Apply a batch (``changes``) as one atomic change; one event lists its changes."""
         batch = parse_batch(body)
         await caller.require("write", RESOURCE)
         require_batch_preconditions(batch, self.require_preconditions)
+        await caller.permit(batch_action(batch), observer, control)
         call_id = new_call_id()
         try:
             await self._look_if_kept(batch.notebook_path)
@@ -463,6 +487,7 @@ class NotebookTool:
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
             raise InvalidRequestError(f"max_chars must be a positive integer, got {max_chars!r}")
         await caller.require("read", RESOURCE)
+        await caller.permit(AgentAction("notebook", "read", path, f"changes in {path}"))
         api_path, snapshot = await self._look(path)
         pairs = self.history.since(api_path, since)
         changes, truncated = describe_changes(pairs, caller.agent, max_chars)

@@ -15,8 +15,10 @@ from ..execution.kernel.stdin import StdinPolicy
 from ..execution.python.request import PythonRequest, parse_python_request
 from ..execution.python.runner import ExecutionService
 from ..notebook.store import NotebookStore
+from ..policy.gate import AgentAction
 from ..settings import XcshSettings
 from .caller import Caller
+from .classify import python_action
 from .runs import BackgroundRun, RunInputTool, RunRegistry, session_waiting, take_run_fields
 
 __all__ = ["NotebookScratch", "PythonTool"]
@@ -86,9 +88,12 @@ class PythonTool:
             default_mode=self.settings.kernel_mode,
             allow_hidden=self.contents_manager.allow_hidden,
         )
+        codes = [cell.code for cell in request.cells]
+        action = python_action(codes, request.cwd, request.notebook_path, request.timeout)
         if request.notebook_path is not None:
-            return await self._start_scratch(request, caller, observer, control, detach)
+            return await self._start_scratch(request, caller, observer, control, detach, action)
         await caller.require(ACTION, RESOURCE)
+        await caller.permit(action, observer, control)
         if request.mode == "session":
             waiting = self.runs.waiting_on(request.session, request.cwd)
             if waiting is not None:
@@ -102,6 +107,7 @@ class PythonTool:
         observer: ExecutionObserver | None,
         control: CallControl | None,
         detach: bool,
+        action: AgentAction,
     ) -> dict[str, Any]:
         """Run the cells on the notebook's own kernel (``notebook_path``), as scratch code.
 
@@ -113,9 +119,10 @@ class PythonTool:
         assert path is not None
         if notebooks is None:
             raise InvalidRequestError("notebook_path is not available on this server")
-        for action, resource in NOTEBOOK_PERMISSIONS:
-            await caller.require(action, resource)
+        for right, resource in NOTEBOOK_PERMISSIONS:
+            await caller.require(right, resource)
         api_path, _ = await notebooks.store.resolve(path)
+        await caller.permit(action, observer, control)
         waiting = self.runs.waiting_in(api_path)
         if waiting is not None:
             raise session_waiting(path, waiting)

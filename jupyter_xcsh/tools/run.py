@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import XcshError
 from ..events.activity import ActivityEvents
 from ..events.run import RunCallEvents
 from ..execution.inplace.request import AcceptedRun, RunRequest, accept_run, parse_run_request
+from ..execution.inplace.result import NotebookCellRun
 from ..execution.inplace.service import InPlaceService
 from ..execution.kernel.control import CallControl
 from ..execution.kernel.observer import ExecutionObserver, ObserverGroup
@@ -16,7 +19,10 @@ from ..kernel_tool.logs import KernelLogs
 from ..notebook.outputs_target import NotebookOutputs
 from ..notebook.presence import AgentPresence
 from ..notebook.store import NotebookStore
+from ..policy.gate import AgentAction
+from ..policy.tags import ASK_BEFORE_RUN
 from .caller import Caller
+from .classify import run_action
 from .runs import RunInputTool, RunRegistry, session_waiting, take_run_fields
 
 __all__ = ["RunTool"]
@@ -77,6 +83,8 @@ class RunTool:
         outcome = await self.store.view(
             request.notebook_path, lambda document: accept_run(request, document, code_of)
         )
+        cells = [(c.index, c.cell_id, c.source) for c in outcome.value.cells]
+        await caller.permit(run_action(request, "notebook", cells), observer, control)
         return await self.start(
             request, api_path, outcome.via, outcome.value, caller, observer, control, detach
         )
@@ -112,7 +120,7 @@ class RunTool:
         Returns as ``call`` does: at the run's end, or (``ask``) at its first prompt.
         """
         presence = await self._presence(api_path, via, accepted, caller)
-        run = _Run(request, api_path, via, accepted, presence)
+        run = _Run(request, api_path, via, accepted, presence, caller)
         return await self._start_run(run, observer, control, detach)
 
     async def _presence(
@@ -154,6 +162,7 @@ class RunTool:
         progress = events if observer is None else ObserverGroup(observer, events)
         if run.presence is not None:
             progress = ObserverGroup(progress, run.presence)
+        refused: list[XcshError] = []
         result = await self.inplace.run(
             request,
             accepted.cells,
@@ -164,10 +173,54 @@ class RunTool:
             control=control,
             call_id=call_id,
             stdin=stdin,
+            before_cell=self._asker(run, progress, control, refused)
+            if accepted.ask_before
+            else None,
         )
         if request.stale and not accepted.cells:
             result["text"] = NOTHING_STALE
+        if refused:
+            result["refusal"] = refused[0].body()
         return result
+
+    @staticmethod
+    def _asker(
+        run: _Run,
+        observer: ExecutionObserver,
+        control: CallControl,
+        refused: list[XcshError],
+    ) -> Callable[[NotebookCellRun], Awaitable[str | None]]:
+        """Before a cell tagged ``ask-before-run``: the person's yes, else why the run stops."""
+        caller, path = run.caller, run.request.notebook_path
+
+        async def before(cell: NotebookCellRun) -> str | None:
+            selected = cell.selected
+            if selected is None or selected.index not in run.accepted.ask_before:
+                return None
+            if caller is None or caller.gate is None:
+                return None
+            what = f"cell {selected.index}" + (
+                f" (id {selected.cell_id})" if selected.cell_id else ""
+            )
+            action = AgentAction(
+                "notebook",
+                "run",
+                run.api_path,
+                f"run {what} of {path}, tagged {ASK_BEFORE_RUN}",
+                (selected.cell_id,) if selected.cell_id else (),
+                {"code": selected.source},
+                run.request.timeout,
+                index=cell.index,
+            )
+            try:
+                await caller.gate.check_cell(caller, action, observer, control)
+            except XcshError as e:
+                refused.append(e)
+                why = e.message.removesuffix(" Nothing was changed.")
+                return f"{why} The run stopped at {what}; the cells before it ran."
+            return None
+
+        return before
 
     async def _start_run(
         self,
@@ -203,6 +256,8 @@ class _Run:
     accepted: AcceptedRun
     #: Shows the agent in the notebook's room at the cell it runs (None without a room).
     presence: ExecutionObserver | None = None
+    #: Who runs it: asked before each ``ask-before-run`` cell.
+    caller: Caller | None = None
 
 
 class _RunPresence(ExecutionObserver):

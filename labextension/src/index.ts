@@ -18,6 +18,7 @@ import { marksPlugin } from './marks/plugin';
 import { openNotebooks } from './notebooksync';
 import { RunSync } from './runsync';
 import { activityPlugin } from './panel/plugin';
+import { policyPlugin } from './policy/plugin';
 import { reviewPlugin } from './review/plugin';
 import { statusPlugin } from './status/plugin';
 import { IXcshClient } from './tokens';
@@ -88,5 +89,6 @@ export default [
   activityPlugin,
   reviewPlugin,
   statusPlugin,
-  connectPlugin
+  connectPlugin,
+  policyPlugin
 ];

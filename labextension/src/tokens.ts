@@ -6,6 +6,7 @@
 import type { ServerConnection } from '@jupyterlab/services';
 import { Token } from '@lumino/coreutils';
 import type { ISignal } from '@lumino/signaling';
+import type { Widget } from '@lumino/widgets';
 
 import type {
   IActivityPage,
@@ -196,6 +197,11 @@ export interface IAgentActivity {
    * Show the activity panel.
    */
   show(): void;
+
+  /**
+   * Show a section of another plugin's in the panel, above the calls (the approvals).
+   */
+  addSection?(section: Widget): void;
 }
 
 /**

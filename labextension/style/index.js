@@ -3,3 +3,4 @@ import './activity.css';
 import './marks.css';
 import './review.css';
 import './status.css';
+import './policy.css';

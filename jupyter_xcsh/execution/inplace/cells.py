@@ -96,6 +96,15 @@ class InPlaceRun:
                 if self.control.cancelled:
                     outcome.cancel("Command cancelled")
                     return
+                if outcome.before_cell is not None and cell.status == "pending":
+                    asked = time.monotonic()
+                    stop = await self.control.guard(outcome.before_cell(cell))
+                    deadline += time.monotonic() - asked  # the person's time is not due
+                    if stop is not None:
+                        cell.skip("not approved")
+                        observer.cell_status(cell.index, "skipped")
+                        outcome.abort = stop
+                        return
                 # Time spent waiting for answers to prompts (stdin "ask") is not due.
                 go_on = await self._run_one(cell, deadline + self.stdin.paused)
                 await live.store_changed()

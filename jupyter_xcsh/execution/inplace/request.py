@@ -19,6 +19,7 @@ from ...notebook.model import CellDocument, revision_of
 from ...notebook.outputs import SelectedCell, selected_cell
 from ...notebook.request import check_expected, check_revision, check_source
 from ...notebook.stale import stale_cells
+from ...policy.tags import asks_before_run
 from ..kernel.cell import parse_timeout
 from ..kernel.stdin import StdinSpec, parse_stdin
 
@@ -88,6 +89,8 @@ class AcceptedRun:
     total_cells: int
     #: The notebook's ``metadata.kernelspec.name`` (the kernel to start when none runs).
     kernel_name: str | None
+    #: The notebook indexes of the cells tagged ``ask-before-run`` (run only when approved).
+    ask_before: frozenset[int] = frozenset()
 
 
 def _index(body: dict[str, Any], name: str) -> int | None:
@@ -283,4 +286,5 @@ def accept_run(
         revision=revision_of(document),
         total_cells=len(document.cell_keys()),
         kernel_name=kernelspec_name(document.metadata),
+        ask_before=frozenset(c.index for c in cells if asks_before_run(document.cells[c.index])),
     )

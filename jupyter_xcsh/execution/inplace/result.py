@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,9 @@ class RunOutcome(CallOutcome):
     state_lost: bool = False
     #: The run must not go on (nothing more can be sent before the deadline).
     stop: bool = False
+    #: Asked before each cell is sent (an ``ask-before-run`` cell waits for the person): a
+    #: message stops the run there (the cell and later ones not run); None goes on.
+    before_cell: Callable[[NotebookCellRun], Awaitable[str | None]] | None = None
 
     def nothing_sent(self, notice: str) -> None:
         """The deadline passed before a cell could be sent: it (and later ones) never ran."""

@@ -19,7 +19,7 @@ import logging
 import posixpath
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ...notebook.outputs import SelectedCell
@@ -140,6 +140,7 @@ class InPlaceService:
         control: CallControl | None = None,
         call_id: str | None = None,
         stdin: StdinPolicy | None = None,
+        before_cell: Callable[[NotebookCellRun], Awaitable[str | None]] | None = None,
     ) -> dict[str, Any]:
         """Run ``cells`` of notebook ``api_path`` and return the result body.
 
@@ -147,14 +148,19 @@ class InPlaceService:
         timeouts and a dying kernel are results; an unknown kernel name raises
         ``InvalidRequestError`` before anything runs. ``stdin`` answers the kernel's prompts
         (by default as ``request.stdin`` says); while one of its prompts waits for an answer,
-        ``stdin.partial_result()`` gives the result so far.
+        ``stdin.partial_result()`` gives the result so far. ``before_cell`` is awaited before
+        each cell is sent (its wait not counted in the timeout): a message stops the run there.
         """
         run_cells = [
             NotebookCellRun(i, f"cell {c.index}", c.source, cell_id=c.cell_id, selected=c)
             for i, c in enumerate(cells)
         ]
         outcome = RunOutcome(
-            cells=run_cells, max_output_bytes=self.max_output_bytes, path=api_path, via=target.via
+            cells=run_cells,
+            max_output_bytes=self.max_output_bytes,
+            path=api_path,
+            via=target.via,
+            before_cell=before_cell,
         )
         started = {
             "callId": call_id,

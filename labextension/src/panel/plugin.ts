@@ -166,7 +166,8 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
     }
     return {
       model,
-      show: () => void app.commands.execute(CommandIDs.show)
+      show: () => void app.commands.execute(CommandIDs.show),
+      addSection: section => panel.addSection(section)
     };
   }
 };

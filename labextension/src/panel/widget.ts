@@ -173,6 +173,14 @@ export class ActivityPanel extends Widget {
     this._sync();
   }
 
+  /**
+   * Show another plugin's section above the calls, below the toolbar.
+   */
+  addSection(section: Widget): void {
+    const layout = this.layout as PanelLayout;
+    layout.insertWidget(layout.widgets.indexOf(this.toolbar) + 1, section);
+  }
+
   dispose(): void {
     if (this.isDisposed) {
       return;
