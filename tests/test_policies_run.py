@@ -18,7 +18,7 @@ from traitlets.config import Config
 
 from .mcp_client import TRANSPORTS, stream_call
 from .notebooks import jupyter_text
-from .policies import answer_next, asked, fetch_json, pending, set_policy, tool
+from .policies import answer, answer_next, asked, fetch_json, pending, set_policy, tool
 
 APPROVAL_TIMEOUT = 20.0
 
@@ -228,3 +228,27 @@ async def test_asks_answers_and_refusals_are_in_the_activity_history(jp_fetch, j
     assert kinds == ["asked", "answered", "refused"], page
     answered = next(e for e in events if e.get("kind") == "answered")
     assert answered["decision"] == "deny" and answered["reason"] == "why"
+
+
+async def test_a_run_waiting_for_approval_is_a_working_task_that_says_so(jp_fetch, jp_root_dir):
+    # MCP 2026 with the Tasks extension: the run outlives its request while the person decides;
+    # its task is ``working`` (the answer is the person's, not the client's), its status message
+    # names the wait, and the approval lets it complete.
+    from .test_mcp_tasks import call, task, until
+
+    write(jp_root_dir / "a.ipynb", *THREE, tagged=(1,))
+    await pending(jp_fetch)
+    arguments = {"action": "run", "notebook_path": "a.ipynb", "all": True}
+    created = await call(jp_fetch, "notebook", arguments)
+    assert created["resultType"] == "task", created
+    approval = (await asked(jp_fetch))[0]
+    state = await task(jp_fetch, "tasks/get", created["taskId"])
+    assert state["status"] == "working", state
+    assert "waiting for the person's approval" in state["statusMessage"], state
+    assert "ask-before-run" in state["statusMessage"], state
+
+    status, body = await answer(jp_fetch, approval["id"], "allow-once")
+    assert status == 200, body
+    done = await until(jp_fetch, created["taskId"], "completed")
+    assert done["result"]["isError"] is False, done
+    assert outputs(jp_root_dir / "a.ipynb") == ["one\n", "two\n", "three\n"]

@@ -251,8 +251,23 @@ def _refuse_passwords(run: BackgroundRun) -> None:
 
 
 def _last_line(run: Any) -> str:
-    """What the run printed last, for a ``working`` task's ``statusMessage``."""
+    """What the run printed last, for a ``working`` task's ``statusMessage``.
+
+    A run waiting for the person's approval (an ``ask-before-run`` cell, a policy that asks)
+    says so instead: the wait is the person's, not the client's, so the task stays ``working``
+    (``input_required`` would ask the client for an answer it cannot give).
+    """
     events, _ = run.events.after(max(0, run.events.next - 50))
+    for event in reversed(events):
+        if not isinstance(event, dict) or event.get("type") == "cell":
+            if isinstance(event, dict):
+                break  # a cell began or ended after any approval: it was answered
+            continue
+        status = event.get("event") if event.get("type") == "status" else None
+        if isinstance(status, dict) and status.get("op") == "approval":
+            if status.get("state") == "waiting":
+                return f"run {run.id} is {status.get('message', 'waiting for approval')}"
+            break
     for event in reversed(events):
         text = event.get("text") if isinstance(event, dict) else None
         if isinstance(text, str) and text.strip():
