@@ -14,7 +14,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
 import type { IOpenCell } from '../panel/revert';
-import { IAgentActivity, ICellMarks, IXcshClient } from '../tokens';
+import { IAgentActivity, ICellMarks, ILiveSync, IXcshClient } from '../tokens';
 import { translationBundle } from '../translation';
 import { loadReviewHistory, serverStore } from './api';
 import { ReviewController } from './controller';
@@ -59,7 +59,8 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
     IAgentActivity,
     ICommandPalette,
     ITranslator,
-    ISettingRegistry
+    ISettingRegistry,
+    ILiveSync
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -69,7 +70,8 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
     activity: IAgentActivity | null,
     palette: ICommandPalette | null,
     translator: ITranslator | null,
-    settingRegistry: ISettingRegistry | null
+    settingRegistry: ISettingRegistry | null,
+    liveSync: ILiveSync | null
   ): void => {
     const trans = translationBundle(translator);
     const model = new ReviewModel();
@@ -84,7 +86,12 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
       undoer: personsUndo(
         new ChainedUndoer([
           new RoomUndoer(settings, trans, path => openInRoom(tracker, path)),
-          new GuardedUndoer(client, path => openCells(tracker, path), trans)
+          new GuardedUndoer(
+            client,
+            path => openCells(tracker, path),
+            trans,
+            callId => liveSync?.whenFollowed(callId) ?? Promise.resolve()
+          )
         ]),
         activity
       )

@@ -170,7 +170,9 @@ export class GuardedUndoer implements IUndoer {
   constructor(
     private readonly client: Pick<IXcshClient, 'notebook' | 'getArtifact'>,
     private readonly openCells: (path: string) => IOpenCell[] | null,
-    private readonly trans: TranslationBundle = UNTRANSLATED
+    private readonly trans: TranslationBundle = UNTRANSLATED,
+    private readonly followed: (callId: string) => Promise<void> = () =>
+      Promise.resolve()
   ) {}
 
   async undo(target: IUndoTarget): Promise<UndoOutcome> {
@@ -201,6 +203,11 @@ export class GuardedUndoer implements IUndoer {
           ? await Promise.all(event.changes.map(c => this._cellBefore(c)))
           : await this._cellBefore(event);
       const result = await this.client.notebook(revertRequest(event, previous));
+      if (open !== null) {
+        // The next undo (of an earlier call on the same cell, in an undo of a turn) checks the
+        // open notebook: it must show this one first, or the check sees the cell as changed.
+        await this.followed(result.callId);
+      }
       return { state: 'done', by: result.callId };
     } catch (error) {
       if (error instanceof XcshResponseError && error.response.status === 409) {
