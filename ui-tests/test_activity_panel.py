@@ -50,14 +50,18 @@ def test_python_call_streams_output_and_cell_status(lab, lab_page):
     lab_page.screenshot("finished")
     assert future.result(30)["isError"] is False
 
-    # Keyboard: the call's toggle collapses and expands it.
+    # Finished, the call is one line (issue 41); its toggle expands and collapses it, from
+    # the keyboard too.
+    expect(call.locator(".jp-xcsh-CallBody")).to_be_hidden()
+    header = call.locator(".jp-xcsh-CallHeader")
+    assert header.evaluate("h => h.getBoundingClientRect().height") <= 30
     toggle = call.locator(".jp-xcsh-Toggle")
     toggle.focus()
     lab_page.page.keyboard.press("Enter")
-    expect(call.locator(".jp-xcsh-CallBody")).to_be_hidden()
+    expect(call.locator(".jp-xcsh-CallBody")).to_be_visible()
     expect(call.locator(".jp-xcsh-Toggle")).to_be_focused()
     lab_page.page.keyboard.press("Enter")
-    expect(call.locator(".jp-xcsh-CallBody")).to_be_visible()
+    expect(call.locator(".jp-xcsh-CallBody")).to_be_hidden()
 
     # The panel only uses the theme's variables: the dark theme restyles it.
     change_theme = "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})"
@@ -87,6 +91,9 @@ def test_truncation_link_opens_the_artifact(lab, lab_page):
     expect(call).to_have_attribute("data-status", "ok", timeout=KERNEL_START)
     warning = call.locator(".jp-xcsh-Warning")
     expect(warning).to_contain_text("Output truncated")
+    # A finished call is one line: a click on it expands it to its output.
+    call.locator(".jp-xcsh-CallHeader .jp-xcsh-Time").click()
+    expect(warning).to_be_visible()
     lab_page.screenshot("warning")
 
     warning.locator(".jp-xcsh-OpenArtifact").click()

@@ -105,7 +105,7 @@ export class ReviewController {
   }
 
   /**
-   * Undo every pending change of a call (its cells as one revert).
+   * Undo every pending change of a call (its cells as one undo).
    */
   async undoCall(callId: string): Promise<UndoOutcome> {
     const pending = this.model.pendingOfCall(callId);
@@ -156,33 +156,6 @@ export class ReviewController {
       }
     }
     return outcome;
-  }
-
-  /**
-   * Record that a call was undone elsewhere (the activity panel's revert) by the call `by`,
-   * here and in the server's history (the undo itself is the person's, kept).
-   */
-  async undoneElsewhere(callId: string, by: string | null): Promise<void> {
-    const path = this.model.callEvent(callId)?.path ?? null;
-    if (by !== null) {
-      this.model.ignoreCall(by);
-    }
-    const set = this.model.setState(callId, null, 'undone');
-    if (path === null) {
-      return;
-    }
-    if (set.length > 0) {
-      await this._store({
-        path,
-        call_ids: [callId],
-        cell_id: null,
-        state: 'undone'
-      });
-    }
-    if (by !== null && !this._storedBy.has(by)) {
-      this._storedBy.add(by);
-      await this._store({ path, call_ids: [by], cell_id: null, state: 'kept' });
-    }
   }
 
   private async _undo(
@@ -258,7 +231,6 @@ export class ReviewController {
   private _store: ReviewStore;
   private _trans: TranslationBundle;
   private _messages = new Map<string, string>();
-  private _storedBy = new Set<string>();
   private _messaged = new Signal<this, IReviewMessage>(this);
 }
 
