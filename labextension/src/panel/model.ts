@@ -48,7 +48,10 @@ export interface INotebookCall {
   event: INotebookCallEvent;
   /** Where this call's review stands (kept, undone, being undone). */
   undo: UndoStatus;
-  /** The agent call this one undid, when it was the person's undo. */
+  /**
+   * The agent call this one undid, when it was the person's undo (`''` for one made before a
+   * reload: the history says it was the person's, not which call it undid).
+   */
   undoOf: string | null;
 }
 
@@ -252,6 +255,10 @@ export class ActivityModel {
     for (const call of [...scratch.calls].reverse()) {
       if (this.get(call.id) !== undefined) {
         continue;
+      }
+      const undoOf = this._undoOf.get(call.id);
+      if (call.kind === 'notebook' && undoOf !== undefined) {
+        call.undoOf = undoOf;
       }
       let at = this._calls.findIndex(other => other.time <= call.time);
       if (at < 0) {

@@ -24,7 +24,8 @@ export type ReviewStore = (review: {
   path: string;
   call_ids: string[];
   cell_id: string | null;
-  state: 'kept' | 'undone';
+  /** `yours`: the call was the person's own undo, never an agent's call. */
+  state: 'kept' | 'undone' | 'yours';
 }) => Promise<void>;
 
 /**
@@ -188,11 +189,12 @@ export class ReviewController {
         state: 'undone'
       });
       if (outcome.by !== null) {
+        // The undo's own call, kept as the person's: after a reload too it is no agent call.
         await this._store({
           path: change.path,
           call_ids: [outcome.by],
           cell_id: null,
-          state: 'kept'
+          state: 'yours'
         });
       }
     } else if (outcome.state === 'fallback') {
