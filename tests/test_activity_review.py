@@ -94,9 +94,7 @@ async def test_a_kept_call_is_served_with_its_review(jp_fetch, notebook_tool, no
     assert served == {kept_id: [{"cellId": None, "state": "kept"}], pending_id: []}
 
 
-async def test_the_persons_own_undo_is_served_as_yours(
-    jp_fetch, notebook_tool, notebooks, history
-):
+async def test_the_persons_own_undo_is_served_as_yours(jp_fetch, notebook_tool, notebooks, history):
     """The lab's undo is a notebook call too: kept as the person's, the lab lists it so after a
     reload (issue 41)."""
     undo_id = await edit(notebook_tool, "a.ipynb", "x = 1")

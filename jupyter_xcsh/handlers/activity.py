@@ -84,7 +84,7 @@ def shown(manager: Any, path: Any) -> bool:
 
 
 class ActivityReviewHandler(XcshAPIHandler):
-    """``POST``: keep the person's review of calls (kept, undone, or the person's own) in the history.
+    """``POST``: keep the person's review of calls (kept, undone, or theirs) in the history.
 
     Body ``{"path", "call_ids", "cell_id", "state"}``: the calls on the notebook ``path`` (or
     only their change to the cell ``cell_id``) are ``kept`` or ``undone``. ``GET
