@@ -331,11 +331,11 @@ describe('renderNotebookCall', () => {
     const element = renderNotebookCall(changed, ctx);
     const button = element.querySelector<HTMLButtonElement>('.jp-xcsh-Undo');
 
-    expect(text(button)).toBe('Undo');
+    expect(button!.getAttribute('aria-label')).toBe('Undo');
     button!.click();
     expect(actions.undo).toHaveBeenCalledWith(changed);
     const keep = element.querySelector<HTMLButtonElement>('.jp-xcsh-Keep');
-    expect(text(keep)).toBe('Keep');
+    expect(keep!.getAttribute('aria-label')).toBe('Keep');
     keep!.click();
     expect(actions.keep).toHaveBeenCalledWith(changed);
     for (const fields of [
@@ -357,7 +357,7 @@ describe('renderNotebookCall', () => {
       '.jp-xcsh-Undo'
     ) as HTMLButtonElement;
     expect(pending.disabled).toBe(true);
-    expect(text(pending)).toBe('Undoing…');
+    expect(pending.getAttribute('aria-label')).toBe('Undoing…');
 
     const done = call();
     done.undo = { state: 'done', by: 'r1' };
@@ -395,7 +395,9 @@ describe('renderNotebookCall', () => {
     const undo = call();
     undo.undoOf = 'n0';
     expect(
-      text(renderNotebookCall(undo, ctx).querySelector('.jp-xcsh-UndoOf'))
+      renderNotebookCall(undo, ctx)
+        .querySelector('.jp-xcsh-UndoOf')
+        ?.getAttribute('aria-label')
     ).toBe('Your undo of an agent call');
     expect(notebookStatusLine(undo)).toMatch(/^You · undo · /);
     expect(notebookStatusLine(undo)).not.toContain('Notebook');

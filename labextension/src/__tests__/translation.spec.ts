@@ -68,7 +68,7 @@ describe('the translation of the lab extension', () => {
     );
   });
 
-  it('puts the panel, its calls, answer box and revert through the translator', async () => {
+  it('puts the panel, its calls, answer box and undo through the translator', async () => {
     const model = new ActivityModel();
     const commands = new CommandRegistry();
     const panel = new ActivityPanel({
@@ -129,9 +129,9 @@ describe('the translation of the lab extension', () => {
     expect(notebook.querySelector('.jp-xcsh-CallTitle')?.textContent).toMatch(
       /^«Notebook» · edit · a\.ipynb · «cell 0» · code$/
     );
-    const revert = notebook.querySelector('.jp-xcsh-Undo')!;
-    expect(translated(revert.textContent)).toBe(true);
-    expect(translated(revert.getAttribute('title'))).toBe(true);
+    const undo = notebook.querySelector('.jp-xcsh-Undo')!;
+    expect(translated(undo.getAttribute('aria-label'))).toBe(true);
+    expect(undo.getAttribute('title')).toMatch(/^«Undo»: «Put the notebook/);
     expect(
       translated(
         notebook.querySelector('.jp-xcsh-Toggle')?.getAttribute('title')

@@ -112,11 +112,17 @@ export function renderNotebookCall(
     statusLabel: e.status === 'ok' ? trans.__('Succeeded') : trans.__('Failed'),
     title,
     details: [
+      // A sign, named on hover: the title already says "You · undo", the line keeps its width.
       call.undoOf !== null
         ? h(
             'span',
-            { class: 'jp-xcsh-UndoOf' },
-            trans.__('Your undo of an agent call')
+            {
+              class: 'jp-xcsh-UndoOf',
+              role: 'img',
+              'aria-label': trans.__('Your undo of an agent call'),
+              title: trans.__('Your undo of an agent call')
+            },
+            '\u21B6'
           )
         : null,
       reviewControl(call, ctx)
@@ -237,8 +243,11 @@ function reviewControl(call: INotebookCall, ctx: IRenderContext): Child {
     );
   }
   const pending = state === 'pending';
+  // Small icon buttons with their names for screen readers and on hover: the line keeps its
+  // width for the title.
   const button = (
     name: string,
+    icon: string,
     label: string,
     title: string,
     act: () => void
@@ -250,9 +259,10 @@ function reviewControl(call: INotebookCall, ctx: IRenderContext): Child {
         class: `jp-xcsh-ReviewAction jp-xcsh-${name}`,
         disabled: pending,
         'data-xcsh-key': `${call.id}/${name.toLowerCase()}`,
-        title
+        'aria-label': label,
+        title: `${label}: ${title}`
       },
-      label
+      icon
     );
     element.addEventListener('click', event => {
       event.stopPropagation();
@@ -265,12 +275,14 @@ function reviewControl(call: INotebookCall, ctx: IRenderContext): Child {
     { class: 'jp-xcsh-ReviewActions' },
     button(
       'Keep',
+      '\u2713',
       ctx.trans.__('Keep'),
       ctx.trans.__("Keep this call's changes"),
       () => ctx.keep(call)
     ),
     button(
       'Undo',
+      '\u21B6',
       pending ? ctx.trans.__('Undoing…') : ctx.trans.__('Undo'),
       ctx.trans.__('Put the notebook back as it was before this call'),
       () => ctx.undo(call)

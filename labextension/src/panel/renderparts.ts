@@ -185,14 +185,19 @@ export function textBlock(
 }
 
 /**
- * The time of day a call was first seen, e.g. `14:03:27`.
+ * The time of day a call was first seen, e.g. `14:03` (`14:03:27` on hover).
  */
 export function timeLabel(time: number): HTMLElement {
   const date = new Date(time);
+  // Hours and minutes in the call's line; the seconds on hover.
   return h(
     'time',
-    { class: 'jp-xcsh-Time', datetime: date.toISOString() },
-    date.toLocaleTimeString()
+    {
+      class: 'jp-xcsh-Time',
+      datetime: date.toISOString(),
+      title: date.toLocaleTimeString()
+    },
+    date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
   );
 }
 
