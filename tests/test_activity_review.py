@@ -1,8 +1,8 @@
 """The person's review of agent calls, kept in the activity history.
 
-``POST /api/xcsh/activity/review`` keeps a call (or its change to one cell) as kept or undone;
-``GET /api/xcsh/activity`` serves it back in each entry's ``review``, after a restart too, so
-that a reloaded lab shows only the changes still to review.
+``POST /api/xcsh/activity/review`` keeps a call (or its change to one cell) as kept or undone, or
+as the person's own undo (``yours``); ``GET /api/xcsh/activity`` serves it back in each entry's
+``review``, after a restart too, so that a reloaded lab shows only the changes still to review.
 """
 
 from __future__ import annotations
