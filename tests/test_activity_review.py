@@ -1,8 +1,8 @@
 """The person's review of agent calls, kept in the activity history.
 
-``POST /api/xcsh/activity/review`` keeps a call (or its change to one cell) as kept or undone;
-``GET /api/xcsh/activity`` serves it back in each entry's ``review``, after a restart too, so
-that a reloaded lab shows only the changes still to review.
+``POST /api/xcsh/activity/review`` keeps a call (or its change to one cell) as kept or undone, or
+as the person's own undo (``yours``); ``GET /api/xcsh/activity`` serves it back in each entry's
+``review``, after a restart too, so that a reloaded lab shows only the changes still to review.
 """
 
 from __future__ import annotations
@@ -94,6 +94,17 @@ async def test_a_kept_call_is_served_with_its_review(jp_fetch, notebook_tool, no
     assert served == {kept_id: [{"cellId": None, "state": "kept"}], pending_id: []}
 
 
+async def test_the_persons_own_undo_is_served_as_yours(jp_fetch, notebook_tool, notebooks, history):
+    """The lab's undo is a notebook call too: kept as the person's, the lab lists it so after a
+    reload (issue 41)."""
+    undo_id = await edit(notebook_tool, "a.ipynb", "x = 1")
+    body = {"path": "a.ipynb", "call_ids": [undo_id], "cell_id": None, "state": "yours"}
+    assert request_is_valid("/api/xcsh/activity/review", "post", body)
+    assert await post_review(jp_fetch, body) == (200, {"reviewed": 1})
+    (entry,) = await entries(jp_fetch, history)
+    assert entry["review"] == [{"cellId": None, "state": "yours"}]
+
+
 async def test_one_cell_of_a_call_and_a_later_state(jp_fetch, notebook_tool, notebooks, history):
     call_id = await edit(notebook_tool, "a.ipynb", "x = 1")
     for state in ("kept", "undone"):
@@ -132,7 +143,7 @@ async def test_calls_of_another_notebook_or_unknown_are_left_out(
         ({"path": "a.ipynb", "call_ids": [7], "state": "kept"}, "call_ids[0] must be a call id"),
         (
             {"path": "a.ipynb", "call_ids": ["a" * 32], "state": "done"},
-            "state must be kept or undone, got 'done'",
+            "state must be kept, undone or yours, got 'done'",
         ),
         (
             {"path": "a.ipynb", "call_ids": ["a" * 32], "cell_id": 3, "state": "kept"},

@@ -50,14 +50,18 @@ def test_python_call_streams_output_and_cell_status(lab, lab_page):
     lab_page.screenshot("finished")
     assert future.result(30)["isError"] is False
 
-    # Keyboard: the call's toggle collapses and expands it.
+    # Finished, the call is one line (issue 41); its toggle expands and collapses it, from
+    # the keyboard too.
+    expect(call.locator(".jp-xcsh-CallBody")).to_be_hidden()
+    header = call.locator(".jp-xcsh-CallHeader")
+    assert header.evaluate("h => h.getBoundingClientRect().height") <= 30
     toggle = call.locator(".jp-xcsh-Toggle")
     toggle.focus()
     lab_page.page.keyboard.press("Enter")
-    expect(call.locator(".jp-xcsh-CallBody")).to_be_hidden()
+    expect(call.locator(".jp-xcsh-CallBody")).to_be_visible()
     expect(call.locator(".jp-xcsh-Toggle")).to_be_focused()
     lab_page.page.keyboard.press("Enter")
-    expect(call.locator(".jp-xcsh-CallBody")).to_be_visible()
+    expect(call.locator(".jp-xcsh-CallBody")).to_be_hidden()
 
     # The panel only uses the theme's variables: the dark theme restyles it.
     change_theme = "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})"
@@ -87,6 +91,9 @@ def test_truncation_link_opens_the_artifact(lab, lab_page):
     expect(call).to_have_attribute("data-status", "ok", timeout=KERNEL_START)
     warning = call.locator(".jp-xcsh-Warning")
     expect(warning).to_contain_text("Output truncated")
+    # A finished call is one line: a click on it expands it to its output.
+    call.locator(".jp-xcsh-CallHeader .jp-xcsh-Time").click()
+    expect(warning).to_be_visible()
     lab_page.screenshot("warning")
 
     warning.locator(".jp-xcsh-OpenArtifact").click()
@@ -284,3 +291,46 @@ def test_the_toolbar_is_the_labs_own_select_and_button(lab, lab_page):
     expect(panel.locator(".jp-xcsh-Call:visible")).to_have_count(1)
     clear.click()
     expect(calls).to_have_count(0)
+
+
+def test_one_line_per_call_at_the_default_width(lab, lab_page):
+    """At the panel's default width each call is one line (agent, tool, target, status, time),
+    a click expanding it to its code and outputs (issue 41). With ``XCSH_UI_SCREENSHOTS`` set,
+    the screenshot is also saved as ``docs/activity-panel.png``."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    name = "panel-lines.ipynb"
+    lab.write_notebook(name, ["import math", "r = 2\narea = math.pi * r ** 2", "print(area)"])
+    lab_page.open(f"lab/tree/{name}")
+    panel = lab_page.open_activity()
+    lab.notebook(
+        action="edit", notebook_path=name, cell_index=1, content="r = 3\narea = math.pi * r**2"
+    )
+    lab.notebook(action="insert", notebook_path=name, cell_index=3, content="print(round(area, 2))")
+    lab.python(
+        [{"title": "fit", "code": "import statistics\nprint(statistics.mean([1, 2, 3, 4]))"}],
+        session="ui-lines",
+    ).result(120)
+    lab.api("POST", "api/xcsh/notebook/run", {"notebook_path": name, "all": True}, timeout=180)
+    calls = panel.locator(".jp-xcsh-Call")
+    expect(calls).to_have_count(4, timeout=KERNEL_START)
+    expect(calls.locator(".jp-xcsh-CallBody:visible")).to_have_count(0)
+    heights = calls.locator(".jp-xcsh-CallHeader").evaluate_all(
+        "hs => hs.map(h => Math.round(h.getBoundingClientRect().height))"
+    )
+    assert all(height <= 30 for height in heights), heights  # one line each
+    width = panel.evaluate("p => Math.round(p.getBoundingClientRect().width)")
+    assert width <= 320, width  # the default width, not widened for the test
+
+    # A click on a call's line expands it to its code and output.
+    run = python_calls(panel).filter(has_text="ui-lines")
+    run.locator(".jp-xcsh-CallHeader .jp-xcsh-Time").click()
+    expect(run.locator(".jp-xcsh-CallBody")).to_be_visible()
+    expect(run.locator(".jp-xcsh-Output")).to_contain_text("2.5")
+    path = lab_page.screenshot("lines")
+    if os.environ.get("XCSH_UI_SCREENSHOTS"):
+        shutil.copyfile(
+            path, Path(__file__).resolve().parent.parent / "docs" / "activity-panel.png"
+        )

@@ -102,15 +102,25 @@ def test_an_agent_edit_marks_the_cell_until_the_person_types_in_it(lab, lab_page
     lab_page.screenshot("typed")
 
 
-def test_a_mark_can_be_dismissed_and_inserted_cells_are_marked(lab, lab_page):
-    _, cells = _open_notebook(lab, lab_page, "dismiss.ipynb", ["a = 1"])
+def test_a_mark_is_nothing_to_click_and_inserted_cells_are_marked(lab, lab_page):
+    """The mark is the review's state (issue 41): not a button over the review's header, it
+    goes when the change is kept."""
+    _, cells = _open_notebook(lab, lab_page, "mark-state.ipynb", ["a = 1"])
 
-    lab.notebook(action="insert", notebook_path="dismiss.ipynb", cell_index=1, content="new = 1")
+    lab.notebook(action="insert", notebook_path="mark-state.ipynb", cell_index=1, content="new = 1")
     expect(cells).to_have_count(2)
     mark = cells.nth(1).locator(".jp-xcsh-CellMark")
     expect(mark).to_have_attribute("aria-label", re.compile(r"^An agent inserted this cell"))
+    assert mark.evaluate("m => m.tagName") != "BUTTON"
+    header = cells.nth(1).locator(".jp-xcsh-Review:not(.jp-xcsh-ReviewGhost)")
+    expect(header).to_contain_text("New cell (inserted by an agent)")
+    box, head = mark.bounding_box(), header.bounding_box()
+    assert box is not None and head is not None
+    assert box["y"] >= head["y"] + head["height"], (box, head)  # below the header, not over it
 
     mark.click()
+    expect(mark).to_have_count(1)
+    header.locator(".jp-xcsh-Review-keep").click()
     expect(mark).to_have_count(0)
     expect(cells.nth(1)).to_contain_text("new = 1")
 
@@ -150,7 +160,7 @@ def test_the_whole_picture_for_the_readme(lab, lab_page):
     status.click()
     panel = page.locator("#jupyter-xcsh-activity")
     expect(panel.locator('.jp-xcsh-Call[data-kind="python"]').first).to_contain_text("epoch 0")
-    expect(panel.locator(".jp-xcsh-Revert").first).to_be_visible()
+    expect(panel.locator(".jp-xcsh-Undo").first).to_be_visible()
     mark.hover()
     lab_page.screenshot("readme-agent-at-a-glance")
     assert future.result(60)["isError"] is False

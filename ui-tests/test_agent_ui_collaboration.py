@@ -2,9 +2,9 @@
 notebook is a shared document (``-m collaboration``; ``scripts/check.sh`` runs these in its
 second environment).
 
-The same tests as without it: the status bar item, the cell marks and every revert must behave
-the same when the open notebook is a collaborative document, which the lab's livesync leaves to
-the collaboration server.
+The same tests as without it: the status bar item, the cell marks and every undo from the
+activity panel must behave the same when the open notebook is a collaborative document, which
+the lab's livesync leaves to the collaboration server.
 """
 
 from __future__ import annotations
@@ -13,39 +13,37 @@ import importlib.util
 
 import pytest
 from test_agent_at_a_glance import (
-    test_a_mark_can_be_dismissed_and_inserted_cells_are_marked,
+    test_a_mark_is_nothing_to_click_and_inserted_cells_are_marked,
     test_an_agent_edit_marks_the_cell_until_the_person_types_in_it,
     test_status_bar_counts_a_running_call_and_opens_the_panel_on_it,
 )
 from test_notebook_batches import (
-    test_a_batch_is_one_call_listing_its_changes_and_reverts_as_one,
+    test_a_batch_is_one_call_listing_its_changes_and_undone_as_one,
 )
-from test_revert import (
-    test_a_revert_after_the_person_typed_in_the_cell_is_refused,
-    test_a_revert_of_a_cell_changed_since_is_refused_by_the_server,
-    test_revert_a_delete_restores_the_cell_with_its_outputs,
-    test_revert_a_move_restores_the_file_and_the_open_notebook,
-    test_revert_a_type_change_brings_the_outputs_back,
-    test_revert_an_edit_restores_the_file_and_the_open_notebook,
-    test_revert_an_insert_restores_the_file_and_the_open_notebook,
-    test_reverting_a_revert_brings_the_change_back,
+from test_panel_undo import (
+    test_an_undo_after_the_person_typed_in_the_cell,
+    test_an_undo_of_a_cell_changed_since_is_refused_by_the_server,
+    test_undo_a_delete_restores_the_cell_with_its_outputs,
+    test_undo_a_move_restores_the_file_and_the_open_notebook,
+    test_undo_a_type_change_brings_the_outputs_back,
+    test_undo_an_edit_restores_the_file_and_the_open_notebook,
+    test_undo_an_insert_restores_the_file_and_the_open_notebook,
 )
 
 pytestmark = pytest.mark.collaboration
 
 __all__ = [
-    "test_a_batch_is_one_call_listing_its_changes_and_reverts_as_one",
-    "test_a_mark_can_be_dismissed_and_inserted_cells_are_marked",
-    "test_a_revert_after_the_person_typed_in_the_cell_is_refused",
-    "test_a_revert_of_a_cell_changed_since_is_refused_by_the_server",
+    "test_a_batch_is_one_call_listing_its_changes_and_undone_as_one",
+    "test_a_mark_is_nothing_to_click_and_inserted_cells_are_marked",
     "test_an_agent_edit_marks_the_cell_until_the_person_types_in_it",
-    "test_revert_a_delete_restores_the_cell_with_its_outputs",
-    "test_revert_a_move_restores_the_file_and_the_open_notebook",
-    "test_revert_a_type_change_brings_the_outputs_back",
-    "test_revert_an_edit_restores_the_file_and_the_open_notebook",
-    "test_revert_an_insert_restores_the_file_and_the_open_notebook",
-    "test_reverting_a_revert_brings_the_change_back",
+    "test_an_undo_after_the_person_typed_in_the_cell",
+    "test_an_undo_of_a_cell_changed_since_is_refused_by_the_server",
     "test_status_bar_counts_a_running_call_and_opens_the_panel_on_it",
+    "test_undo_a_delete_restores_the_cell_with_its_outputs",
+    "test_undo_a_move_restores_the_file_and_the_open_notebook",
+    "test_undo_a_type_change_brings_the_outputs_back",
+    "test_undo_an_edit_restores_the_file_and_the_open_notebook",
+    "test_undo_an_insert_restores_the_file_and_the_open_notebook",
 ]
 
 

@@ -58,6 +58,9 @@ def test_images_show_as_thumbnails_that_open_the_whole_image(lab, lab_page):
     name = f"{image['artifactId']}.python.png"
 
     call = python_calls(panel).first
+    expect(call).to_have_attribute("data-status", "ok", timeout=KERNEL_START)
+    # A finished call is one line: a click on it shows its output.
+    call.locator(".jp-xcsh-CallHeader .jp-xcsh-Time").click()
     thumbnail = call.locator("img.jp-xcsh-Thumbnail")
     expect(thumbnail).to_be_visible(timeout=KERNEL_START)
     expect(call.locator(".jp-xcsh-ImageCaption")).to_have_text(
@@ -84,7 +87,10 @@ def test_a_thumbnail_fits_the_panel_at_its_default_width(lab, lab_page):
     panel = lab_page.open_activity()
     lab.python([{"code": KERNEL_HELPERS + "show(png(640, 480))"}], session="ui-images").result(120)
 
-    cell = python_calls(panel).first.locator(".jp-xcsh-Cell")
+    call = python_calls(panel).first
+    expect(call).to_have_attribute("data-status", "ok", timeout=KERNEL_START)
+    call.locator(".jp-xcsh-CallHeader .jp-xcsh-Time").click()  # expanded from its line
+    cell = call.locator(".jp-xcsh-Cell")
     expect(cell.locator("img.jp-xcsh-Thumbnail")).to_be_visible(timeout=KERNEL_START)
     lab_page.screenshot("fits")
     box, frame = cell.locator(".jp-xcsh-ImageLink").bounding_box(), cell.bounding_box()

@@ -1,7 +1,7 @@
-"""Batches of notebook changes in the lab (docs/developers/contract.md §2.11): one call, one revert.
+"""Batches of notebook changes in the lab (docs/developers/contract.md §2.11): one call, one undo.
 
 An agent applies several changes of one open notebook in one call (``changes: [...]``). The
-activity panel shows that call once, listing its changes, and reverts it as a whole; with
+activity panel shows that call once, listing its changes, and undoes it as a whole; with
 jupyter-collaboration the open tab receives the whole batch as one update of its shared document
 (``-m collaboration``), never the changes one by one: every update of its cells the tab receives
 is recorded, and none shows a state between the notebook before and after the batch.
@@ -13,13 +13,13 @@ import importlib.util
 
 import pytest
 from playwright.sync_api import expect
-from test_revert import (
+from test_panel_undo import (
     assert_file_is,
     expect_open_notebook_equals_file,
-    expect_reverted,
+    expect_undone,
     notebook_call,
     open_notebook,
-    revert,
+    undo,
 )
 
 #: The changes of the batch: two edits, an insert next to a cell id, a move and a delete.
@@ -80,7 +80,7 @@ def _wait_for_cells(page, expected: list[list[str]]) -> None:
         raise
 
 
-def test_a_batch_is_one_call_listing_its_changes_and_reverts_as_one(lab, lab_page):
+def test_a_batch_is_one_call_listing_its_changes_and_undone_as_one(lab, lab_page):
     path, cells = open_notebook(lab, lab_page, "batch-panel.ipynb")
     before = path.read_bytes()
     panel = lab_page.open_activity()
@@ -109,12 +109,12 @@ def test_a_batch_is_one_call_listing_its_changes_and_reverts_as_one(lab, lab_pag
     expect(panel.locator(".jp-xcsh-Call")).to_have_count(1)
     lab_page.screenshot("batch")
 
-    expect_reverted(lab_page, revert(lab_page, result["callId"]))
+    expect_undone(lab_page, undo(lab_page, result["callId"]))
 
     assert_file_is(path, before)
     expect(cells).to_have_count(4)
     expect_open_notebook_equals_file(lab_page, path)
-    lab_page.screenshot("reverted")
+    lab_page.screenshot("undone")
 
 
 @pytest.mark.collaboration

@@ -3,7 +3,7 @@
 Each test opens a notebook in the lab (no collaboration room), lets an agent change it through
 the notebook tool, and reviews the change as a person does: the diff above the cell, the ghost
 of a deleted cell, the Keep / Undo buttons and the review bar. Undo without a room is the
-guarded revert: refused with a clear message when the person typed into the cell since. With
+guarded undo: refused with a clear message when the person typed into the cell since. With
 ``XCSH_UI_SCREENSHOTS`` set, the screenshots of the review flow are also saved as
 ``docs/images/review-*.png``.
 """
@@ -273,7 +273,7 @@ def test_keyboard_shortcuts_go_to_and_keep_changes(lab, lab_page):
     assert_source_becomes(lab_page, 1, "a = 1")
 
 
-def test_a_revert_from_the_activity_panel_is_an_undo_that_lasts(lab, lab_page):
+def test_the_activity_panels_undo_is_the_reviews_undo_and_lasts(lab, lab_page):
     cells = open_review(lab, lab_page, "review-panel.ipynb")
     result = lab.notebook(
         action="edit", notebook_path="review-panel.ipynb", cell_id="cell-2", content="z = 0"
@@ -281,14 +281,14 @@ def test_a_revert_from_the_activity_panel_is_an_undo_that_lasts(lab, lab_page):
     expect(review_of(cells.nth(2))).to_contain_text("Edited by an agent")
     panel = lab_page.open_activity()
     call = panel.locator(f'.jp-xcsh-Call[data-call-id="{result["callId"]}"]')
-    call.locator(".jp-xcsh-Revert").click()
-    expect(call.locator(".jp-xcsh-Reverted")).to_have_text("Reverted")
+    call.locator(".jp-xcsh-Undo").click()
+    expect(call.locator(".jp-xcsh-Undone")).to_have_text("Undone")
     expect(cells.nth(2)).to_contain_text("z = y + 1")
-    # Neither the reverted change nor the revert (the person's) is left to review.
+    # Neither the undone change nor the undo (the person's) is left to review.
     expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
     expect(bar(lab_page)).to_be_hidden()
 
-    # The history keeps both: the agent's call undone, the revert kept.
+    # The history keeps both: the agent's call undone, the undo as the person's own.
     deadline = time.monotonic() + 30
     while True:
         page = lab.api("GET", "api/xcsh/activity?path=review-panel.ipynb")
@@ -299,7 +299,7 @@ def test_a_revert_from_the_activity_panel_is_an_undo_that_lasts(lab, lab_page):
         time.sleep(0.05)  # polling the server for a condition, not waiting a fixed time
     assert reviews[result["callId"]] == [{"cellId": None, "state": "undone"}]
     assert [r for k, r in reviews.items() if k != result["callId"]] == [
-        [{"cellId": None, "state": "kept"}]
+        [{"cellId": None, "state": "yours"}]
     ]
 
     lab_page.page.reload()
@@ -307,15 +307,22 @@ def test_a_revert_from_the_activity_panel_is_an_undo_that_lasts(lab, lab_page):
     cells = lab_page.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
     expect(cells).to_have_count(4)
     expect(cells.nth(2)).to_contain_text("z = y + 1")
-    # Once the history is back in the panel, nothing of it is back in review.
-    expect(lab_page.open_activity().locator(".jp-xcsh-Call")).to_have_count(2)
+    # Once the history is back in the panel, nothing of it is back in review, and the undo is
+    # still the person's, not an agent's call (issue 41).
+    panel = lab_page.open_activity()
+    expect(panel.locator(".jp-xcsh-Call")).to_have_count(2)
     expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
+    mine = panel.locator(".jp-xcsh-Call:has(.jp-xcsh-UndoOf)")
+    expect(mine.locator(".jp-xcsh-CallTitle")).to_contain_text("You · undo · review-panel.ipynb")
+    expect(panel.locator(".jp-xcsh-CallTitle", has_text="Notebook · edit")).to_have_count(1)
+    agent_call = panel.locator(f'.jp-xcsh-Call[data-call-id="{result["callId"]}"]')
+    expect(agent_call.locator(".jp-xcsh-Undone")).to_have_text("Undone")
 
 
 def test_undo_without_a_room_is_the_persons_at_once(lab, lab_page):
-    """Undo in a notebook no room holds goes straight to the guarded revert (no failed request
+    """Undo in a notebook no room holds goes straight to the guarded undo (no failed request
     to the room's undo first), and the activity panel lists it as the person's undo, the agent's
-    call as reverted: never as an agent's call (issue 41)."""
+    call as undone: never as an agent's call (issue 41)."""
     log = LAB_LOG
     logged = log.stat().st_size if log.exists() else 0
     cells = open_review(lab, lab_page, "review-own.ipynb")
@@ -330,10 +337,10 @@ def test_undo_without_a_room_is_the_persons_at_once(lab, lab_page):
 
     panel = lab_page.open_activity()
     agent_call = panel.locator(f'.jp-xcsh-Call[data-call-id="{result["callId"]}"]')
-    expect(agent_call.locator(".jp-xcsh-Reverted")).to_have_text("Reverted")
+    expect(agent_call.locator(".jp-xcsh-Undone")).to_have_text("Undone")
     calls = panel.locator(".jp-xcsh-Call")
     expect(calls).to_have_count(2)
-    undo = panel.locator(".jp-xcsh-Call:has(.jp-xcsh-RevertOf)")
+    undo = panel.locator(".jp-xcsh-Call:has(.jp-xcsh-UndoOf)")
     expect(undo.locator(".jp-xcsh-CallTitle")).to_contain_text("You · undo · review-own.ipynb")
     expect(panel.locator(".jp-xcsh-CallTitle", has_text="Notebook · edit")).to_have_count(1)
 
@@ -392,3 +399,43 @@ def test_the_review_bar_counts_cells_not_calls(lab, lab_page):
     expect(cells.nth(4)).to_contain_text("v = 2")
     expect(review_of(cells.nth(0))).to_contain_text("Edited by an agent")
     expect(bar(lab_page)).to_contain_text("2 cells with agent changes to review")
+
+
+def test_keep_and_undo_still_work_after_a_reload(lab, lab_page):
+    """The review of changes made before a reload is linked again from the activity history:
+    the cell's Keep and Undo, and the activity panel's, act on them (issue 41)."""
+    name = "review-relink.ipynb"
+    cells = open_review(lab, lab_page, name)
+    lab.notebook(action="edit", notebook_path=name, cell_id="cell-0", content="x = 0")
+    inserted = lab.notebook(action="insert", notebook_path=name, cell_index=4, content="v = 1")
+    edited = lab.notebook(action="edit", notebook_path=name, cell_id="cell-2", content="z = 0")
+    expect(bar(lab_page)).to_contain_text("3 cells with agent changes to review")
+
+    lab_page.page.reload()
+    lab_page.page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60000)
+    cells = lab_page.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(5)
+    expect(bar(lab_page)).to_contain_text("3 cells with agent changes to review")
+
+    # The cell's Undo, on a change made before the reload: undone in the file and the lab.
+    review_of(cells.nth(0)).locator(".jp-xcsh-Review-undo").click()
+    expect(review_of(cells.nth(0))).to_have_count(0)
+    assert_source_becomes(lab_page, 0, SOURCES[0])
+    saved = lab.notebook(action="read", notebook_path=name, cell_id="cell-0")["text"]
+    assert "x = 21" in saved and "x = 0" not in saved, saved
+
+    # The cell's Keep: kept, the file as the agent left it.
+    review_of(cells.nth(4)).locator(".jp-xcsh-Review-keep").click()
+    expect(review_of(cells.nth(4))).to_have_count(0)
+    assert_source_becomes(lab_page, 4, "v = 1")
+
+    # The activity panel's Undo, on a call of before the reload: the review's undo.
+    panel = lab_page.open_activity()
+    call = panel.locator(f'.jp-xcsh-Call[data-call-id="{edited["callId"]}"]')
+    call.locator(".jp-xcsh-Undo").click()
+    expect(call.locator(".jp-xcsh-Undone")).to_have_text("Undone")
+    assert_source_becomes(lab_page, 2, SOURCES[2])
+    expect(bar(lab_page)).to_be_hidden()
+    kept = panel.locator(f'.jp-xcsh-Call[data-call-id="{inserted["callId"]}"]')
+    expect(kept.locator(".jp-xcsh-Undone")).to_have_text("Kept")
+    doc_screenshot(lab_page, "after-reload-undone")

@@ -204,3 +204,15 @@ def test_insert_delete_and_move_are_shown_in_the_room(lab, lab_page):
     sources = f"() => [0, 1, 2, 3].map(i => ({CELL_SOURCE})(i)).sort().join('|')"
     page.wait_for_function(f"() => ({sources})() === 'a = 1|b = 2|c = 3|new = 1'", timeout=60000)
     expect(bar).to_contain_text("2 cells with agent changes to review")
+
+
+def test_keep_and_undo_still_work_after_a_reload_in_the_room(lab, lab_page):
+    """As without a room (test_review.py): the review of changes made before a reload is linked
+    again from the activity history, and its Keep and Undo act on them (issue 41)."""
+    from test_review import test_keep_and_undo_still_work_after_a_reload
+
+    assert importlib.util.find_spec("jupyter_collaboration") is not None
+    test_keep_and_undo_still_work_after_a_reload(lab, lab_page)
+    assert lab_page.page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.context.model.collaborative"
+    )

@@ -45,7 +45,7 @@ BUSY_TIMEOUT = 10.0
 #: Tries of one write when SQLite answers "locked" without waiting (e.g. while set up).
 WRITE_ATTEMPTS = 5
 #: The states a person's review leaves a call (or its change to one cell) in.
-REVIEW_STATES = ("kept", "undone")
+REVIEW_STATES = ("kept", "undone", "yours")
 
 #: Seconds a finished call waits to be written with the calls finishing after it (one
 #: transaction for all: with many calls a second, most of the writes' cost; and each wake of

@@ -84,7 +84,7 @@ def shown(manager: Any, path: Any) -> bool:
 
 
 class ActivityReviewHandler(XcshAPIHandler):
-    """``POST``: keep the person's review of agent calls (kept or undone) in the history.
+    """``POST``: keep the person's review of calls (kept, undone, or theirs) in the history.
 
     Body ``{"path", "call_ids", "cell_id", "state"}``: the calls on the notebook ``path`` (or
     only their change to the cell ``cell_id``) are ``kept`` or ``undone``. ``GET
@@ -127,7 +127,7 @@ def review_request(body: dict[str, Any]) -> tuple[str, list[str], str | None, st
         raise InvalidRequestError(f"cell_id must be 1 to {MAX_CELL_ID} characters")
     state = given["state"]
     if state not in REVIEW_STATES:
-        raise InvalidRequestError(f"state must be kept or undone, got {state!r}")
+        raise InvalidRequestError(f"state must be kept, undone or yours, got {state!r}")
     return path, list(dict.fromkeys(call_ids)), cell_id, state
 
 

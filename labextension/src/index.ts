@@ -21,7 +21,7 @@ import { activityPlugin } from './panel/plugin';
 import { policyPlugin } from './policy/plugin';
 import { reviewPlugin } from './review/plugin';
 import { statusPlugin } from './status/plugin';
-import { IXcshClient } from './tokens';
+import { ILiveSync, IXcshClient } from './tokens';
 import { translationBundle } from './translation';
 
 export * from './client';
@@ -49,13 +49,16 @@ const clientPlugin: JupyterFrontEndPlugin<IXcshClient> = {
 /**
  * Shows agent edits in the notebooks open in the lab (see `livesync.ts` for the mechanism).
  */
-const liveSyncPlugin: JupyterFrontEndPlugin<void> = {
+const liveSyncPlugin: JupyterFrontEndPlugin<ILiveSync> = {
   id: 'jupyter-xcsh:livesync',
   description: 'Applies agent edits to the notebooks open in the lab.',
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker): void => {
-    new LiveSync(app, openNotebooks(tracker)).start();
+  provides: ILiveSync,
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker): ILiveSync => {
+    const sync = new LiveSync(app, openNotebooks(tracker));
+    sync.start();
+    return sync;
   }
 };
 

@@ -33,6 +33,7 @@
 import type { Contents, Event } from '@jupyterlab/services';
 
 import { NotebookEventSync } from './notebooksync';
+import type { ILiveSync } from './tokens';
 import {
   parseEmission,
   type INotebookCallEvent,
@@ -74,6 +75,8 @@ export interface ICellChangeEvent {
  */
 export interface ICellChanges {
   path: string;
+  /** The call that made them. */
+  callId: string;
   changes: ICellChangeEvent[];
 }
 
@@ -320,10 +323,55 @@ export function acknowledgeSave(
 /**
  * Keeps open notebooks in step with agent edits.
  */
-export class LiveSync extends NotebookEventSync<ICellChanges> {
+export class LiveSync
+  extends NotebookEventSync<ICellChanges>
+  implements ILiveSync
+{
+  private _followed = new Set<string>();
+  private _waiting = new Map<string, Set<() => void>>();
+
   protected parse(emission: Event.Emission): ICellChanges | null {
     const changes = parseCellChanges(emission);
-    return changes === null ? null : { path: changes[0].path, changes };
+    const callId = parseEmission(emission)?.callId ?? '';
+    return changes === null ? null : { path: changes[0].path, callId, changes };
+  }
+
+  /**
+   * Resolves once the open notebooks have followed the call `callId` (a notebook tool call the
+   * lab made itself, such as an undo, whose next step needs the open notebook as the call left
+   * it); after `timeout` ms at the latest (an event that never comes must not block).
+   */
+  whenFollowed(callId: string, timeout = 10_000): Promise<void> {
+    if (this._followed.has(callId)) {
+      return Promise.resolve();
+    }
+    return new Promise(resolve => {
+      const waiting = this._waiting.get(callId) ?? new Set<() => void>();
+      this._waiting.set(callId, waiting);
+      const done = () => {
+        clearTimeout(timer);
+        waiting.delete(done);
+        if (waiting.size === 0 && this._waiting.get(callId) === waiting) {
+          this._waiting.delete(callId);
+        }
+        resolve();
+      };
+      const timer = setTimeout(done, timeout);
+      waiting.add(done);
+    });
+  }
+
+  protected followed(event: ICellChanges): void {
+    this._followed.add(event.callId);
+    if (this._followed.size > LiveSync.MAX_FOLLOWED) {
+      const oldest = this._followed.values().next().value;
+      if (oldest !== undefined) {
+        this._followed.delete(oldest);
+      }
+    }
+    for (const done of [...(this._waiting.get(event.callId) ?? [])]) {
+      done();
+    }
   }
 
   protected readonly failure = 'could not show an agent edit';
@@ -444,6 +492,14 @@ export class LiveSync extends NotebookEventSync<ICellChanges> {
       null
     );
   }
+}
+
+/**
+ * The namespace for {@link LiveSync} statics.
+ */
+export namespace LiveSync {
+  /** How many followed calls are remembered (an undo waits on its own, at once). */
+  export const MAX_FOLLOWED = 200;
 }
 
 /**

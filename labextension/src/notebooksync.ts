@@ -57,6 +57,7 @@ export abstract class NotebookEventSync<T extends { path: string }> {
     if (event === null) {
       return;
     }
+    const followed: Promise<void>[] = [];
     for (const panel of this.panels()) {
       if (panel.context.path !== event.path || !panel.context.isReady) {
         continue;
@@ -67,7 +68,17 @@ export abstract class NotebookEventSync<T extends { path: string }> {
         .then(() => this.follow(panel, event))
         .catch(reason => console.warn(`jupyter-xcsh: ${this.failure}`, reason));
       this._chains.set(panel, next);
+      followed.push(next);
     }
+    void Promise.all(followed).then(() => this.followed(event));
+  }
+
+  /**
+   * Called once every notebook open on the event's path has followed it (at once when none
+   * is open).
+   */
+  protected followed(event: T): void {
+    void event;
   }
 
   private _chains = new WeakMap<NotebookPanel, Promise<void>>();

@@ -212,3 +212,22 @@ export const IAgentActivity = new Token<IAgentActivity>(
   'jupyter-xcsh:IAgentActivity',
   'The calls of agents and the panel listing them.'
 );
+
+/**
+ * Agent edits followed in the open notebooks (`livesync.ts`).
+ */
+export interface ILiveSync {
+  /**
+   * Resolves once the notebooks open in the lab have followed the notebook call `callId`
+   * (at once when none is open; after `timeout` ms at the latest).
+   */
+  whenFollowed(callId: string, timeout?: number): Promise<void>;
+}
+
+/**
+ * The token of the live sync, for plugins that wait for the open notebook to show a call.
+ */
+export const ILiveSync = new Token<ILiveSync>(
+  'jupyter-xcsh:ILiveSync',
+  'Agent edits followed in the notebooks open in the lab.'
+);

@@ -33,7 +33,7 @@ describe('the connect dialog', () => {
 
     // The person's revert of c1 (made from the lab) is theirs: the agent's last call stays.
     activity.handleEmission(notebookEditEmission('r1'));
-    activity.linkRevert('r1', 'c1');
+    activity.linkUndo('r1', 'c1');
     expect(lastAgentCall(activity.calls)?.what).toBe('python');
   });
 

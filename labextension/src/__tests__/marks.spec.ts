@@ -199,7 +199,7 @@ describe('CellMarks', () => {
     expect(marks.marksOf('a.ipynb')).toEqual([newer]);
   });
 
-  it('dismisses one mark, and the marks of a call', () => {
+  it('removes the mark a call left on one cell, and the marks of a call', () => {
     const marks = new CellMarks();
     const a = mark();
     const b = mark({ cellId: 'c2' });
@@ -208,7 +208,7 @@ describe('CellMarks', () => {
     marks.add(b);
     marks.add(c);
 
-    marks.dismiss(a);
+    marks.removeCell('a.ipynb', 'c1', 'call-1');
     expect(marks.marksOf('a.ipynb')).toEqual([b]);
     marks.removeCall('call-2');
     expect(marks.marksOf('b.ipynb')).toEqual([]);
@@ -268,7 +268,7 @@ describe('NotebookMarks', () => {
   const settle = () => new Promise(resolve => setTimeout(resolve, 0));
   const cell = (i: number) => panel.content.widgets[i];
   const markOf = (i: number) =>
-    cell(i).node.querySelector<HTMLButtonElement>('.jp-xcsh-CellMark');
+    cell(i).node.querySelector<HTMLElement>('.jp-xcsh-CellMark');
 
   it('marks the changed cell through its widget, with the hover text', async () => {
     const m = mark({ path: context.path });
@@ -293,15 +293,18 @@ describe('NotebookMarks', () => {
     expect(marks.marksOf(context.path)).toEqual([]);
   });
 
-  it('clears the mark when it is clicked', async () => {
+  it('is nothing to click: a click leaves it, and it sits in the input row', async () => {
     marks.add(mark({ path: context.path }));
     await settle();
 
+    expect(markOf(1)!.tagName).not.toBe('BUTTON');
     markOf(1)!.click();
     await settle();
 
-    expect(markOf(1)).toBeNull();
-    expect(marks.marksOf(context.path)).toEqual([]);
+    expect(markOf(1)).not.toBeNull();
+    expect(marks.marksOf(context.path)).toHaveLength(1);
+    // Below a review header the cell may have above its input.
+    expect(markOf(1)!.closest('.jp-Cell-inputWrapper')).not.toBeNull();
   });
 
   it('shows a mark once the agent change reaches the notebook', async () => {

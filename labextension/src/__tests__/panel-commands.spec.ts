@@ -31,15 +31,15 @@ function setUp() {
     openArtifact: jest.fn(() => Promise.resolve()),
     interrupt: jest.fn(() => Promise.resolve()),
     answer: jest.fn(() => Promise.resolve()),
-    revert: jest.fn(() => Promise.resolve())
+    undo: jest.fn(() => Promise.resolve()),
+    keep: jest.fn(() => Promise.resolve())
   };
   const panel = new ActivityPanel({ model, actions: commandActions(commands) });
   const show = jest.fn();
-  const keep = jest.fn();
   const ask = jest.fn(() => Promise.resolve<string | null>('typed'));
-  addActivityCommands({ commands, model, panel, show, actions, keep, ask });
+  addActivityCommands({ commands, model, panel, show, actions, ask });
   const execute = jest.spyOn(commands, 'execute');
-  return { commands, model, panel, actions, show, keep, ask, execute };
+  return { commands, model, panel, actions, show, ask, execute };
 }
 
 describe('the activity commands', () => {
@@ -54,7 +54,7 @@ describe('the activity commands', () => {
       CommandIDs.show,
       CommandIDs.interrupt,
       CommandIDs.answer,
-      CommandIDs.revert,
+      CommandIDs.undo,
       CommandIDs.keep,
       CommandIDs.clear,
       CommandIDs.filter
@@ -64,9 +64,9 @@ describe('the activity commands', () => {
   });
 
   it('act on the newest call they apply to when none is named', async () => {
-    const { commands, model, actions, keep } = setUp();
+    const { commands, model, actions } = setUp();
     expect(commands.isEnabled(CommandIDs.interrupt)).toBe(false);
-    expect(commands.isEnabled(CommandIDs.revert)).toBe(false);
+    expect(commands.isEnabled(CommandIDs.undo)).toBe(false);
     model.handleEmission(notebookCall('n1'));
     model.handleEmission(notebookCall('n2'));
     model.handleEmission(pythonEvent('p1', { event: 'started', cells: [] }));
@@ -76,12 +76,12 @@ describe('the activity commands', () => {
     );
 
     await commands.execute(CommandIDs.interrupt);
-    await commands.execute(CommandIDs.revert);
+    await commands.execute(CommandIDs.undo);
     await commands.execute(CommandIDs.keep, { callId: 'n1' });
 
     expect(actions.interrupt.mock.calls).toEqual([[model.get('p1')]]);
-    expect(actions.revert.mock.calls).toEqual([[model.get('n2')]]);
-    expect(keep.mock.calls).toEqual([['n1']]);
+    expect(actions.undo.mock.calls).toEqual([[model.get('n2')]]);
+    expect(actions.keep.mock.calls).toEqual([[model.get('n1')]]);
   });
 
   it('answer a prompt, asking the person for the answer from the palette', async () => {
@@ -140,7 +140,7 @@ describe('the activity commands', () => {
           selector
         );
       (await button('.jp-xcsh-Interrupt')).click();
-      (await button('.jp-xcsh-Revert')).click();
+      (await button('.jp-xcsh-Undo')).click();
       choose(
         await waitFor(() =>
           node.querySelector<HTMLSelectElement>('.jp-xcsh-Filter select')
@@ -151,12 +151,12 @@ describe('the activity commands', () => {
 
       expect(execute.mock.calls).toEqual([
         [CommandIDs.interrupt, { callId: 'p1' }],
-        [CommandIDs.revert, { callId: 'n1' }],
+        [CommandIDs.undo, { callId: 'n1' }],
         [CommandIDs.filter, { kind: 'notebook' }],
         [CommandIDs.clear, {}]
       ]);
       expect(actions.interrupt).toHaveBeenCalledTimes(1);
-      expect(actions.revert).toHaveBeenCalledTimes(1);
+      expect(actions.undo).toHaveBeenCalledTimes(1);
       expect(panel.filter).toBe('notebook');
       expect(model.calls.map(call => call.id)).toEqual(['p1']);
     } finally {

@@ -119,6 +119,20 @@ describe('loading the activity history', () => {
     ]);
   });
 
+  it("lists the person's own undo as theirs, never as an agent's call", async () => {
+    const model = new ActivityModel();
+    const history = page();
+    history.entries[0] = {
+      ...history.entries[0],
+      review: [{ cellId: null, state: 'yours' }]
+    };
+    await loadHistory(model, { activityHistory: async () => history });
+    const undo = model.get('old-edit');
+    expect(undo?.kind === 'notebook' && undo.undoOf).toBe('');
+    const live = model.get('live');
+    expect(live?.kind === 'notebook' && live.undoOf).toBeNull();
+  });
+
   it('adds nothing twice when loaded again', async () => {
     const model = new ActivityModel();
     const client = { activityHistory: async () => page() };

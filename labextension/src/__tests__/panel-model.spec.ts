@@ -310,15 +310,15 @@ describe('ActivityModel', () => {
     model.handleEmission(notebook('n'));
     model.changed.connect((_, change) => changes.push(change));
     expect(model.get('n')).toMatchObject({
-      revert: { state: 'idle' },
-      revertOf: null
+      undo: { state: 'idle' },
+      undoOf: null
     });
 
-    model.setRevert('n', { state: 'pending' });
-    model.setRevert('n', { state: 'done', by: 'r' });
+    model.setUndo('n', { state: 'pending' });
+    model.setUndo('n', { state: 'done', by: 'r' });
 
     expect(model.get('n')).toMatchObject({
-      revert: { state: 'done', by: 'r' }
+      undo: { state: 'done', by: 'r' }
     });
     expect(changes).toEqual([
       { type: 'updated', id: 'n' },
@@ -329,12 +329,12 @@ describe('ActivityModel', () => {
   it('links a revert call to the call it reverted, before or after its event', () => {
     const model = new ActivityModel();
     model.handleEmission(notebook('early'));
-    model.linkRevert('early', 'x');
-    model.linkRevert('late', 'y');
+    model.linkUndo('early', 'x');
+    model.linkUndo('late', 'y');
     model.handleEmission(notebook('late'));
 
-    expect(model.get('early')).toMatchObject({ revertOf: 'x' });
-    expect(model.get('late')).toMatchObject({ revertOf: 'y' });
+    expect(model.get('early')).toMatchObject({ undoOf: 'x' });
+    expect(model.get('late')).toMatchObject({ undoOf: 'y' });
   });
 
   it('tracks an interrupt request until the result arrives', () => {

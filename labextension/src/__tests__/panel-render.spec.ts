@@ -36,7 +36,8 @@ function fakeContext() {
     openArtifact: jest.fn(),
     interrupt: jest.fn(),
     answer: jest.fn(),
-    revert: jest.fn()
+    undo: jest.fn(),
+    keep: jest.fn()
   };
   const ctx: IRenderContext = {
     trans: UNTRANSLATED,
@@ -203,7 +204,7 @@ describe('renderNotebookCall', () => {
       expect(text(rows[1].querySelector('pre'))).toBe('## About x');
     });
 
-    it('opens the notebook at its first change and offers one revert', () => {
+    it('opens the notebook at its first change and offers one undo', () => {
       const { ctx, actions } = fakeContext();
       const c = batch();
       const element = renderNotebookCall(c, ctx);
@@ -211,11 +212,11 @@ describe('renderNotebookCall', () => {
         .querySelector<HTMLButtonElement>('.jp-xcsh-OpenNotebook')!
         .click();
       expect(actions.openNotebook).toHaveBeenCalledWith('dir/a.ipynb', 1);
-      const reverts =
-        element.querySelectorAll<HTMLButtonElement>('.jp-xcsh-Revert');
-      expect(reverts).toHaveLength(1);
-      reverts[0].click();
-      expect(actions.revert).toHaveBeenCalledWith(c);
+      const undos =
+        element.querySelectorAll<HTMLButtonElement>('.jp-xcsh-Undo');
+      expect(undos).toHaveLength(1);
+      undos[0].click();
+      expect(actions.undo).toHaveBeenCalledWith(c);
     });
 
     it('shows a failed batch as its error, without changes', () => {
@@ -234,7 +235,7 @@ describe('renderNotebookCall', () => {
         'Change 2 failed: Cell id not found: c9 in dir/a.ipynb'
       );
       expect(element.querySelector('.jp-xcsh-BatchChange')).toBeNull();
-      expect(element.querySelector('.jp-xcsh-Revert')).toBeNull();
+      expect(element.querySelector('.jp-xcsh-Undo')).toBeNull();
     });
   });
 
@@ -289,86 +290,117 @@ describe('renderNotebookCall', () => {
     expect(element.querySelector('.jp-xcsh-OpenNotebook')).toBeNull();
   });
 
-  it('collapses the whole call with its toggle', () => {
-    const { ctx } = fakeContext();
+  it('is one line, collapsed, expanding to its source on a click on the line', () => {
+    const { ctx, actions } = fakeContext();
     const c = call();
-    renderNotebookCall(c, ctx)
-      .querySelector<HTMLButtonElement>('.jp-xcsh-Toggle')!
-      .click();
-    const element = renderNotebookCall(c, ctx);
-    expect(
-      element.querySelector<HTMLElement>('.jp-xcsh-CallBody')!.hidden
-    ).toBe(true);
-    const toggle = element.querySelector('.jp-xcsh-Toggle')!;
+    const first = renderNotebookCall(c, ctx);
+    expect(first.querySelector<HTMLElement>('.jp-xcsh-CallBody')!.hidden).toBe(
+      true
+    );
+    const toggle = first.querySelector('.jp-xcsh-Toggle')!;
     expect(toggle.getAttribute('aria-expanded')).toBe('false');
     expect(toggle.getAttribute('aria-label')).toBe('Expand');
+    // The whole status line on hover, however narrow the panel.
+    const title = first.querySelector<HTMLElement>('.jp-xcsh-CallTitle')!;
+    expect(title.title).not.toBe('');
+
+    // A click on a button of the line does its own thing only.
+    first.querySelector<HTMLButtonElement>('.jp-xcsh-Keep')!.click();
+    expect(actions.keep).toHaveBeenCalledWith(c);
+    expect(
+      renderNotebookCall(c, ctx).querySelector<HTMLElement>(
+        '.jp-xcsh-CallBody'
+      )!.hidden
+    ).toBe(true);
+
+    first
+      .querySelector<HTMLElement>('.jp-xcsh-CallMeta .jp-xcsh-Time')!
+      .click();
+    const open = renderNotebookCall(c, ctx);
+    expect(open.querySelector<HTMLElement>('.jp-xcsh-CallBody')!.hidden).toBe(
+      false
+    );
+    expect(
+      open.querySelector('.jp-xcsh-Toggle')!.getAttribute('aria-expanded')
+    ).toBe('true');
   });
 
-  it('offers a revert for a finished change, and not for a read or an error', () => {
+  it("offers Keep and Undo (the review's) for a finished change, and not for a read or an error", () => {
     const { ctx, actions } = fakeContext();
     const changed = call();
     const element = renderNotebookCall(changed, ctx);
-    const button = element.querySelector<HTMLButtonElement>('.jp-xcsh-Revert');
+    const button = element.querySelector<HTMLButtonElement>('.jp-xcsh-Undo');
 
-    expect(text(button)).toBe('Revert');
+    expect(button!.getAttribute('aria-label')).toBe('Undo');
     button!.click();
-    expect(actions.revert).toHaveBeenCalledWith(changed);
+    expect(actions.undo).toHaveBeenCalledWith(changed);
+    const keep = element.querySelector<HTMLButtonElement>('.jp-xcsh-Keep');
+    expect(keep!.getAttribute('aria-label')).toBe('Keep');
+    keep!.click();
+    expect(actions.keep).toHaveBeenCalledWith(changed);
     for (const fields of [
       { action: 'read' },
       { status: 'error', error: 'nope' },
       { action: 'move', fromIndex: 3 }
     ]) {
       expect(
-        renderNotebookCall(call(fields), ctx).querySelector('.jp-xcsh-Revert')
+        renderNotebookCall(call(fields), ctx).querySelector('.jp-xcsh-Undo')
       ).toBeNull();
     }
   });
 
-  it('shows a revert on its way, done, or refused with the reason', () => {
+  it('shows an undo on its way, done, kept, or refused with the reason', () => {
     const { ctx } = fakeContext();
-    const reverting = call();
-    reverting.revert = { state: 'pending' };
-    const pending = renderNotebookCall(reverting, ctx).querySelector(
-      '.jp-xcsh-Revert'
+    const undoing = call();
+    undoing.undo = { state: 'pending' };
+    const pending = renderNotebookCall(undoing, ctx).querySelector(
+      '.jp-xcsh-Undo'
     ) as HTMLButtonElement;
     expect(pending.disabled).toBe(true);
-    expect(text(pending)).toBe('Reverting…');
+    expect(pending.getAttribute('aria-label')).toBe('Undoing…');
 
     const done = call();
-    done.revert = { state: 'done', by: 'r1' };
+    done.undo = { state: 'done', by: 'r1' };
     const doneElement = renderNotebookCall(done, ctx);
-    expect(doneElement.querySelector('.jp-xcsh-Revert')).toBeNull();
-    expect(text(doneElement.querySelector('.jp-xcsh-Reverted'))).toBe(
-      'Reverted'
-    );
+    expect(doneElement.querySelector('.jp-xcsh-Undo')).toBeNull();
+    expect(text(doneElement.querySelector('.jp-xcsh-Undone'))).toBe('Undone');
+
+    const kept = call();
+    kept.undo = { state: 'kept' };
+    const keptElement = renderNotebookCall(kept, ctx);
+    expect(keptElement.querySelector('.jp-xcsh-Undo')).toBeNull();
+    expect(keptElement.querySelector('.jp-xcsh-Keep')).toBeNull();
+    expect(text(keptElement.querySelector('.jp-xcsh-Undone'))).toBe('Kept');
 
     const refused = call();
-    refused.revert = {
+    refused.undo = {
       state: 'refused',
-      message: 'Not reverted: the cell was changed after this call.',
+      message: 'Not undone: the cell was changed after this call.',
       detail: 'Cell 3 changed since it was read <b>'
     };
     const refusedElement = renderNotebookCall(refused, ctx);
-    const alert = refusedElement.querySelector('.jp-xcsh-RevertRefused');
+    const alert = refusedElement.querySelector('.jp-xcsh-UndoRefused');
     expect(alert?.getAttribute('role')).toBe('alert');
     expect(text(alert)).toBe(
-      'Not reverted: the cell was changed after this call.' +
+      'Not undone: the cell was changed after this call.' +
         'Cell 3 changed since it was read <b>'
     );
     expect(alert?.querySelector('b')).toBeNull();
-    // A refused revert can be tried again once the cell is as the call left it.
-    expect(refusedElement.querySelector('.jp-xcsh-Revert')).not.toBeNull();
+    // A refused undo can be tried again once the cell is as the call left it.
+    expect(refusedElement.querySelector('.jp-xcsh-Undo')).not.toBeNull();
   });
 
-  it("says a revert made from the lab is the person's undo, not an agent call", () => {
+  it("says an undo made from the lab is the person's, not an agent call", () => {
     const { ctx } = fakeContext();
-    const revert = call();
-    revert.revertOf = 'n0';
+    const undo = call();
+    undo.undoOf = 'n0';
     expect(
-      text(renderNotebookCall(revert, ctx).querySelector('.jp-xcsh-RevertOf'))
+      renderNotebookCall(undo, ctx)
+        .querySelector('.jp-xcsh-UndoOf')
+        ?.getAttribute('aria-label')
     ).toBe('Your undo of an agent call');
-    expect(notebookStatusLine(revert)).toMatch(/^You · undo · /);
-    expect(notebookStatusLine(revert)).not.toContain('Notebook');
+    expect(notebookStatusLine(undo)).toMatch(/^You · undo · /);
+    expect(notebookStatusLine(undo)).not.toContain('Notebook');
   });
 
   it('renders sources as text, never as markup', () => {
@@ -403,6 +435,19 @@ describe('renderPythonCall', () => {
     expect(
       text(renderPythonCall(unnamed, ctx).querySelector('.jp-xcsh-CallTitle'))
     ).toBe('Python · agent · 1 cell');
+  });
+
+  it('is open while it runs, and one line once finished', () => {
+    const { ctx } = fakeContext();
+    const body = (c: IPythonCall) =>
+      renderPythonCall(c, ctx).querySelector<HTMLElement>('.jp-xcsh-CallBody')!;
+    const running = call(startedEmission([{ code: 'x = 1' }]));
+    expect(body(running).hidden).toBe(false);
+    const finished = call(
+      startedEmission([{ code: 'x = 1' }]),
+      py({ event: 'finished', result: { isError: false } })
+    );
+    expect(body(finished).hidden).toBe(true);
   });
 
   it('shows each cell as [k/n] title with its status', () => {
@@ -691,7 +736,8 @@ describe('ActivityPanel', () => {
     openArtifact: jest.fn(() => Promise.resolve()),
     interrupt: jest.fn(() => Promise.reject(new Error('server gone'))),
     answer: jest.fn(() => Promise.resolve()),
-    revert: jest.fn(() => Promise.resolve()),
+    undo: jest.fn(() => Promise.resolve()),
+    keep: jest.fn(() => Promise.resolve()),
     clear: jest.fn(() => Promise.resolve()),
     filter: jest.fn(() => Promise.resolve())
   };
@@ -711,7 +757,6 @@ describe('ActivityPanel', () => {
       panel,
       show: () => undefined,
       actions,
-      keep: () => undefined,
       ask: () => Promise.resolve(null)
     });
     Widget.attach(panel, document.body);

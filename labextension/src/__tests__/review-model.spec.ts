@@ -157,6 +157,18 @@ describe('ReviewModel', () => {
     expect(model.changesOf('a.ipynb')).toHaveLength(2);
   });
 
+  it("leaves out a call the history kept as the person's own undo", () => {
+    const model = new ReviewModel();
+    model.restore(
+      [notebookEditEmission(ID1)],
+      [{ cellId: null, state: 'yours' }]
+    );
+    expect(model.changesOf('a.ipynb')).toEqual([]);
+    // Not added later either, when its event comes again.
+    model.handleEmission(notebookEditEmission(ID1));
+    expect(model.changesOf('a.ipynb')).toEqual([]);
+  });
+
   it('forms a turn of the calls since the person last kept', () => {
     const model = new ReviewModel();
     model.handleEmission(notebookEditEmission(ID1));

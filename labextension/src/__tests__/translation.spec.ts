@@ -17,8 +17,8 @@ import { NotebookMarks } from '../marks/notebookmarks';
 import { addActivityCommands, commandActions } from '../panel/commands';
 import { PYTHON_SCHEMA_ID } from '../panel/events';
 import { ActivityModel, INotebookCall } from '../panel/model';
-import { Reverter } from '../panel/reverter';
 import { ActivityPanel } from '../panel/widget';
+import { GuardedUndoer } from '../review/undo';
 import { AgentStatus, AgentStatusModel } from '../status/agentstatus';
 import type { IXcshClient } from '../tokens';
 import { TRANSLATION_DOMAIN, translationBundle } from '../translation';
@@ -68,7 +68,7 @@ describe('the translation of the lab extension', () => {
     );
   });
 
-  it('puts the panel, its calls, answer box and revert through the translator', async () => {
+  it('puts the panel, its calls, answer box and undo through the translator', async () => {
     const model = new ActivityModel();
     const commands = new CommandRegistry();
     const panel = new ActivityPanel({
@@ -129,9 +129,9 @@ describe('the translation of the lab extension', () => {
     expect(notebook.querySelector('.jp-xcsh-CallTitle')?.textContent).toMatch(
       /^«Notebook» · edit · a\.ipynb · «cell 0» · code$/
     );
-    const revert = notebook.querySelector('.jp-xcsh-Revert')!;
-    expect(translated(revert.textContent)).toBe(true);
-    expect(translated(revert.getAttribute('title'))).toBe(true);
+    const undo = notebook.querySelector('.jp-xcsh-Undo')!;
+    expect(translated(undo.getAttribute('aria-label'))).toBe(true);
+    expect(undo.getAttribute('title')).toMatch(/^«Undo»: «Put the notebook/);
     expect(
       translated(
         notebook.querySelector('.jp-xcsh-Toggle')?.getAttribute('title')
@@ -162,7 +162,7 @@ describe('the translation of the lab extension', () => {
     panel.dispose();
   });
 
-  it('says what became of a revert through the translator', async () => {
+  it('says what became of an undo through the translator', async () => {
     const model = new ActivityModel();
     model.handleEmission(notebookEditEmission('n1'));
     const refusing = {
@@ -173,26 +173,31 @@ describe('the translation of the lab extension', () => {
             'changed since',
             'stale_cell'
           )
-        )
+        ),
+      getArtifact: () => Promise.resolve('')
     } as unknown as IXcshClient;
     const call = () => model.get('n1') as INotebookCall;
-    await new Reverter({ client: refusing, model, translator }).revert(call());
-    expect(call().revert).toMatchObject({ state: 'refused' });
-    expect(translated((call().revert as { message: string }).message)).toBe(
-      true
+    const target = {
+      path: 'a.ipynb',
+      callId: 'n1',
+      cellId: null,
+      event: call().event
+    };
+    const trans = translationBundle(translator);
+    const refused = await new GuardedUndoer(refusing, () => null, trans).undo(
+      target
     );
+    expect(refused).toMatchObject({ state: 'refused' });
+    expect(translated((refused as { message: string }).message)).toBe(true);
 
-    model.setRevert('n1', { state: 'idle' });
-    const stale = new Reverter({
-      client: refusing,
-      model,
-      translator,
-      openCells: () => [{ id: 'c0', source: 'typed since' }]
-    });
-    await stale.revert(call());
-    const revert = call().revert as { message: string; detail: string };
-    expect(revert.message).toMatch(/^«Not reverted: «the cell was changed/);
-    expect(translated(revert.detail)).toBe(true);
+    const stale = await new GuardedUndoer(
+      refusing,
+      () => [{ id: 'c0', source: 'typed since' }],
+      trans
+    ).undo(target);
+    expect((stale as { message: string }).message).toMatch(
+      /^«Not undone: «the cell was changed/
+    );
   });
 
   it('puts the status item through the translator', () => {
@@ -229,7 +234,7 @@ describe('the translation of the lab extension', () => {
     const mark =
       notebook.content.widgets[0].node.querySelector('.jp-xcsh-CellMark');
     expect(mark?.getAttribute('aria-label')).toMatch(
-      /^«An agent edited this cell at .* \(call abcdef01\)\. Click to dismiss\.»$/
+      /^«An agent edited this cell at .* \(call abcdef01\)\.»$/
     );
     view.dispose();
     dispose();
@@ -244,7 +249,6 @@ describe('the translation of the lab extension', () => {
       panel: { filter: 'all' },
       show: () => undefined,
       actions: {} as any,
-      keep: () => undefined,
       ask: () => Promise.resolve(null),
       trans: translationBundle(translator)
     });

@@ -34,7 +34,7 @@ export function lastAgentCall(
 ): ILastAgentCall | null {
   let newest: ILastAgentCall | null = null;
   for (const call of calls) {
-    if (call.kind === 'notebook' && call.revertOf !== null) {
+    if (call.kind === 'notebook' && call.undoOf !== null) {
       continue;
     }
     const last: ILastAgentCall =

@@ -167,18 +167,6 @@ export class CellMarks implements ICellMarks {
     return 'edited';
   }
 
-  /**
-   * Remove one mark (the person dismissed it).
-   */
-  dismiss(mark: ICellMark): void {
-    const marks = this._byPath.get(mark.path);
-    const key = keyOf(mark);
-    if (marks?.get(key)?.mark === mark) {
-      marks.delete(key);
-      this._changed.emit(mark.path);
-    }
-  }
-
   removeCall(callId: string): void {
     for (const [path, marks] of this._byPath) {
       let removed = false;
@@ -316,38 +304,26 @@ export function markTitle(
   const call = mark.callId.slice(0, 8);
   switch (mark.action) {
     case 'edit':
-      return trans.__(
-        'An agent edited this cell at %1 (call %2). Click to dismiss.',
-        time,
-        call
-      );
+      return trans.__('An agent edited this cell at %1 (call %2).', time, call);
     case 'insert':
       return trans.__(
-        'An agent inserted this cell at %1 (call %2). Click to dismiss.',
+        'An agent inserted this cell at %1 (call %2).',
         time,
         call
       );
     case 'move':
-      return trans.__(
-        'An agent moved this cell at %1 (call %2). Click to dismiss.',
-        time,
-        call
-      );
+      return trans.__('An agent moved this cell at %1 (call %2).', time, call);
     case 'restore':
       return trans.__(
-        'An agent restored this cell at %1 (call %2). Click to dismiss.',
+        'An agent restored this cell at %1 (call %2).',
         time,
         call
       );
     case 'run':
-      return trans.__(
-        'An agent ran this cell at %1 (call %2). Click to dismiss.',
-        time,
-        call
-      );
+      return trans.__('An agent ran this cell at %1 (call %2).', time, call);
     default:
       return trans.__(
-        'An agent changed this cell (%1) at %2 (call %3). Click to dismiss.',
+        'An agent changed this cell (%1) at %2 (call %3).',
         mark.action,
         time,
         call

@@ -19,29 +19,19 @@ import { type CellMarks, markTitle } from './model';
 export const MARKED_CELL_CLASS = 'jp-xcsh-mod-agentChanged';
 
 /**
- * The mark in a cell's gutter: says on hover (and focus) what the agent did,
- * and dismisses the mark when clicked.
+ * The mark of a cell an agent changed: a dot at the start of the cell's input (below the
+ * review's header, never over it) that says on hover and to screen readers what the agent did.
+ * Nothing to click: the mark is the review's state, and goes when the change is kept or undone
+ * (or when the person edits the cell).
  */
 export class CellMarkWidget extends Widget {
   /**
    * Create the mark of one cell.
    */
-  constructor(
-    onDismiss: (mark: ICellMark) => void,
-    private readonly trans: TranslationBundle = UNTRANSLATED
-  ) {
-    super({ node: document.createElement('button') });
+  constructor(private readonly trans: TranslationBundle = UNTRANSLATED) {
+    super({ node: document.createElement('span') });
     this.addClass('jp-xcsh-CellMark');
-    const button = this.node as HTMLButtonElement;
-    button.type = 'button';
-    button.addEventListener('click', event => {
-      event.stopPropagation();
-      if (this._mark !== null) {
-        onDismiss(this._mark);
-      }
-    });
-    // Clicking the mark must not select the cell or start a drag.
-    button.addEventListener('mousedown', event => event.stopPropagation());
+    this.node.setAttribute('role', 'note');
   }
 
   /**
@@ -52,7 +42,7 @@ export class CellMarkWidget extends Widget {
   }
   set mark(mark: ICellMark | null) {
     this._mark = mark;
-    // Shown on hover and keyboard focus by the stylesheet, read by screen readers.
+    // Shown on hover by the stylesheet, read by screen readers.
     this.node.setAttribute(
       'aria-label',
       mark === null ? '' : markTitle(mark, this.trans)
@@ -176,11 +166,12 @@ export class NotebookMarks implements IDisposable {
   private _mark(cell: Cell, mark: ICellMark): void {
     let widget = this._shown.get(cell);
     if (widget === undefined || widget.isDisposed) {
-      widget = new CellMarkWidget(
-        shown => this.marks.dismiss(shown),
-        this._trans
-      );
-      (cell.layout as PanelLayout).addWidget(widget);
+      widget = new CellMarkWidget(this._trans);
+      // In the input's row, below a review header the cell may have above it.
+      const input = cell.inputArea?.parent;
+      (
+        ((input?.layout as PanelLayout | null) ?? cell.layout) as PanelLayout
+      ).addWidget(widget);
       cell.addClass(MARKED_CELL_CLASS);
       this._shown.set(cell, widget);
     }

@@ -20,7 +20,7 @@ import { NotebookMarks } from './notebookmarks';
 
 /**
  * Marks the cells agents changed in the notebooks open in the lab, until a
- * person edits the cell or dismisses the mark.
+ * person edits the cell, or keeps or undoes the change in the review.
  */
 export const marksPlugin: JupyterFrontEndPlugin<ICellMarks> = {
   id: 'jupyter-xcsh:marks',

@@ -25,7 +25,7 @@ import {
   isRunning,
   type ActivityCall
 } from './model';
-import { canRevert } from './revert';
+import { canUndo } from '../review/undorequest';
 import type { ActivityFilter, ActivityPanel } from './widget';
 
 /**
@@ -38,9 +38,9 @@ export namespace CommandIDs {
   export const interrupt = 'jupyter-xcsh:interrupt';
   /** Answer the prompt a call waits on. */
   export const answer = 'jupyter-xcsh:answer';
-  /** Undo a notebook change: put its cell(s) back as they were. */
-  export const revert = 'jupyter-xcsh:revert';
-  /** Keep a notebook change: dismiss the marks of its cells. */
+  /** Undo a notebook change: the review's undo of the call. */
+  export const undo = 'jupyter-xcsh:undo';
+  /** Keep a notebook change: the review's keep of the call. */
   export const keep = 'jupyter-xcsh:keep';
   /** Remove finished calls from the panel. */
   export const clear = 'jupyter-xcsh:clear-activity';
@@ -59,7 +59,7 @@ export const PALETTE_ITEMS: { command: string; args?: { kind: string } }[] = [
   { command: CommandIDs.show },
   { command: CommandIDs.interrupt },
   { command: CommandIDs.answer },
-  { command: CommandIDs.revert },
+  { command: CommandIDs.undo },
   { command: CommandIDs.keep },
   { command: CommandIDs.clear },
   { command: CommandIDs.filter, args: { kind: 'all' } },
@@ -77,13 +77,11 @@ export interface IActivityCommandsOptions {
   panel: { filter: ActivityFilter };
   /** Show the panel. */
   show(): void;
-  /** What the actions do (interrupt, answer, revert, open). */
+  /** What the actions do (interrupt, answer, undo, keep, open). */
   actions: Pick<
     ActivityPanel.IActions,
-    'interrupt' | 'answer' | 'revert' | 'openNotebook' | 'openArtifact'
+    'interrupt' | 'answer' | 'undo' | 'keep' | 'openNotebook' | 'openArtifact'
   >;
-  /** Dismiss the marks of a call. */
-  keep(callId: string): void;
   /** Ask the person for an answer to a prompt; `null` when they cancel. */
   ask(prompt: string, password: boolean): Promise<string | null>;
   trans?: TranslationBundle;
@@ -111,13 +109,14 @@ export function addActivityCommands(options: IActivityCommandsOptions): void {
     call.kind === 'python' && isRunning(call) && !call.interrupting;
   const waiting = (call: ActivityCall): call is IPythonCall =>
     call.kind === 'python' && call.input?.state === 'waiting';
-  const revertible = (call: ActivityCall): call is INotebookCall =>
+  // A change still to review: neither kept nor undone, nor being undone.
+  const reviewable = (call: ActivityCall): call is INotebookCall =>
     call.kind === 'notebook' &&
-    canRevert(call.event) &&
-    call.revert.state !== 'pending' &&
-    call.revert.state !== 'done';
-  const changed = (call: ActivityCall): call is INotebookCall =>
-    call.kind === 'notebook' && call.event.status === 'ok';
+    call.undoOf === null &&
+    canUndo(call.event) &&
+    (call.undo.state === 'idle' ||
+      call.undo.state === 'refused' ||
+      call.undo.state === 'failed');
   // A command on one call: the one named by `callId`, else the newest that `fits`.
   const addCallCommand = <T extends ActivityCall>(
     id: string,
@@ -182,22 +181,22 @@ export function addActivityCommands(options: IActivityCommandsOptions): void {
     { value: { type: 'string', description: trans.__('The answer') } }
   );
   addCallCommand(
-    CommandIDs.revert,
+    CommandIDs.undo,
     {
       label: trans.__('Undo Agent Change'),
       caption: trans.__('Put the cells an agent changed back as they were')
     },
-    revertible,
-    call => actions.revert(call)
+    reviewable,
+    call => actions.undo(call)
   );
   addCallCommand(
     CommandIDs.keep,
     {
       label: trans.__('Keep Agent Change'),
-      caption: trans.__('Dismiss the marks of the cells an agent changed')
+      caption: trans.__("Keep the changes of an agent's call")
     },
-    changed,
-    call => options.keep(call.id)
+    reviewable,
+    call => actions.keep(call)
   );
   commands.addCommand(CommandIDs.clear, {
     label: trans.__('Clear Agent Activity'),
@@ -264,7 +263,8 @@ export function commandActions(
     openArtifact: path => run(CommandIDs.openArtifact, { path }),
     interrupt: call => run(CommandIDs.interrupt, { callId: call.id }),
     answer: (call, value) => run(CommandIDs.answer, { callId: call.id, value }),
-    revert: call => run(CommandIDs.revert, { callId: call.id }),
+    undo: call => run(CommandIDs.undo, { callId: call.id }),
+    keep: call => run(CommandIDs.keep, { callId: call.id }),
     clear: () => run(CommandIDs.clear),
     filter: kind => run(CommandIDs.filter, { kind })
   };

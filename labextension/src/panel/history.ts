@@ -49,6 +49,12 @@ export async function loadHistory(
         }
       }
     }
+    // The person's own undos (made in the lab before the reload) are listed as theirs.
+    for (const entry of page.entries) {
+      if ((entry?.review ?? []).some(r => r?.state === 'yours')) {
+        model.linkUndo(entry.callId, '');
+      }
+    }
     return model.loadHistory(page.entries);
   } catch (error) {
     const status = (error as { response?: Response }).response?.status;

@@ -18,12 +18,17 @@ import {
 } from './events';
 
 /**
- * Where the revert of a notebook change stands.
+ * Where the review of a notebook change stands, as the panel shows it: the review's state
+ * (`review/`), mirrored here.
  */
-export type RevertStatus =
+export type UndoStatus =
+  /** To review: the panel offers Keep and Undo. */
   | { state: 'idle' }
+  /** Being undone. */
   | { state: 'pending' }
-  /** Reverted by the call `by` (null until its id is known). */
+  /** Kept by the person. */
+  | { state: 'kept' }
+  /** Undone, by the call `by` (null for an undo inside a room, or until its id is known). */
   | { state: 'done'; by: string | null }
   /** Refused because the notebook changed since: nothing was changed. */
   | { state: 'refused'; message: string; detail: string | null }
@@ -41,10 +46,13 @@ export interface INotebookCall {
   /** Bumped on every change, so views can tell what to re-render. */
   version: number;
   event: INotebookCallEvent;
-  /** The revert of this call, when someone asked for it. */
-  revert: RevertStatus;
-  /** The call this one reverted, when it was a revert made from the panel. */
-  revertOf: string | null;
+  /** Where this call's review stands (kept, undone, being undone). */
+  undo: UndoStatus;
+  /**
+   * The agent call this one undid, when it was the person's undo (`''` for one made before a
+   * reload: the history says it was the person's, not which call it undid).
+   */
+  undoOf: string | null;
 }
 
 /**
@@ -248,6 +256,10 @@ export class ActivityModel {
       if (this.get(call.id) !== undefined) {
         continue;
       }
+      const undoOf = this._undoOf.get(call.id);
+      if (call.kind === 'notebook' && undoOf !== undefined) {
+        call.undoOf = undoOf;
+      }
       let at = this._calls.findIndex(other => other.time <= call.time);
       if (at < 0) {
         at = this._calls.length;
@@ -307,35 +319,35 @@ export class ActivityModel {
   }
 
   /**
-   * Record how the revert of a notebook call stands.
+   * Record where the review of a notebook call stands.
    *
-   * @param id - The notebook call reverted.
-   * @param status - Its new revert status.
+   * @param id - The notebook call.
+   * @param status - Its new status.
    */
-  setRevert(id: string, status: RevertStatus): void {
+  setUndo(id: string, status: UndoStatus): void {
     const call = this.get(id);
     if (call?.kind !== 'notebook') {
       return;
     }
-    call.revert = status;
+    call.undo = status;
     this._touch(call);
   }
 
   /**
-   * Record that the call `revertId` reverted the call `originalId` (its event
+   * Record that the call `undoId` (the person's) undid the call `originalId` (its event
    * may have arrived already, or may come later).
    */
-  linkRevert(revertId: string, originalId: string): void {
-    this._revertOf.set(revertId, originalId);
-    if (this._revertOf.size > this.maxCalls) {
-      const oldest = this._revertOf.keys().next().value;
+  linkUndo(undoId: string, originalId: string): void {
+    this._undoOf.set(undoId, originalId);
+    if (this._undoOf.size > this.maxCalls) {
+      const oldest = this._undoOf.keys().next().value;
       if (oldest !== undefined) {
-        this._revertOf.delete(oldest);
+        this._undoOf.delete(oldest);
       }
     }
-    const call = this.get(revertId);
-    if (call?.kind === 'notebook' && call.revertOf !== originalId) {
-      call.revertOf = originalId;
+    const call = this.get(undoId);
+    if (call?.kind === 'notebook' && call.undoOf !== originalId) {
+      call.undoOf = originalId;
       this._touch(call);
     }
   }
@@ -356,8 +368,8 @@ export class ActivityModel {
       time: event.time,
       version: 0,
       event,
-      revert: { state: 'idle' },
-      revertOf: this._revertOf.get(event.callId) ?? null
+      undo: { state: 'idle' },
+      undoOf: this._undoOf.get(event.callId) ?? null
     });
     return true;
   }
@@ -419,7 +431,7 @@ export class ActivityModel {
   private _calls: ActivityCall[] = [];
   private _changed = new Signal<this, ActivityChange>(this);
   /** Revert call id → the call it reverted (bounded like the list). */
-  private _revertOf = new Map<string, string>();
+  private _undoOf = new Map<string, string>();
 }
 
 /**

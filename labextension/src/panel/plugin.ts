@@ -35,8 +35,6 @@ import {
 } from './commands';
 import { loadHistory } from './history';
 import { ActivityModel, IPythonCall } from './model';
-import type { IOpenCell } from './revert';
-import { Reverter } from './reverter';
 import { ActivityPanel } from './widget';
 
 export { CommandIDs } from './commands';
@@ -91,13 +89,6 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
     const trans = translationBundle(translator);
     followArtifactLinks(app, trans);
     const model = new ActivityModel();
-    const reverter = new Reverter({
-      client,
-      model,
-      marks,
-      openCells: path => openCells(notebooks, path),
-      translator
-    });
     const panel = new ActivityPanel({
       model,
       translator,
@@ -151,9 +142,16 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
         },
         interrupt: call => interrupt(model, client, call),
         answer: (call, value) => answer(model, client, call, value),
-        revert: call => reverter.revert(call)
+        // The review's keep and undo (review/): one way to decide on an agent's change.
+        undo: call =>
+          app.commands.execute('jupyter-xcsh:review-undo-call', {
+            callId: call.id
+          }),
+        keep: call =>
+          app.commands.execute('jupyter-xcsh:review-keep-call', {
+            callId: call.id
+          })
       },
-      keep: callId => marks?.removeCall(callId),
       ask: async (prompt, password) => {
         const answered = await (password
           ? InputDialog.getPassword({ title: prompt })
@@ -171,29 +169,6 @@ export const activityPlugin: JupyterFrontEndPlugin<IAgentActivity> = {
     };
   }
 };
-
-/**
- * The cells of the notebook at `path` as open in the lab (the first view of
- * it), or `null` when it is not open.
- */
-function openCells(
-  notebooks: INotebookTracker | null,
-  path: string
-): IOpenCell[] | null {
-  const panel = notebooks?.find(
-    widget => widget.context.path === path && widget.context.isReady
-  );
-  const model = panel?.content.model;
-  if (!model) {
-    return null;
-  }
-  const cells: IOpenCell[] = [];
-  for (let i = 0; i < model.cells.length; i++) {
-    const cell = model.cells.get(i);
-    cells.push({ id: cell.id, source: cell.sharedModel.getSource() });
-  }
-  return cells;
-}
 
 /**
  * Open a notebook and bring one of its cells into view.

@@ -16,7 +16,7 @@ import {
   IRenderContext,
   textBlock
 } from './renderparts';
-import { canRevert } from './revert';
+import { canUndo } from '../review/undorequest';
 
 /**
  * The status line of a notebook call:
@@ -31,7 +31,7 @@ export function notebookStatusLine(
   // The person's own undo (a revert made from the lab) is never shown as an agent's call;
   // an agent's call names the agent first, where it named itself.
   const parts =
-    call.revertOf !== null
+    call.undoOf !== null
       ? [trans.__('You'), trans.__('undo'), e.path]
       : [...(e.agent ? [e.agent] : []), trans.__('Notebook'), e.action, e.path];
   if (e.changes !== null && e.changes.length > 0) {
@@ -83,7 +83,7 @@ export function renderNotebookCall(
 ): HTMLElement {
   const e = call.event;
   const trans = ctx.trans;
-  const open = ctx.isOpen(call.id, true);
+  const open = ctx.isOpen(call.id, false);
   const statusLine = notebookStatusLine(call, trans);
 
   const canOpen = e.status === 'ok' && e.path !== '';
@@ -112,14 +112,20 @@ export function renderNotebookCall(
     statusLabel: e.status === 'ok' ? trans.__('Succeeded') : trans.__('Failed'),
     title,
     details: [
-      call.revertOf !== null
+      // A sign, named on hover: the title already says "You · undo", the line keeps its width.
+      call.undoOf !== null
         ? h(
             'span',
-            { class: 'jp-xcsh-RevertOf' },
-            trans.__('Your undo of an agent call')
+            {
+              class: 'jp-xcsh-UndoOf',
+              role: 'img',
+              'aria-label': trans.__('Your undo of an agent call'),
+              title: trans.__('Your undo of an agent call')
+            },
+            '\u21B6'
           )
         : null,
-      revertControl(call, ctx)
+      reviewControl(call, ctx)
     ],
     time: call.time
   });
@@ -127,7 +133,7 @@ export function renderNotebookCall(
   const body = h(
     'div',
     { class: 'jp-xcsh-CallBody', hidden: !open },
-    revertOutcome(call)
+    undoOutcome(call)
   );
   if (e.status === 'error') {
     body.appendChild(
@@ -221,57 +227,87 @@ function renderChange(
 }
 
 /**
- * The revert button of a change, or what became of its revert.
+ * Where the change stands in the review (the same state as the cell's header in the notebook):
+ * Keep and Undo while it waits, or what became of it. Undo here is the review's undo.
  */
-function revertControl(call: INotebookCall, ctx: IRenderContext): Child {
-  if (!canRevert(call.event)) {
+function reviewControl(call: INotebookCall, ctx: IRenderContext): Child {
+  if (!canUndo(call.event) || call.undoOf !== null) {
     return null;
   }
-  const state = call.revert.state;
-  if (state === 'done') {
+  const state = call.undo.state;
+  if (state === 'done' || state === 'kept') {
     return h(
       'span',
-      { class: 'jp-xcsh-Reverted', 'data-state': 'done' },
-      ctx.trans.__('Reverted')
+      { class: 'jp-xcsh-Undone', 'data-state': state },
+      state === 'done' ? ctx.trans.__('Undone') : ctx.trans.__('Kept')
     );
   }
   const pending = state === 'pending';
-  const button = h(
-    'button',
-    {
-      type: 'button',
-      class: 'jp-xcsh-Revert',
-      disabled: pending,
-      'data-xcsh-key': `${call.id}/revert`,
-      title: ctx.trans.__('Put the notebook back as it was before this call')
-    },
-    pending ? ctx.trans.__('Reverting…') : ctx.trans.__('Revert')
+  // Small icon buttons with their names for screen readers and on hover: the line keeps its
+  // width for the title.
+  const button = (
+    name: string,
+    icon: string,
+    label: string,
+    title: string,
+    act: () => void
+  ) => {
+    const element = h(
+      'button',
+      {
+        type: 'button',
+        class: `jp-xcsh-ReviewAction jp-xcsh-${name}`,
+        disabled: pending,
+        'data-xcsh-key': `${call.id}/${name.toLowerCase()}`,
+        'aria-label': label,
+        title: `${label}: ${title}`
+      },
+      icon
+    );
+    element.addEventListener('click', event => {
+      event.stopPropagation();
+      act();
+    });
+    return element;
+  };
+  return h(
+    'span',
+    { class: 'jp-xcsh-ReviewActions' },
+    button(
+      'Keep',
+      '\u2713',
+      ctx.trans.__('Keep'),
+      ctx.trans.__("Keep this call's changes"),
+      () => ctx.keep(call)
+    ),
+    button(
+      'Undo',
+      '\u21B6',
+      pending ? ctx.trans.__('Undoing…') : ctx.trans.__('Undo'),
+      ctx.trans.__('Put the notebook back as it was before this call'),
+      () => ctx.undo(call)
+    )
   );
-  button.addEventListener('click', event => {
-    event.stopPropagation();
-    ctx.revert(call);
-  });
-  return button;
 }
 
 /**
- * Why a revert was refused or failed, shown above the cell source.
+ * Why an undo was refused or failed, shown above the cell source.
  */
-function revertOutcome(call: INotebookCall): Child {
-  const revert = call.revert;
-  if (revert.state !== 'refused' && revert.state !== 'failed') {
+function undoOutcome(call: INotebookCall): Child {
+  const undo = call.undo;
+  if (undo.state !== 'refused' && undo.state !== 'failed') {
     return null;
   }
   return h(
     'div',
     {
-      class: 'jp-xcsh-RevertRefused',
+      class: 'jp-xcsh-UndoRefused',
       role: 'alert',
-      'data-state': revert.state
+      'data-state': undo.state
     },
-    h('div', { class: 'jp-xcsh-RevertMessage' }, revert.message),
-    revert.state === 'refused' && revert.detail !== null
-      ? h('div', { class: 'jp-xcsh-Note' }, revert.detail)
+    h('div', { class: 'jp-xcsh-UndoMessage' }, undo.message),
+    undo.state === 'refused' && undo.detail !== null
+      ? h('div', { class: 'jp-xcsh-Note' }, undo.detail)
       : null
   );
 }

@@ -7,7 +7,7 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { clipHead, clipTail, Expanded, splitLines } from './collapse';
 import { Child, h } from './dom';
-import type { INotebookCall, IPythonCall } from './model';
+import type { ActivityCall, INotebookCall, IPythonCall } from './model';
 
 /**
  * The language a text block is highlighted as; `null` for plain text.
@@ -63,10 +63,23 @@ export interface IRenderContext {
   answer(call: IPythonCall, value: string): void;
 
   /**
-   * Put back the cell(s) a notebook call changed.
+   * Undo a notebook call's changes (the review's undo).
    */
-  revert(call: INotebookCall): void;
+  undo(call: INotebookCall): void;
+
+  /**
+   * Keep a notebook call's changes (the review's keep).
+   */
+  keep(call: INotebookCall): void;
 }
+
+/**
+ * Renders one entry of the activity panel (one kind of entry: `notebook`, `python`, ...).
+ */
+export type CallRenderer = (
+  call: ActivityCall,
+  ctx: IRenderContext
+) => HTMLElement;
 
 /**
  * A button that expands or collapses the part `key`.
@@ -172,20 +185,30 @@ export function textBlock(
 }
 
 /**
- * The time of day a call was first seen, e.g. `14:03:27`.
+ * The time of day a call was first seen, e.g. `14:03` (`14:03:27` on hover).
  */
 export function timeLabel(time: number): HTMLElement {
   const date = new Date(time);
+  // Hours and minutes in the call's line; the seconds on hover.
   return h(
     'time',
-    { class: 'jp-xcsh-Time', datetime: date.toISOString() },
-    date.toLocaleTimeString()
+    {
+      class: 'jp-xcsh-Time',
+      datetime: date.toISOString(),
+      title: date.toLocaleTimeString()
+    },
+    date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
   );
 }
 
 /**
- * The header of a call: a line with the collapse toggle, a status dot and
- * the title (which may wrap), then a line of details ending with the time.
+ * The header of a call: one line, readable at the panel's default width: the
+ * collapse toggle, a status dot, the title (agent, tool, target; cut with an
+ * ellipsis, whole on hover), the details and the time. A click on the line
+ * (off its buttons) expands the call to its code and outputs.
+ *
+ * @param options.open - Whether the call is expanded until the person says
+ *   otherwise (collapsed by default).
  */
 export function callHeader(
   ctx: IRenderContext,
@@ -196,17 +219,22 @@ export function callHeader(
     title: HTMLElement;
     details: Child[];
     time: number;
+    open?: boolean;
   }
 ): HTMLElement {
-  const open = ctx.isOpen(callId, true);
-  return h(
+  const byDefault = options.open ?? false;
+  const open = ctx.isOpen(callId, byDefault);
+  if (!options.title.title) {
+    options.title.title = options.title.textContent ?? '';
+  }
+  const header = h(
     'div',
     { class: 'jp-xcsh-CallHeader' },
     h(
       'div',
       { class: 'jp-xcsh-CallHeadline' },
       toggleButton(ctx, callId, '', {
-        byDefault: true,
+        byDefault,
         className: 'jp-xcsh-Toggle',
         title: open ? ctx.trans.__('Collapse') : ctx.trans.__('Expand')
       }),
@@ -224,4 +252,11 @@ export function callHeader(
       timeLabel(options.time)
     )
   );
+  header.addEventListener('click', event => {
+    const target = event.target as Element | null;
+    if (target?.closest('button, a, input, select, textarea') === null) {
+      ctx.toggle(callId, byDefault);
+    }
+  });
+  return header;
 }

@@ -56,7 +56,10 @@ export function renderPythonCall(
   ctx: IRenderContext
 ): HTMLElement {
   const trans = ctx.trans;
-  const open = ctx.isOpen(call.id, true);
+  // A call at work shows its output as it comes; a finished one is one line.
+  const openByDefault =
+    call.status === 'running' || call.input?.state === 'waiting';
+  const open = ctx.isOpen(call.id, openByDefault);
   const n = call.cells.length;
   // Without the started event the number of cells is unknown.
   const total = call.started ? String(n) : '?';
@@ -86,7 +89,8 @@ export function renderPythonCall(
         : null,
       interruptButton(call, ctx)
     ],
-    time: call.time
+    time: call.time,
+    open: openByDefault
   });
 
   const body = h('div', { class: 'jp-xcsh-CallBody', hidden: !open });

@@ -26,7 +26,7 @@ import {
   IPythonCall
 } from './model';
 import { renderNotebookCall } from './rendernotebook';
-import { BlockLanguage, IRenderContext } from './renderparts';
+import { BlockLanguage, CallRenderer, IRenderContext } from './renderparts';
 import { renderPythonCall } from './renderpython';
 
 /**
@@ -56,6 +56,11 @@ export class ActivityPanel extends Widget {
     this.model = options.model;
     this._actions = options.actions;
     this._highlighter = options.highlighter ?? null;
+    this._renderers = new Map<string, CallRenderer>([
+      ['notebook', renderNotebookCall as CallRenderer],
+      ['python', renderPythonCall as CallRenderer],
+      ...Object.entries(options.renderers ?? {})
+    ]);
     const trans = translationBundle(options.translator);
     this._trans = trans;
     this.addClass('jp-xcsh-ActivityPanel');
@@ -137,7 +142,8 @@ export class ActivityPanel extends Widget {
       interrupt: call => this._run(() => this._actions.interrupt(call)),
       answer: (call, value) =>
         this._run(() => this._actions.answer(call, value)),
-      revert: call => this._run(() => this._actions.revert(call))
+      undo: call => this._run(() => this._actions.undo(call)),
+      keep: call => this._run(() => this._actions.keep(call))
     };
 
     this.model.changed.connect(this._onModelChanged, this);
@@ -296,9 +302,11 @@ export class ActivityPanel extends Widget {
    */
   private _renderCall(call: ActivityCall): HTMLElement {
     try {
-      return call.kind === 'notebook'
-        ? renderNotebookCall(call, this._context)
-        : renderPythonCall(call, this._context);
+      const render = this._renderers.get(call.kind);
+      if (render === undefined) {
+        throw new Error(`no renderer for ${call.kind} entries`);
+      }
+      return render(call, this._context);
     } catch (error) {
       console.error('jupyter-xcsh: could not render a call', error);
       return h(
@@ -403,6 +411,7 @@ export class ActivityPanel extends Widget {
   private _shown = new Signal<this, void>(this);
   private _trans: TranslationBundle;
   private _actions: ActivityPanel.IActions;
+  private _renderers: Map<string, CallRenderer>;
   private _highlighter: ActivityPanel.Highlighter | null;
   private _context: IRenderContext;
   private _filter: ActivityFilter = 'all';
@@ -516,9 +525,14 @@ export namespace ActivityPanel {
     answer(call: IPythonCall, value: string): Promise<unknown>;
 
     /**
-     * Put back the cell(s) a notebook call changed.
+     * Undo a notebook call's changes (the review's undo).
      */
-    revert(call: INotebookCall): Promise<unknown>;
+    undo(call: INotebookCall): Promise<unknown>;
+
+    /**
+     * Keep a notebook call's changes (the review's keep).
+     */
+    keep(call: INotebookCall): Promise<unknown>;
 
     /**
      * Remove finished calls from the list.
@@ -558,6 +572,12 @@ export namespace ActivityPanel {
      * Syntax highlighting of code and markdown; plain text without it.
      */
     highlighter?: Highlighter;
+    /**
+     * How entries of a kind are rendered, beside the panel's own (`notebook`, `python`),
+     * which one given here replaces: each renders one line that expands on click (see
+     * `callHeader`).
+     */
+    renderers?: Record<string, CallRenderer>;
 
     /**
      * Opens the "Connect an agent" dialog; the empty panel offers it when given.

@@ -57,7 +57,7 @@ export function storedReviews(entry: unknown): IStoredReview[] {
   for (const item of review) {
     const { cellId, state } = (item ?? {}) as Record<string, unknown>;
     if (
-      (state === 'kept' || state === 'undone') &&
+      (state === 'kept' || state === 'undone' || state === 'yours') &&
       (cellId === null || cellId === undefined || typeof cellId === 'string')
     ) {
       stored.push({ cellId: cellId ?? null, state });

@@ -24,7 +24,8 @@ export type ReviewStore = (review: {
   path: string;
   call_ids: string[];
   cell_id: string | null;
-  state: 'kept' | 'undone';
+  /** `yours`: the call was the person's own undo, never an agent's call. */
+  state: 'kept' | 'undone' | 'yours';
 }) => Promise<void>;
 
 /**
@@ -105,7 +106,7 @@ export class ReviewController {
   }
 
   /**
-   * Undo every pending change of a call (its cells as one revert).
+   * Undo every pending change of a call (its cells as one undo).
    */
   async undoCall(callId: string): Promise<UndoOutcome> {
     const pending = this.model.pendingOfCall(callId);
@@ -158,33 +159,6 @@ export class ReviewController {
     return outcome;
   }
 
-  /**
-   * Record that a call was undone elsewhere (the activity panel's revert) by the call `by`,
-   * here and in the server's history (the undo itself is the person's, kept).
-   */
-  async undoneElsewhere(callId: string, by: string | null): Promise<void> {
-    const path = this.model.callEvent(callId)?.path ?? null;
-    if (by !== null) {
-      this.model.ignoreCall(by);
-    }
-    const set = this.model.setState(callId, null, 'undone');
-    if (path === null) {
-      return;
-    }
-    if (set.length > 0) {
-      await this._store({
-        path,
-        call_ids: [callId],
-        cell_id: null,
-        state: 'undone'
-      });
-    }
-    if (by !== null && !this._storedBy.has(by)) {
-      this._storedBy.add(by);
-      await this._store({ path, call_ids: [by], cell_id: null, state: 'kept' });
-    }
-  }
-
   private async _undo(
     change: IReviewChange,
     cellId: string | null
@@ -215,11 +189,12 @@ export class ReviewController {
         state: 'undone'
       });
       if (outcome.by !== null) {
+        // The undo's own call, kept as the person's: after a reload too it is no agent call.
         await this._store({
           path: change.path,
           call_ids: [outcome.by],
           cell_id: null,
-          state: 'kept'
+          state: 'yours'
         });
       }
     } else if (outcome.state === 'fallback') {
@@ -258,7 +233,6 @@ export class ReviewController {
   private _store: ReviewStore;
   private _trans: TranslationBundle;
   private _messages = new Map<string, string>();
-  private _storedBy = new Set<string>();
   private _messaged = new Signal<this, IReviewMessage>(this);
 }
 

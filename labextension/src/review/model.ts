@@ -85,7 +85,8 @@ export interface IReviewChange {
 export interface IStoredReview {
   /** The cell it applies to; `null` for the whole call. */
   cellId: string | null;
-  state: 'kept' | 'undone';
+  /** `yours`: the call was the person's own undo (not an agent's change). */
+  state: 'kept' | 'undone' | 'yours';
 }
 
 /**
@@ -153,9 +154,15 @@ export class ReviewModel {
       if (event?.kind !== 'notebook') {
         continue;
       }
+      if (review.some(stored => stored.state === 'yours')) {
+        this.ignoreCall(event.callId);
+        continue;
+      }
       this.addCall(event);
       for (const stored of review) {
-        this._apply(event.callId, stored.cellId, stored.state);
+        if (stored.state !== 'yours') {
+          this._apply(event.callId, stored.cellId, stored.state);
+        }
       }
       this._changed.emit(event.path);
     }

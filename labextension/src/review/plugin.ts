@@ -11,14 +11,14 @@ import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Event } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import { ITranslator } from '@jupyterlab/translation';
+import { ITranslator, type TranslationBundle } from '@jupyterlab/translation';
 
-import type { IOpenCell } from '../panel/revert';
-import { IAgentActivity, ICellMarks, IXcshClient } from '../tokens';
+import type { IOpenCell } from './undorequest';
+import { IAgentActivity, ICellMarks, ILiveSync, IXcshClient } from '../tokens';
 import { translationBundle } from '../translation';
 import { loadReviewHistory, serverStore } from './api';
 import { ReviewController } from './controller';
-import { ReviewModel } from './model';
+import { type IReviewChange, ReviewModel } from './model';
 import { NotebookReview } from './notebookreview';
 import { ChainedUndoer, GuardedUndoer, type IUndoer, RoomUndoer } from './undo';
 
@@ -59,7 +59,8 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
     IAgentActivity,
     ICommandPalette,
     ITranslator,
-    ISettingRegistry
+    ISettingRegistry,
+    ILiveSync
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -69,7 +70,8 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
     activity: IAgentActivity | null,
     palette: ICommandPalette | null,
     translator: ITranslator | null,
-    settingRegistry: ISettingRegistry | null
+    settingRegistry: ISettingRegistry | null,
+    liveSync: ILiveSync | null
   ): void => {
     const trans = translationBundle(translator);
     const model = new ReviewModel();
@@ -80,13 +82,19 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
       trans,
       store: serverStore(settings),
       // A room's undo first (it keeps the person's later typing) where the notebook is open
-      // in a room; else the guarded revert, at once.
+      // in a room; else the guarded undo, at once.
       undoer: personsUndo(
         new ChainedUndoer([
           new RoomUndoer(settings, trans, path => openInRoom(tracker, path)),
-          new GuardedUndoer(client, path => openCells(tracker, path), trans)
+          new GuardedUndoer(
+            client,
+            path => openCells(tracker, path),
+            trans,
+            callId => liveSync?.whenFollowed(callId) ?? Promise.resolve()
+          )
         ]),
-        activity
+        activity,
+        trans
       )
     });
     app.serviceManager.events.stream.connect(
@@ -94,26 +102,31 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
         model.handleEmission(emission)
     );
     void loadReviewHistory(model, client);
-    // A revert from the activity panel is an undo too; and the revert is not an agent's change.
+    // The person's undo is not an agent's change.
     activity?.model.changed.connect((_, change) => {
       const call = activity.model.get(change.id);
-      if (call?.kind !== 'notebook') {
-        return;
-      }
-      if (call.revertOf !== null) {
+      if (call?.kind === 'notebook' && call.undoOf !== null) {
         model.ignoreCall(call.id);
       }
-      if (call.revert.state === 'done') {
-        void controller.undoneElsewhere(call.id, call.revert.by);
-      }
     });
-    // Keep from the panel keeps in the review too.
-    app.commands.commandExecuted.connect((_, executed) => {
-      const callId = (executed.args as { callId?: unknown }).callId;
-      if (executed.id === 'jupyter-xcsh:keep' && typeof callId === 'string') {
-        void controller.keepCall(callId);
-      }
-    });
+    // The activity panel shows each call's review state: the review's, one state.
+    if (activity !== null) {
+      model.changed.connect((_, path) => {
+        for (const [callId, state] of callStates(model, path)) {
+          const call = activity.model.get(callId);
+          if (
+            call?.kind === 'notebook' &&
+            call.undo.state !== state &&
+            call.undo.state !== 'pending'
+          ) {
+            activity.model.setUndo(
+              callId,
+              state === 'done' ? { state, by: null } : { state }
+            );
+          }
+        }
+      });
+    }
 
     const views = new Map<NotebookPanel, NotebookReview>();
     const follow = (panel: NotebookPanel) => {
@@ -129,6 +142,11 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
       return panel ? (views.get(panel) ?? null) : null;
     };
     const active = () => current()?.activeChange() ?? null;
+    // The call a command is for: `callId` (the activity panel's), else the active cell's.
+    const callOf = (args: { callId?: unknown }): string | null =>
+      typeof args.callId === 'string'
+        ? args.callId
+        : (active()?.callId ?? null);
     const pending = () => {
       const view = current();
       return view !== null && model.pendingOf(view.path).length > 0;
@@ -159,22 +177,22 @@ export const reviewPlugin: JupyterFrontEndPlugin<void> = {
     commands.addCommand(ReviewCommandIDs.keepCall, {
       label: trans.__('Keep All Changes of Agent Call'),
       caption: trans.__("Keep every change of the active cell's agent call"),
-      isEnabled: () => active() !== null,
-      execute: async () => {
-        const change = active();
-        if (change !== null) {
-          await controller.keepCall(change.callId);
+      isEnabled: args => callOf(args) !== null,
+      execute: async args => {
+        const callId = callOf(args);
+        if (callId !== null) {
+          await controller.keepCall(callId);
         }
       }
     });
     commands.addCommand(ReviewCommandIDs.undoCall, {
       label: trans.__('Undo All Changes of Agent Call'),
       caption: trans.__("Undo every change of the active cell's agent call"),
-      isEnabled: () => active() !== null,
-      execute: async () => {
-        const change = active();
-        if (change !== null) {
-          await controller.undoCall(change.callId);
+      isEnabled: args => callOf(args) !== null,
+      execute: async args => {
+        const callId = callOf(args);
+        if (callId !== null) {
+          await controller.undoCall(callId);
         }
       }
     });
@@ -242,31 +260,75 @@ function openInRoom(tracker: INotebookTracker, path: string): boolean {
 }
 
 /**
- * The review's undo, told to the activity panel: the call it made to undo (a revert) is the
- * person's, linked to the agent call it undid, never listed as an agent's call; and the agent
- * call shows as reverted there.
+ * The review's undo, told to the activity panel: the call it made to undo is the person's,
+ * linked to the agent call it undid, never listed as an agent's call; and the agent call shows
+ * there as being undone, undone, or why not.
  */
 function personsUndo(
   undoer: IUndoer,
-  activity: IAgentActivity | null
+  activity: IAgentActivity | null,
+  trans: TranslationBundle
 ): IUndoer {
   return {
     undo: async target => {
+      const model = activity?.model ?? null;
+      const whole = target.cellId === null;
+      if (whole) {
+        model?.setUndo(target.callId, { state: 'pending' });
+      }
       const outcome = await undoer.undo(target);
-      if (outcome.state === 'done' && activity !== null) {
+      if (model === null) {
+        return outcome;
+      }
+      if (outcome.state === 'done') {
         if (outcome.by !== null) {
-          activity.model.linkRevert(outcome.by, target.callId);
+          model.linkUndo(outcome.by, target.callId);
         }
-        if (target.cellId === null) {
-          activity.model.setRevert(target.callId, {
-            state: 'done',
-            by: outcome.by
-          });
+        if (whole) {
+          model.setUndo(target.callId, { state: 'done', by: outcome.by });
         }
+      } else if (outcome.state === 'refused') {
+        model.setUndo(target.callId, {
+          state: 'refused',
+          message: outcome.message,
+          detail: outcome.detail ?? null
+        });
+      } else {
+        model.setUndo(target.callId, {
+          state: 'failed',
+          message:
+            outcome.state === 'failed'
+              ? outcome.message
+              : trans.__('Nothing could undo this change.')
+        });
       }
       return outcome;
     }
   };
+}
+
+/**
+ * The calls of a notebook whose every change was decided, with the panel's word for it:
+ * `done` when any of its changes was undone, else `kept`.
+ */
+function callStates(
+  model: ReviewModel,
+  path: string
+): Map<string, 'kept' | 'done'> {
+  const calls = new Map<string, IReviewChange[]>();
+  for (const change of model.changesOf(path)) {
+    calls.set(change.callId, [...(calls.get(change.callId) ?? []), change]);
+  }
+  const states = new Map<string, 'kept' | 'done'>();
+  for (const [callId, changes] of calls) {
+    if (changes.every(c => c.state !== 'pending')) {
+      states.set(
+        callId,
+        changes.some(c => c.state === 'undone') ? 'done' : 'kept'
+      );
+    }
+  }
+  return states;
 }
 
 function openCells(

@@ -11,7 +11,7 @@
  * call's transaction: undoing it keeps what people typed afterwards, in the
  * same cell too. When no open room holds the call (no room, the room was
  * closed, the server restarted, the call is too old) the answer says
- * `not-held` and the review falls back to its guarded file revert.
+ * `not-held` and the review falls back to its guarded undo.
  */
 
 import { ServerConnection } from '@jupyterlab/services';
@@ -32,7 +32,7 @@ export type IRoomUndoResult = components['schemas']['NotebookUndoResult'];
 
 /**
  * The outcome of {@link undoInRoom}: undone, not held by any open room (fall
- * back to the guarded revert), or undone already.
+ * back to the guarded undo), or undone already.
  */
 export type RoomUndoOutcome =
   | { kind: 'undone'; result: IRoomUndoResult }

@@ -6,7 +6,7 @@
 /**
  * How a reviewed change is undone, behind one interface so that ways can be chained: first an
  * undo inside a collaboration room (`POST /api/xcsh/notebook/undo`, which keeps what the person
- * typed after the agent), and when no room holds the call, the guarded revert: a notebook tool
+ * typed after the agent), and when no room holds the call, the guarded undo: a notebook tool
  * call built from the change's event that the server (and the open notebook) refuse when
  * someone changed the cell since.
  */
@@ -18,12 +18,12 @@ import type { INotebookCell } from '../client';
 import type { INotebookCallEvent, INotebookChangeEvent } from '../panel/events';
 import {
   type IOpenCell,
+  parseCellArtifact,
   refusalMessage,
-  revertRequest,
-  revertUnavailable,
+  undoRequest,
+  undoUnavailable,
   staleInOpenNotebook
-} from '../panel/revert';
-import { cellBefore } from '../panel/reverter';
+} from './undorequest';
 import { XcshResponseError } from '../request';
 import type { IXcshClient } from '../tokens';
 import { UNTRANSLATED } from '../translation';
@@ -49,8 +49,11 @@ export interface IUndoTarget {
 export type UndoOutcome =
   /** Undone; `by` is the call that undid it, when there was one. */
   | { state: 'done'; by: string | null }
-  /** Refused: someone changed the cell since (nothing was changed). */
-  | { state: 'refused'; message: string }
+  /**
+   * Refused: someone changed the cell since (nothing was changed); `detail`: the server's
+   * own words, when it refused.
+   */
+  | { state: 'refused'; message: string; detail?: string }
   /** It could not be done (a network error, an event without what an undo needs). */
   | { state: 'failed'; message: string }
   /** This way cannot undo the change: try the next one. */
@@ -90,7 +93,7 @@ export class ChainedUndoer implements IUndoer {
  *
  * Only for a notebook the lab has open in a room (`inRoom`): without one no room can hold the
  * call, and asking would only be answered 404 (a failed request in the console and the server's
- * log at each undo); the guarded revert is then the way, at once.
+ * log at each undo); the guarded undo is then the way, at once.
  */
 export class RoomUndoer implements IUndoer {
   /**
@@ -144,7 +147,7 @@ export async function roomUndo(
       const status = error.response.status;
       if (status === 404 || status === 405) {
         // A change the room cannot take back alone (cell-not-changed), or a server without
-        // the endpoint: the guarded revert can.
+        // the endpoint: the guarded undo can.
         return { state: 'fallback' };
       }
       if (status === 409) {
@@ -159,7 +162,7 @@ export async function roomUndo(
 }
 
 /**
- * The guarded revert: undo a change by a notebook tool call built from its event, refused when
+ * The guarded undo: undo a change by a notebook tool call built from its event, refused when
  * someone changed the cell since (in the open notebook, or on the server).
  */
 export class GuardedUndoer implements IUndoer {
@@ -170,14 +173,16 @@ export class GuardedUndoer implements IUndoer {
   constructor(
     private readonly client: Pick<IXcshClient, 'notebook' | 'getArtifact'>,
     private readonly openCells: (path: string) => IOpenCell[] | null,
-    private readonly trans: TranslationBundle = UNTRANSLATED
+    private readonly trans: TranslationBundle = UNTRANSLATED,
+    private readonly followed: (callId: string) => Promise<void> = () =>
+      Promise.resolve()
   ) {}
 
   async undo(target: IUndoTarget): Promise<UndoOutcome> {
     const trans = this.trans;
     const event = target.event;
     try {
-      const unavailable = revertUnavailable(event, trans);
+      const unavailable = undoUnavailable(event, trans);
       if (unavailable !== null) {
         return {
           state: 'failed',
@@ -200,16 +205,19 @@ export class GuardedUndoer implements IUndoer {
         event.changes !== null
           ? await Promise.all(event.changes.map(c => this._cellBefore(c)))
           : await this._cellBefore(event);
-      const result = await this.client.notebook(revertRequest(event, previous));
+      const result = await this.client.notebook(undoRequest(event, previous));
+      if (open !== null) {
+        // The next undo (of an earlier call on the same cell, in an undo of a turn) checks the
+        // open notebook: it must show this one first, or the check sees the cell as changed.
+        await this.followed(result.callId);
+      }
       return { state: 'done', by: result.callId };
     } catch (error) {
       if (error instanceof XcshResponseError && error.response.status === 409) {
         return {
           state: 'refused',
-          message: refusalMessage(error.reason, trans).replace(
-            /^Not reverted/,
-            'Not undone'
-          )
+          message: refusalMessage(error.reason, trans),
+          detail: error.message
         };
       }
       return failed(error, trans);
@@ -226,4 +234,27 @@ export class GuardedUndoer implements IUndoer {
 function failed(error: unknown, trans: TranslationBundle): UndoOutcome {
   const message = error instanceof Error ? error.message : String(error);
   return { state: 'failed', message: trans.__('Undo failed: %1', message) };
+}
+
+/**
+ * The whole cell an edit or a delete changed, as it was before (from the event, or from the
+ * artifact it was kept in when too large for it); `null` for the other actions.
+ */
+export async function cellBefore(
+  change: INotebookCallEvent | INotebookChangeEvent,
+  client: Pick<IXcshClient, 'getArtifact'>,
+  trans: TranslationBundle
+): Promise<INotebookCell | null> {
+  if (change.action !== 'edit' && change.action !== 'delete') {
+    return null;
+  }
+  if (change.previousCell !== null) {
+    return change.previousCell as unknown as INotebookCell;
+  }
+  const text = await client.getArtifact(change.previousCellArtifactId ?? '');
+  const cell = parseCellArtifact(text);
+  if (cell === null) {
+    throw new Error(trans.__('The kept cell could not be read.'));
+  }
+  return cell;
 }

@@ -1,10 +1,11 @@
-"""Reverts from the lab (docs/developers/contract.md §10.3): exact, never over later changes.
+"""Undo from the activity panel (docs/developers/contract.md §10.3): exact, never over later edits.
 
-Each test opens a notebook in the lab, lets an agent change it through the notebook tool,
-reverts the change from the panel, and compares the file byte for byte with the file before the
-agent's call, and the open notebook with the file. No fixed sleeps: each step waits for what the
-person sees, or for the file to be saved (with jupyter-collaboration the room saves it a moment
-after a change; without it the tool has saved it before it answers).
+The panel's Undo is the review's undo (one code path: in a room the room's undo, else the
+guarded undo). Each test opens a notebook in the lab, lets an agent change it through the
+notebook tool, undoes the change from the panel, and compares the file byte for byte with the
+file before the agent's call, and the open notebook with the file. No fixed sleeps: each step
+waits for what the person sees, or for the file to be saved (with jupyter-collaboration the
+room saves it a moment after a change; without it the tool has saved it before it answers).
 """
 
 from __future__ import annotations
@@ -124,20 +125,18 @@ def notebook_call(panel, call_id: str):
     return panel.locator(f'.jp-xcsh-Call[data-call-id="{call_id}"]')
 
 
-def revert(lab_page, call_id: str):
-    """Click the call's Revert button in the panel; return the call's element."""
+def undo(lab_page, call_id: str):
+    """Click the call's Undo button in the panel; return the call's element."""
     panel = lab_page.open_activity()
     call = notebook_call(panel, call_id)
-    call.locator(".jp-xcsh-Revert").click()
+    call.locator(".jp-xcsh-Undo").click()
     return call
 
 
-def expect_reverted(lab_page, call) -> str:
-    """Wait for the panel to say the call was reverted; return the revert call's id."""
-    expect(call.locator(".jp-xcsh-Reverted")).to_have_text("Reverted")
-    revert_call = lab_page.page.locator(".jp-xcsh-Call:has(.jp-xcsh-RevertOf)").first
-    expect(revert_call).to_be_visible()
-    return revert_call.get_attribute("data-call-id")
+def expect_undone(lab_page, call) -> None:
+    """Wait for the panel to say the call was undone, and nothing of it is left to review."""
+    expect(call.locator(".jp-xcsh-Undone")).to_have_text("Undone")
+    expect(lab_page.page.locator(".jp-NotebookPanel .jp-xcsh-Review")).to_have_count(0)
 
 
 def expect_open_notebook_equals_file(lab_page, path: Path) -> None:
@@ -155,65 +154,64 @@ def expect_open_notebook_equals_file(lab_page, path: Path) -> None:
     assert open_cells(lab_page) == wanted
 
 
-def test_revert_an_edit_restores_the_file_and_the_open_notebook(lab, lab_page):
-    path, cells = open_notebook(lab, lab_page, "revert-edit.ipynb")
+def test_undo_an_edit_restores_the_file_and_the_open_notebook(lab, lab_page):
+    path, cells = open_notebook(lab, lab_page, "undo-edit.ipynb")
     before = path.read_bytes()
 
     result = lab.notebook(
-        action="edit", notebook_path="revert-edit.ipynb", cell_id="compute", content="x = 0"
+        action="edit", notebook_path="undo-edit.ipynb", cell_id="compute", content="x = 0"
     )
     expect(cells.nth(1)).to_contain_text("x = 0")
-    call = revert(lab_page, result["callId"])
-    expect_reverted(lab_page, call)
+    expect_undone(lab_page, undo(lab_page, result["callId"]))
 
     assert_file_is(path, before)
     expect(cells.nth(1)).to_contain_text("print(x * 2)")
     expect(cells.nth(1).locator(".jp-OutputArea-output")).to_have_text("42")
     expect_open_notebook_equals_file(lab_page, path)
-    lab_page.screenshot("reverted")
+    lab_page.screenshot("undone")
 
 
-def test_revert_a_type_change_brings_the_outputs_back(lab, lab_page):
-    path, cells = open_notebook(lab, lab_page, "revert-type.ipynb")
+def test_undo_a_type_change_brings_the_outputs_back(lab, lab_page):
+    path, cells = open_notebook(lab, lab_page, "undo-type.ipynb")
     before = path.read_bytes()
 
     result = lab.notebook(
         action="edit",
-        notebook_path="revert-type.ipynb",
+        notebook_path="undo-type.ipynb",
         cell_id="compute",
         content="Now text",
         cell_type="markdown",
     )
     expect(cells.nth(1)).to_have_class(re.compile(r"\bjp-MarkdownCell\b"))
-    expect_reverted(lab_page, revert(lab_page, result["callId"]))
+    expect_undone(lab_page, undo(lab_page, result["callId"]))
 
     assert_file_is(path, before)
     expect(cells.nth(1)).to_have_class(re.compile(r"\bjp-CodeCell\b"))
     expect_open_notebook_equals_file(lab_page, path)
 
 
-def test_revert_an_insert_restores_the_file_and_the_open_notebook(lab, lab_page):
-    path, cells = open_notebook(lab, lab_page, "revert-insert.ipynb")
+def test_undo_an_insert_restores_the_file_and_the_open_notebook(lab, lab_page):
+    path, cells = open_notebook(lab, lab_page, "undo-insert.ipynb")
     before = path.read_bytes()
 
     result = lab.notebook(
-        action="insert", notebook_path="revert-insert.ipynb", cell_index=2, content="agent = 1"
+        action="insert", notebook_path="undo-insert.ipynb", cell_index=2, content="agent = 1"
     )
     expect(cells).to_have_count(5)
-    expect_reverted(lab_page, revert(lab_page, result["callId"]))
+    expect_undone(lab_page, undo(lab_page, result["callId"]))
 
     assert_file_is(path, before)
     expect(cells).to_have_count(4)
     expect_open_notebook_equals_file(lab_page, path)
 
 
-def test_revert_a_delete_restores_the_cell_with_its_outputs(lab, lab_page):
-    path, cells = open_notebook(lab, lab_page, "revert-delete.ipynb")
+def test_undo_a_delete_restores_the_cell_with_its_outputs(lab, lab_page):
+    path, cells = open_notebook(lab, lab_page, "undo-delete.ipynb")
     before = path.read_bytes()
 
-    result = lab.notebook(action="delete", notebook_path="revert-delete.ipynb", cell_id="compute")
+    result = lab.notebook(action="delete", notebook_path="undo-delete.ipynb", cell_id="compute")
     expect(cells).to_have_count(3)
-    expect_reverted(lab_page, revert(lab_page, result["callId"]))
+    expect_undone(lab_page, undo(lab_page, result["callId"]))
 
     assert_file_is(path, before)
     expect(cells).to_have_count(4)
@@ -221,79 +219,74 @@ def test_revert_a_delete_restores_the_cell_with_its_outputs(lab, lab_page):
     expect_open_notebook_equals_file(lab_page, path)
 
 
-def test_revert_a_move_restores_the_file_and_the_open_notebook(lab, lab_page):
-    path, cells = open_notebook(lab, lab_page, "revert-move.ipynb")
+def test_undo_a_move_restores_the_file_and_the_open_notebook(lab, lab_page):
+    path, cells = open_notebook(lab, lab_page, "undo-move.ipynb")
     before = path.read_bytes()
 
     result = lab.notebook(
-        action="move", notebook_path="revert-move.ipynb", cell_id="title", to_index=3
+        action="move", notebook_path="undo-move.ipynb", cell_id="title", to_index=3
     )
     expect(cells.nth(3)).to_contain_text("# Analysis")
-    expect_reverted(lab_page, revert(lab_page, result["callId"]))
+    expect_undone(lab_page, undo(lab_page, result["callId"]))
 
     assert_file_is(path, before)
     expect_open_notebook_equals_file(lab_page, path)
 
 
-def test_reverting_a_revert_brings_the_change_back(lab, lab_page):
-    path, cells = open_notebook(lab, lab_page, "revert-twice.ipynb")
-    result = lab.notebook(
-        action="edit", notebook_path="revert-twice.ipynb", cell_id="next", content="y = -1"
-    )
-    expect(cells.nth(2)).to_contain_text("y = -1")
-    edited = wait_for_file(path, lambda data: b'"y = -1"' in data, "held the agent's edit")
-    revert_id = expect_reverted(lab_page, revert(lab_page, result["callId"]))
-    expect(cells.nth(2)).to_contain_text("y = x + 1")
-
-    expect_reverted(lab_page, revert(lab_page, revert_id))
-
-    assert_file_is(path, edited)
-    expect(cells.nth(2)).to_contain_text("y = -1")
-    expect_open_notebook_equals_file(lab_page, path)
-
-
-def test_a_revert_after_the_person_typed_in_the_cell_is_refused(lab, lab_page):
-    path, cells = open_notebook(lab, lab_page, "revert-typed.ipynb")
+def test_an_undo_after_the_person_typed_in_the_cell(lab, lab_page):
+    """Without a room the undo is refused (it would overwrite the typing); in a room the room's
+    undo takes the agent's change back and keeps the typing."""
+    path, cells = open_notebook(lab, lab_page, "undo-typed.ipynb")
     page = lab_page.page
     result = lab.notebook(
-        action="edit", notebook_path="revert-typed.ipynb", cell_id="next", content="y = 'agent'"
+        action="edit", notebook_path="undo-typed.ipynb", cell_id="next", content="y = 'agent'"
     )
     expect(cells.nth(2)).to_contain_text("y = 'agent'")
     cells.nth(2).locator(".cm-content").click()
     page.keyboard.press("End")
     page.keyboard.type("  # mine")
     # Unsaved without jupyter-collaboration; saved by the room with it.
-    typed = "# mine" if collaborative(lab_page) else "'agent'"
+    room = collaborative(lab_page)
+    typed = "# mine" if room else "'agent'"
     wait_for_file(path, lambda data: typed.encode() in data, "held the cell as it is now")
 
-    call = revert(lab_page, result["callId"])
+    call = undo(lab_page, result["callId"])
 
-    refusal = call.locator(".jp-xcsh-RevertRefused")
+    if room:
+        expect(call.locator(".jp-xcsh-Undone")).to_have_text("Undone")
+        expect(cells.nth(2)).to_contain_text("y = x + 1  # mine")
+        lab_page.screenshot("undone-in-room")
+        return
+    refusal = call.locator(".jp-xcsh-UndoRefused")
     expect(refusal).to_contain_text(
-        "Not reverted: the cell was changed in the open notebook after this call."
+        "Not undone: the cell was changed in the open notebook after this call."
     )
-    expect(call.locator(".jp-xcsh-Reverted")).to_have_count(0)
+    expect(call.locator(".jp-xcsh-Undone")).to_have_count(0)
+    # The same refusal in the cell's header: one undo, one answer.
+    expect(cells.nth(2).locator(".jp-xcsh-Review-message")).to_contain_text(
+        "Not undone: the cell was changed in the open notebook after this call."
+    )
     lab_page.screenshot("refused")
     expect(cells.nth(2)).to_contain_text("y = 'agent'  # mine")
-    # Nothing was sent: the file never gets the reverted source back.
+    # Nothing was sent: the file never gets the undone source back.
     assert b"y = x + 1" not in path.read_bytes()
 
 
-def test_a_revert_of_a_cell_changed_since_is_refused_by_the_server(lab, lab_page):
-    # Not open in the lab: only the server's precondition stands between the revert and the
+def test_an_undo_of_a_cell_changed_since_is_refused_by_the_server(lab, lab_page):
+    # Not open in the lab: only the server's precondition stands between the undo and the
     # later change.
-    path = write_notebook(lab.root, "revert-stale.ipynb")
+    path = write_notebook(lab.root, "undo-stale.ipynb")
     lab_page.open()
     first = lab.notebook(
-        action="edit", notebook_path="revert-stale.ipynb", cell_id="next", content="y = 1"
+        action="edit", notebook_path="undo-stale.ipynb", cell_id="next", content="y = 1"
     )
-    lab.notebook(action="edit", notebook_path="revert-stale.ipynb", cell_id="next", content="y = 2")
+    lab.notebook(action="edit", notebook_path="undo-stale.ipynb", cell_id="next", content="y = 2")
     after = path.read_bytes()  # not open anywhere: the tool saved the file itself
 
-    call = revert(lab_page, first["callId"])
+    call = undo(lab_page, first["callId"])
 
-    refusal = call.locator(".jp-xcsh-RevertRefused")
-    expect(refusal).to_contain_text("Not reverted: the cell was changed after this call.")
+    refusal = call.locator(".jp-xcsh-UndoRefused")
+    expect(refusal).to_contain_text("Not undone: the cell was changed after this call.")
     expect(refusal).to_contain_text("Cell 2 changed since it was read")
     assert path.read_bytes() == after
     lab_page.screenshot("refused-by-server")

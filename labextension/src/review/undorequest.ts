@@ -4,16 +4,16 @@
  */
 
 /**
- * How a finished notebook change is reverted (pure: no I/O).
+ * How a finished notebook change is undone without a room (pure: no I/O): the guarded undo.
  *
- * A revert is an ordinary notebook tool call built from the change's event alone: an edit is
+ * An undo is an ordinary notebook tool call built from the change's event alone: an edit is
  * undone by writing the whole cell as it was, an insert by deleting the cell, a delete by
- * inserting the whole cell as it was at its index, a move by moving the cell back. Every revert
+ * inserting the whole cell as it was at its index, a move by moving the cell back. Every undo
  * that touches a cell the call left carries `expected_source_hash` of the state the call left
  * (docs/developers/contract.md §3.2), so the server refuses (409) when someone changed that cell since, and nothing is
- * overwritten. A revert is itself a change with its own event, so it can be reverted in turn.
- * A batch is reverted by one batch: each change's revert, last change first, so that every
- * change finds the notebook as it left it, and the server refuses the whole revert (nothing
+ * overwritten. The undo is the person's change, never listed as an agent's.
+ * A batch is undone by one batch: each change's undo, last change first, so that every
+ * change finds the notebook as it left it, and the server refuses the whole undo (nothing
  * applied) when any of its cells changed since.
  */
 
@@ -26,11 +26,11 @@ import type {
   INotebookRequest
 } from '../client';
 import { UNTRANSLATED } from '../translation';
-import type { INotebookCallEvent, INotebookChangeEvent } from './events';
-import { Limits } from './events';
+import type { INotebookCallEvent, INotebookChangeEvent } from '../panel/events';
+import { Limits } from '../panel/events';
 
 /**
- * The stale-edit preconditions of docs/developers/contract.md §3.2 a revert sends.
+ * The stale-edit preconditions of docs/developers/contract.md §3.2 an undo sends.
  */
 export interface IPreconditions {
   /** The addressed cell must still have this source hash. */
@@ -38,27 +38,27 @@ export interface IPreconditions {
 }
 
 /**
- * The notebook tool request of a revert: one change's, or a batch's.
+ * The notebook tool request of an undo: one change's, or a batch's.
  */
-export type RevertRequest =
+export type UndoRequest =
   (INotebookRequest & IPreconditions) | INotebookBatchRequest;
 
 /**
- * What a revert needs of one change: a single change's event, or one change
+ * What an undo needs of one change: a single change's event, or one change
  * of a batch's.
  */
 type Change = INotebookChangeEvent | INotebookCallEvent;
 
 /**
- * The actions whose finished calls can be reverted.
+ * The actions whose finished calls can be undone.
  */
-const REVERTIBLE = new Set(['edit', 'insert', 'delete', 'move']);
+const UNDOABLE = new Set(['edit', 'insert', 'delete', 'move']);
 
 /**
- * Whether the panel offers a revert for a call: a successful change that
+ * Whether a call can be undone: a successful change that
  * changed something.
  */
-export function canRevert(event: INotebookCallEvent): boolean {
+export function canUndo(event: INotebookCallEvent): boolean {
   if (event.status !== 'ok') {
     return false;
   }
@@ -70,25 +70,25 @@ export function canRevert(event: INotebookCallEvent): boolean {
 
 /**
  * Whether a change changed the notebook (a move to where the cell was did
- * not): a revert has something to undo.
+ * not): an undo has something to undo.
  */
 function changedSomething(change: Change): boolean {
-  if (!REVERTIBLE.has(change.action) || change.cellIndex === null) {
+  if (!UNDOABLE.has(change.action) || change.cellIndex === null) {
     return false;
   }
   return !(change.action === 'move' && change.fromIndex === change.cellIndex);
 }
 
 /**
- * Why a change the panel offers to revert cannot be reverted after all, or
+ * Why a change cannot be undone after all, or
  * `null` when it can.
  */
-export function revertUnavailable(
+export function undoUnavailable(
   event: INotebookCallEvent,
   trans: TranslationBundle = UNTRANSLATED
 ): string | null {
-  if (!canRevert(event)) {
-    return trans.__('Only a finished change of a notebook can be reverted.');
+  if (!canUndo(event)) {
+    return trans.__('Only a finished change of a notebook can be undone.');
   }
   if (event.changes !== null) {
     for (const [k, change] of event.changes.entries()) {
@@ -107,7 +107,7 @@ export function revertUnavailable(
 }
 
 /**
- * A move that left its cell where it was: a batch's revert skips it.
+ * A move that left its cell where it was: a batch's undo skips it.
  */
 function isNoOp(change: Change): boolean {
   return (
@@ -137,41 +137,41 @@ function changeUnavailable(
   }
   if (event.action !== 'delete' && event.sourceHash === null) {
     return trans.__(
-      'The server did not report the source hash this call left, so a revert could overwrite a later change.'
+      'The server did not report the source hash this call left, so an undo could overwrite a later change.'
     );
   }
   return null;
 }
 
 /**
- * The notebook tool request that reverts a change, or a batch.
+ * The notebook tool request that undoes a change, or a batch.
  *
- * @param event - The change, for which {@link revertUnavailable} is null.
+ * @param event - The change, for which {@link undoUnavailable} is null.
  * @param previousCell - edit and delete: the cell as it was before the call
  *   (the event's, or the one fetched from its artifact); for a batch, one
  *   per change (`null` for an insert or a move).
  */
-export function revertRequest(
+export function undoRequest(
   event: INotebookCallEvent,
   previousCell: INotebookCell | null | readonly (INotebookCell | null)[]
-): RevertRequest {
+): UndoRequest {
   if (event.changes !== null) {
     const cells = Array.isArray(previousCell) ? previousCell : [];
     const changes: INotebookChange[] = [];
     event.changes.forEach((change, k) => {
       if (!isNoOp(change)) {
-        const revert: INotebookChange = changeRevert(
+        const undo: INotebookChange = changeUndo(
           change,
           event.path,
           cells[k] ?? null
         );
-        delete revert.notebook_path; // the batch's
-        changes.unshift(revert);
+        delete undo.notebook_path; // the batch's
+        changes.unshift(undo);
       }
     });
     return { notebook_path: event.path, changes };
   }
-  return changeRevert(
+  return changeUndo(
     event,
     event.path,
     Array.isArray(previousCell) ? null : (previousCell as INotebookCell | null)
@@ -179,9 +179,9 @@ export function revertRequest(
 }
 
 /**
- * The request that reverts one change of the notebook at `path`.
+ * The request that undoes one change of the notebook at `path`.
  */
-function changeRevert(
+function changeUndo(
   event: Change,
   path: string,
   previousCell: INotebookCell | null
@@ -224,7 +224,7 @@ function changeRevert(
         ...precondition
       };
   }
-  throw new Error(`A ${event.action} call cannot be reverted`);
+  throw new Error(`A ${event.action} call cannot be undone`);
 }
 
 function required(cell: INotebookCell | null): INotebookCell {
@@ -256,7 +256,7 @@ export function parseCellArtifact(text: string): INotebookCell | null {
 }
 
 /**
- * A cell of a notebook open in the lab, as the check before a revert sees it.
+ * A cell of a notebook open in the lab, as the check before an undo sees it.
  */
 export interface IOpenCell {
   id: string;
@@ -264,14 +264,14 @@ export interface IOpenCell {
 }
 
 /**
- * Why a revert would overwrite work in a notebook open in the lab (a clause
- * that follows "Not reverted: "), or `null`.
+ * Why an undo would overwrite work in a notebook open in the lab (a clause
+ * that follows "Not undone: "), or `null`.
  *
  * Without a collaborative document the server checks the saved file, which
  * does not have the person's unsaved typing; this check looks at the open
  * notebook itself, so that typing is never overwritten either.
  *
- * @param event - The change to revert.
+ * @param event - The change to undo.
  * @param cells - The cells of the open notebook, in order.
  */
 export function staleInOpenNotebook(
@@ -346,7 +346,7 @@ function staleChange(
 }
 
 /**
- * What the panel says when the server refused a revert (409), by reason.
+ * What the panel says when the server refused an undo (409), by reason.
  */
 export function refusalMessage(
   reason: string | null,
@@ -354,16 +354,12 @@ export function refusalMessage(
 ): string {
   switch (reason) {
     case 'stale_cell':
-      return trans.__('Not reverted: the cell was changed after this call.');
+      return trans.__('Not undone: the cell was changed after this call.');
     case 'stale_notebook':
-      return trans.__(
-        'Not reverted: the notebook was changed after this call.'
-      );
+      return trans.__('Not undone: the notebook was changed after this call.');
     case 'cell_exists':
-      return trans.__('Not reverted: the cell is in the notebook again.');
+      return trans.__('Not undone: the cell is in the notebook again.');
     default:
-      return trans.__(
-        'Not reverted: the notebook is not as this call left it.'
-      );
+      return trans.__('Not undone: the notebook is not as this call left it.');
   }
 }

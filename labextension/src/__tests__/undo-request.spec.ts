@@ -12,15 +12,15 @@ import {
 } from '../panel/events';
 import { ActivityModel, INotebookCall } from '../panel/model';
 import {
-  canRevert,
+  canUndo,
   parseCellArtifact,
   refusalMessage,
-  revertRequest,
-  revertUnavailable,
+  undoRequest,
+  undoUnavailable,
   staleInOpenNotebook
-} from '../panel/revert';
-import { Reverter } from '../panel/reverter';
-import type { ICellMarks, IXcshClient } from '../tokens';
+} from '../review/undorequest';
+import { GuardedUndoer } from '../review/undo';
+import type { IXcshClient } from '../tokens';
 
 const HASH = '0123456789abcdef';
 
@@ -54,7 +54,7 @@ function event(fields: Record<string, unknown> = {}): INotebookCallEvent {
   return parsed;
 }
 
-describe('canRevert', () => {
+describe('canUndo', () => {
   it.each([
     ['an edit', {}, true],
     ['an insert', { action: 'insert' }, true],
@@ -64,14 +64,14 @@ describe('canRevert', () => {
     ['a read', { action: 'read' }, false],
     ['a failed call', { status: 'error', error: 'nope' }, false],
     ['a call without a cell', { cellIndex: null }, false]
-  ])('knows whether %s can be reverted', (_, fields, expected) => {
-    expect(canRevert(event(fields))).toBe(expected);
+  ])('knows whether %s can be undone', (_, fields, expected) => {
+    expect(canUndo(event(fields))).toBe(expected);
   });
 });
 
-describe('revertRequest', () => {
+describe('undoRequest', () => {
   it('writes the whole cell back over an edit, if the cell is as the edit left it', () => {
-    expect(revertRequest(event(), OLD_CELL)).toEqual({
+    expect(undoRequest(event(), OLD_CELL)).toEqual({
       action: 'edit',
       notebook_path: 'dir/a.ipynb',
       cell_id: 'c1',
@@ -81,7 +81,7 @@ describe('revertRequest', () => {
   });
 
   it('deletes an inserted cell, if it is as the insert left it', () => {
-    expect(revertRequest(event({ action: 'insert' }), null)).toEqual({
+    expect(undoRequest(event({ action: 'insert' }), null)).toEqual({
       action: 'delete',
       notebook_path: 'dir/a.ipynb',
       cell_id: 'c1',
@@ -90,7 +90,7 @@ describe('revertRequest', () => {
   });
 
   it('inserts a deleted cell whole at its index', () => {
-    expect(revertRequest(event({ action: 'delete' }), OLD_CELL)).toEqual({
+    expect(undoRequest(event({ action: 'delete' }), OLD_CELL)).toEqual({
       action: 'insert',
       notebook_path: 'dir/a.ipynb',
       cell_index: 1,
@@ -100,7 +100,7 @@ describe('revertRequest', () => {
 
   it('moves a moved cell back', () => {
     expect(
-      revertRequest(event({ action: 'move', cellIndex: 3, fromIndex: 0 }), null)
+      undoRequest(event({ action: 'move', cellIndex: 3, fromIndex: 0 }), null)
     ).toEqual({
       action: 'move',
       notebook_path: 'dir/a.ipynb',
@@ -112,7 +112,7 @@ describe('revertRequest', () => {
 
   it('addresses a cell by index in a notebook without ids', () => {
     expect(
-      revertRequest(
+      undoRequest(
         event({ action: 'move', cellId: null, cellIndex: 3, fromIndex: 0 }),
         null
       )
@@ -120,20 +120,20 @@ describe('revertRequest', () => {
   });
 });
 
-describe('revertUnavailable', () => {
-  it('is null for a change with everything a revert needs', () => {
-    expect(revertUnavailable(event())).toBeNull();
+describe('undoUnavailable', () => {
+  it('is null for a change with everything an undo needs', () => {
+    expect(undoUnavailable(event())).toBeNull();
   });
 
   it('says when the cell as it was is unknown', () => {
-    expect(revertUnavailable(event({ previousCell: null }))).toBe(
+    expect(undoUnavailable(event({ previousCell: null }))).toBe(
       'The server did not keep the cell as it was before this call.'
     );
   });
 
   it('accepts a cell kept in an artifact', () => {
     expect(
-      revertUnavailable(
+      undoUnavailable(
         event({
           previousCell: null,
           previousCellArtifactId: '20250101T120000-0123456789ab'
@@ -142,13 +142,13 @@ describe('revertUnavailable', () => {
     ).toBeNull();
   });
 
-  it('refuses to revert without the hash that protects later changes', () => {
-    expect(revertUnavailable(event({ sourceHash: null }))).toMatch(
+  it('refuses to undo without the hash that protects later changes', () => {
+    expect(undoUnavailable(event({ sourceHash: null }))).toMatch(
       /could overwrite a later change/
     );
     // Putting a deleted cell back overwrites nothing.
     expect(
-      revertUnavailable(event({ action: 'delete', sourceHash: null }))
+      undoUnavailable(event({ action: 'delete', sourceHash: null }))
     ).toBeNull();
   });
 });
@@ -159,7 +159,7 @@ describe('staleInOpenNotebook', () => {
     { id: 'c1', source: 'x = 2' }
   ];
 
-  it('lets a revert through when the open cell is as the call left it', () => {
+  it('lets an undo through when the open cell is as the call left it', () => {
     expect(staleInOpenNotebook(event(), cells)).toBeNull();
   });
 
@@ -246,11 +246,11 @@ describe('a batch', () => {
     });
   const BIG_CELL = { ...OLD_CELL, id: 'c2' };
 
-  it('is reverted by one batch: each change undone, last first', () => {
-    expect(canRevert(batch())).toBe(true);
-    expect(revertUnavailable(batch())).toBeNull();
+  it('is undone by one batch: each change undone, last first', () => {
+    expect(canUndo(batch())).toBe(true);
+    expect(undoUnavailable(batch())).toBeNull();
     expect(
-      revertRequest(batch(), [OLD_CELL, null, null, null, BIG_CELL])
+      undoRequest(batch(), [OLD_CELL, null, null, null, BIG_CELL])
     ).toEqual({
       notebook_path: 'dir/a.ipynb',
       changes: [
@@ -276,13 +276,13 @@ describe('a batch', () => {
     });
   });
 
-  it("cannot be reverted when it failed, changed nothing, or lacks a change's cell", () => {
+  it("cannot be undone when it failed, changed nothing, or lacks a change's cell", () => {
+    expect(canUndo(batch({ status: 'error', error: 'Change 2 failed' }))).toBe(
+      false
+    );
+    expect(canUndo(batch({ changes: [changes[2]] }))).toBe(false);
     expect(
-      canRevert(batch({ status: 'error', error: 'Change 2 failed' }))
-    ).toBe(false);
-    expect(canRevert(batch({ changes: [changes[2]] }))).toBe(false);
-    expect(
-      revertUnavailable(
+      undoUnavailable(
         batch({
           changes: [changes[1], { ...changes[4], previousCellArtifactId: null }]
         })
@@ -312,7 +312,7 @@ describe('a batch', () => {
     );
   });
 
-  it('fetches each kept cell and sends the revert batch', async () => {
+  it('fetches each kept cell and sends the undo batch', async () => {
     const model = modelWith({
       action: 'batch',
       cellIndex: null,
@@ -322,17 +322,16 @@ describe('a batch', () => {
       previousCell: null,
       changes
     });
-    const client = fakeClient(() => Promise.resolve(reverted));
+    const client = fakeClient(() => Promise.resolve(undone));
     client.getArtifact.mockResolvedValueOnce(JSON.stringify(BIG_CELL));
-    const reverter = new Reverter({ client, model });
 
-    await reverter.revert(call(model));
+    const outcome = await guardedUndo(model, client);
 
     expect(client.getArtifact).toHaveBeenCalledWith(BIG_CELL_ID);
     expect(client.notebook).toHaveBeenCalledWith(
-      revertRequest(call(model).event, [OLD_CELL, null, null, null, BIG_CELL])
+      undoRequest(call(model).event, [OLD_CELL, null, null, null, BIG_CELL])
     );
-    expect(call(model).revert).toEqual({ state: 'done', by: 'revert-1' });
+    expect(outcome).toEqual({ state: 'done', by: 'undo-1' });
   });
 });
 
@@ -349,11 +348,11 @@ describe('parseCellArtifact', () => {
 describe('refusalMessage', () => {
   it('says why in words for each reason', () => {
     expect(refusalMessage('stale_cell')).toBe(
-      'Not reverted: the cell was changed after this call.'
+      'Not undone: the cell was changed after this call.'
     );
     expect(refusalMessage('stale_notebook')).toMatch(/notebook was changed/);
     expect(refusalMessage('cell_exists')).toMatch(/in the notebook again/);
-    expect(refusalMessage(null)).toMatch(/^Not reverted/);
+    expect(refusalMessage(null)).toMatch(/^Not undone/);
   });
 });
 
@@ -368,13 +367,6 @@ function fakeClient(answer: () => Promise<unknown>) {
     notebook: jest.Mock;
     getArtifact: jest.Mock;
   };
-}
-
-function fakeMarks() {
-  return {
-    removeCall: jest.fn(),
-    ignoreCall: jest.fn()
-  } as unknown as ICellMarks & { removeCall: jest.Mock; ignoreCall: jest.Mock };
 }
 
 function modelWith(fields: Record<string, unknown> = {}) {
@@ -398,8 +390,8 @@ function modelWith(fields: Record<string, unknown> = {}) {
 
 const call = (model: ActivityModel) => model.get('call-1') as INotebookCall;
 
-const reverted: INotebookEditResult = {
-  callId: 'revert-1',
+const undone: INotebookEditResult = {
+  callId: 'undo-1',
   text: 'Replaced cell 1 (code). Notebook now has 2 cells.',
   details: {
     action: 'edit',
@@ -414,42 +406,68 @@ const reverted: INotebookEditResult = {
   }
 };
 
-describe('Reverter', () => {
-  it('reverts through the notebook tool and records who reverted', async () => {
-    const model = modelWith();
-    const client = fakeClient(() => Promise.resolve(reverted));
-    const marks = fakeMarks();
-    const reverter = new Reverter({ client, model, marks });
+/**
+ * Undo the call `call-1` of `model` with the guarded undo.
+ */
+function guardedUndo(
+  model: ActivityModel,
+  client: IXcshClient,
+  openCells: (path: string) => { id: string; source: string }[] | null = () =>
+    null,
+  followed?: (callId: string) => Promise<void>
+) {
+  return new GuardedUndoer(client, openCells, undefined, followed).undo({
+    path: 'dir/a.ipynb',
+    callId: 'call-1',
+    cellId: null,
+    event: call(model).event
+  });
+}
 
-    await reverter.revert(call(model));
+describe('GuardedUndoer', () => {
+  it('undoes through the notebook tool and says which call undid it', async () => {
+    const model = modelWith();
+    const client = fakeClient(() => Promise.resolve(undone));
+
+    const outcome = await guardedUndo(model, client);
 
     expect(client.notebook).toHaveBeenCalledWith(
-      revertRequest(call(model).event, OLD_CELL)
+      undoRequest(call(model).event, OLD_CELL)
     );
-    expect(call(model).revert).toEqual({ state: 'done', by: 'revert-1' });
-    // The revert is the person's: not marked; the reverted change's marks go.
-    expect(marks.ignoreCall).toHaveBeenCalledWith('revert-1');
-    expect(marks.removeCall).toHaveBeenCalledWith('call-1');
+    expect(outcome).toEqual({ state: 'done', by: 'undo-1' });
   });
 
-  it('labels the revert call when its event arrives after the answer', async () => {
+  it('waits until the open notebook shows its undo (the next undo checks it)', async () => {
     const model = modelWith();
-    const reverter = new Reverter({
-      client: fakeClient(() => Promise.resolve(reverted)),
-      model
-    });
-    await reverter.revert(call(model));
+    const client = fakeClient(() => Promise.resolve(undone));
+    const followed = jest.fn(() => Promise.resolve());
+    const open = () => [
+      { id: 'c0', source: '' },
+      { id: 'c1', source: 'x = 2' }
+    ];
+
+    await guardedUndo(model, client, open, followed);
+    expect(followed.mock.calls).toEqual([['undo-1']]);
+
+    followed.mockClear();
+    await guardedUndo(model, client, () => null, followed);
+    expect(followed).not.toHaveBeenCalled();
+  });
+
+  it('labels the undo call when its event arrives after the answer', () => {
+    const model = modelWith();
+    model.linkUndo('undo-1', 'call-1');
 
     model.handleEmission({
       schema_id: NOTEBOOK_SCHEMA_ID,
-      callId: 'revert-1',
+      callId: 'undo-1',
       action: 'edit',
       path: 'dir/a.ipynb',
       status: 'ok',
       restored: true
     });
 
-    expect((model.get('revert-1') as INotebookCall).revertOf).toBe('call-1');
+    expect((model.get('undo-1') as INotebookCall).undoOf).toBe('call-1');
   });
 
   it('says why the server refused (409) and changes nothing else', async () => {
@@ -464,40 +482,34 @@ describe('Reverter', () => {
         )
       )
     );
-    const marks = fakeMarks();
 
-    await new Reverter({ client, model, marks }).revert(call(model));
-
-    expect(call(model).revert).toEqual({
+    expect(await guardedUndo(model, client)).toEqual({
       state: 'refused',
-      message: 'Not reverted: the cell was changed after this call.',
+      message: 'Not undone: the cell was changed after this call.',
       detail:
         'Cell 1 changed since it was read (expected source hash a, found b) in dir/a.ipynb'
     });
-    expect(marks.removeCall).not.toHaveBeenCalled();
   });
 
   it('refuses without asking the server when the open notebook has unsaved changes to the cell', async () => {
     const model = modelWith();
-    const client = fakeClient(() => Promise.resolve(reverted));
+    const client = fakeClient(() => Promise.resolve(undone));
 
-    await new Reverter({
-      client,
-      model,
-      openCells: path =>
-        path === 'dir/a.ipynb'
-          ? [
-              { id: 'c0', source: '' },
-              { id: 'c1', source: 'x = 2 # typed' }
-            ]
-          : null
-    }).revert(call(model));
+    const outcome = await guardedUndo(model, client, path =>
+      path === 'dir/a.ipynb'
+        ? [
+            { id: 'c0', source: '' },
+            { id: 'c1', source: 'x = 2 # typed' }
+          ]
+        : null
+    );
 
     expect(client.notebook).not.toHaveBeenCalled();
-    expect(call(model).revert).toMatchObject({
+    expect(outcome).toEqual({
       state: 'refused',
       message:
-        'Not reverted: the cell was changed in the open notebook after this call.'
+        'Not undone: the cell was changed in the open notebook after this call.' +
+        ' Keep the change, or undo your own edit first.'
     });
   });
 
@@ -507,9 +519,9 @@ describe('Reverter', () => {
       previousCell: null,
       previousCellArtifactId: '20250101T120000-0123456789ab'
     });
-    const client = fakeClient(() => Promise.resolve(reverted));
+    const client = fakeClient(() => Promise.resolve(undone));
 
-    await new Reverter({ client, model }).revert(call(model));
+    await guardedUndo(model, client);
 
     expect(client.getArtifact).toHaveBeenCalledWith(
       '20250101T120000-0123456789ab'
@@ -526,27 +538,9 @@ describe('Reverter', () => {
     const model = modelWith();
     const client = fakeClient(() => Promise.reject(new Error('offline')));
 
-    await new Reverter({ client, model }).revert(call(model));
-
-    expect(call(model).revert).toEqual({
+    expect(await guardedUndo(model, client)).toEqual({
       state: 'failed',
-      message: 'Revert failed: offline'
+      message: 'Undo failed: offline'
     });
-  });
-
-  it('reverts a call only once', async () => {
-    const model = modelWith();
-    let answer: (value: unknown) => void = () => undefined;
-    const client = fakeClient(() => new Promise(resolve => (answer = resolve)));
-    const reverter = new Reverter({ client, model });
-
-    const first = reverter.revert(call(model));
-    expect(call(model).revert.state).toBe('pending');
-    await reverter.revert(call(model));
-    answer(reverted);
-    await first;
-    await reverter.revert(call(model));
-
-    expect(client.notebook).toHaveBeenCalledTimes(1);
   });
 });
