@@ -514,6 +514,28 @@ describe('renderPythonCall', () => {
     expect(items()).toHaveLength(5);
   });
 
+  it('shows a status event by its message when it has one', () => {
+    const { ctx } = fakeContext();
+    const approval = { id: 'a1', summary: 'run cell 2 of a.ipynb' };
+    const message = "waiting for the person's approval (90 s left): run cell 2";
+    const c = call(
+      startedEmission([{ code: 'x' }]),
+      py({
+        event: 'display',
+        cellIndex: 0,
+        display: {
+          kind: 'status',
+          data: { op: 'approval', state: 'waiting', message, approval }
+        }
+      })
+    );
+    const element = renderPythonCall(c, ctx);
+    const items = [...element.querySelectorAll('.jp-xcsh-StatusEvents li')].map(
+      text
+    );
+    expect(items).toEqual([`approval ${message}`]);
+  });
+
   it('shows JSON as a tree cut to depth 2 and 5 items until expanded', () => {
     const { ctx } = fakeContext();
     const data = { a: { b: { c: 1 } }, list: [1, 2, 3, 4, 5, 6, 7] };

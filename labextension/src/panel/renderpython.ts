@@ -293,12 +293,18 @@ function renderStatusEvents(
 }
 
 /**
- * A status event as `op` and its other data, on one line.
+ * A status event as `op` and its other data, on one line: its `message` when it has one (the
+ * server's own events, such as a wait for the person's approval, say what they mean in it).
  */
 function statusEventItem(data: unknown): HTMLElement {
   if (typeof data === 'object' && data !== null && !Array.isArray(data)) {
     const { op, ...rest } = data as Record<string, unknown>;
-    const restText = Object.keys(rest).length > 0 ? compactJson(rest, 300) : '';
+    const restText =
+      typeof rest.message === 'string'
+        ? rest.message
+        : Object.keys(rest).length > 0
+          ? compactJson(rest, 300)
+          : '';
     return h(
       'li',
       {},
