@@ -1,6 +1,6 @@
 """Benchmark many users on one JupyterHub: each user's agents through the hub's proxy at once.
 
-A real JupyterHub on 127.0.0.1 (``tests/hubprocess.py``, shared with ``deploy-tests/``: its
+A real JupyterHub on 127.0.0.1 (``tests/support/hubprocess.py``, shared with ``deploy-tests/``: its
 proxy ``configurable-http-proxy``, ``SimpleLocalProcessSpawner`` starting each user's
 ``jupyterhub-singleuser`` with jupyter-xcsh from this environment). Each of ``--users`` users
 gets their own server, an API token of their own (the hub's default scopes: their own server
@@ -61,7 +61,7 @@ from urllib.parse import urlsplit
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
-sys.path.insert(1, str(BENCH.parent))  # tests.hubprocess, shared with deploy-tests/
+sys.path.insert(1, str(BENCH.parent))  # tests.support.hubprocess, shared with deploy-tests/
 
 from agents import (  # noqa: E402
     KINDS,
@@ -76,7 +76,7 @@ from agents import (  # noqa: E402
 from loopprobe import percentile  # noqa: E402
 from notebook_edit import rss_mb  # noqa: E402
 
-from tests.hubprocess import CHP, Hub, http, running_hub  # noqa: E402
+from tests.support.hubprocess import CHP, Hub, http, running_hub  # noqa: E402
 
 #: The kinds the proxy's cost is measured on: the cheapest authenticated request, then the tools.
 PROXY_KINDS = ("status", *KINDS)

@@ -9,7 +9,7 @@ notebook costs this machine's disk and page cache at the time; the tool's own sa
 writeback as it writes and frees the replaced file on another thread). It also
 times batches of 100 edits (one call each) and reports the server's resident size (RSS) before
 the edits, at its peak and after them (edits reuse the notebook the tool last wrote while the
-file is unchanged: ``jupyter_xcsh/notebook/cache.py``). Where
+file is unchanged: ``jupyter_xcsh/notebook/storage/cache.py``). Where
 jupyter-collaboration is installed it also measures the live-document path: the same edit while
 a collaboration room has the notebook open (a Yjs client joined over the websocket), which
 changes the shared document instead of the file.
@@ -207,9 +207,10 @@ def wait_for_room_save(path: str, cell: int, text: str) -> None:
 
 
 def room(port: int, token: str) -> Any:
-    """A collaborator with the notebook open: ``tests.yroom.RoomOnThread`` (needs pycrdt)."""
+    """A collaborator with the notebook open: ``tests.support.yroom.RoomOnThread`` (needs
+    pycrdt)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.yroom import RoomOnThread
+    from tests.support.yroom import RoomOnThread
 
     headers = {"Authorization": f"token {token}"}
     return RoomOnThread(f"http://127.0.0.1:{port}/", headers, "big.ipynb", 600)
@@ -228,7 +229,7 @@ def time_floor(path: str, runs: int, *, serialise: bool) -> list[float]:
     """Seconds to read and ``json.loads`` the file (then ``json.dumps`` it when ``serialise``).
 
     The cyclic garbage collector is off while the floor runs, as the server's edits have it
-    (``jupyter_xcsh.notebook.store.collection_paused``): the floor is the parse and the
+    (``jupyter_xcsh.notebook.storage.store.collection_paused``): the floor is the parse and the
     serialisation alone, never a full collection of this process that a parse happened to
     trigger (~70 ms here).
     """

@@ -24,7 +24,7 @@ from pathlib import Path
 # Runs from a source checkout whether or not the package is installed.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jupyter_xcsh.outputs.artifacts import ArtifactStore
+from jupyter_xcsh.artifacts.store import ArtifactStore
 from jupyter_xcsh.outputs.sink import DEFAULT_MAX_BYTES, OutputSink, format_size
 
 MIB = 1024 * 1024

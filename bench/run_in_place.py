@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from execute import Server, percentiles, raw_execute
 
 from jupyter_xcsh.notebook.outputs import SelectedCell
-from jupyter_xcsh.notebook.store import NotebookStore
+from jupyter_xcsh.notebook.storage.store import NotebookStore
 
 
 def notebook_text(cells: int) -> str:

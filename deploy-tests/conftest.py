@@ -5,7 +5,7 @@ They run in their own environment and pytest process (``scripts/check.sh``: ``.v
 ``configurable-http-proxy``, from npm). The hub is started here on 127.0.0.1 with two users
 (``DummyAuthenticator`` with a password) whose single-user servers ``SimpleLocalProcessSpawner``
 starts from this environment, where jupyter-xcsh is installed and enabled by its own
-configuration file, as a deployment's image has it (``tests/hubprocess.py``, which
+configuration file, as a deployment's image has it (``tests/support/hubprocess.py``, which
 ``bench/hub.py`` shares).
 
 ``XCSH_CHP`` names the proxy's executable (default: ``.cache/chp`` in the repository).
@@ -24,10 +24,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # the helpers shared with tests/ and bench/ (tests.hubprocess)
+    # the helpers shared with tests/ and bench/ (tests.support.hubprocess)
+    sys.path.insert(0, str(REPO))
 
-from tests.browser import CHROMIUM_ARGS, chromium_executable  # noqa: E402
-from tests.hubprocess import (  # noqa: E402, F401 (the test modules import them from here)
+from tests.support.browser import CHROMIUM_ARGS, chromium_executable  # noqa: E402
+from tests.support.hubprocess import (  # noqa: E402, F401 (the test modules import them from here)
     CHP,
     STARTUP_TIMEOUT,
     Hub,
@@ -45,8 +46,8 @@ ARTIFACTS = Path(os.environ.get("XCSH_UI_SCREENSHOTS") or REPO / "test-artifacts
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Let the process end: stop AnyIO worker threads left behind (``tests.threads``)."""
-    from tests.threads import stop_anyio_workers
+    """Let the process end: stop AnyIO worker threads left behind (``tests.support.threads``)."""
+    from tests.support.threads import stop_anyio_workers
 
     stop_anyio_workers()
 

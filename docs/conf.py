@@ -7,7 +7,7 @@ does not have or a missing image fails the build: that is the docs' link checkin
 
 Only links inside the repository are checked. Links to addresses outside it cannot be: CI has no
 internet (``linkcheck`` would fail there for reasons that are not the docs'), so the docs do not
-depend on outside addresses; ``tests/test_docs_links.py`` also checks every markdown file's
+depend on outside addresses; ``tests/repo/test_docs_links.py`` also checks every markdown file's
 relative links and anchors, the README's and CONTRIBUTING.md's included.
 """
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .version import __version__
+from jupyter_xcsh.version import __version__
 
 __all__ = ["__version__"]
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     """Tell Jupyter Server where the extension app lives."""
-    from .app import XcshApp
+    from jupyter_xcsh.app import XcshApp
 
     return [{"module": "jupyter_xcsh", "app": XcshApp}]
 

@@ -13,60 +13,65 @@ from jupyter_server import version_info as server_version
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Instance
 
-from .events.activity import ActivityEvents
-from .events.emit import probe_event_emit
-from .events.history import ActivityHistory
-from .execution.inplace.kernels import NotebookKernels
-from .execution.inplace.service import InPlaceService
-from .execution.kernel.connection import probe_socket_views
-from .execution.kernel.launcher import probe_activity_watch, probe_restarter
-from .execution.kernel.stamp import stamp_kernels_when_created
-from .execution.kernel.wire import probe_decoding
-from .execution.python.runner import ExecutionService
-from .execution.python.session import probe_trait_store
-from .fast_paths import FastPaths, probe_fast_paths
-from .files.search import FileSearch
-from .files.workspace import FileLimits, Workspace
-from .handlers import activity as activity_handlers
-from .handlers import artifacts as artifacts_handlers
-from .handlers import files as files_handlers
-from .handlers import kernel as kernel_handlers
-from .handlers import mcp as mcp_handlers
-from .handlers import mcpconfig as mcpconfig_handlers
-from .handlers import notebook as notebook_handlers
-from .handlers import policies as policies_handlers
-from .handlers import python as python_handlers
-from .handlers import run as run_handlers
-from .handlers import runs as runs_handlers
-from .handlers import sessions as sessions_handlers
-from .handlers.base import NotFoundHandler
-from .kernel_tool.logs import KernelLogs
-from .mcp.jupyter_ai import offer_to_jupyter_ai, server_token, server_url, settings_entry
-from .memory import freeze_startup_heap, limit_heap_arenas
-from .notebook.find import NotebookFinder
-from .notebook.live import LiveDocuments
-from .notebook.reader import ReadLimits
-from .notebook.regex_workers import RegexWorkers
-from .notebook.saves import SaveGuard, TemporaryFiles, probe_save_guard
-from .notebook.store import NotebookStore
-from .outputs.artifacts import (
+from jupyter_xcsh.artifacts.store import (
     DEFAULT_FOLDER,
     LEGACY_FOLDER,
     ArtifactStore,
     ContentsArtifactStore,
 )
-from .policy.approvals import ApprovalRegistry
-from .policy.gate import PolicyGate
-from .policy.rules import parse_rule
-from .policy.store import PolicyStore
-from .services import XcshServices
-from .settings import XcshSettings
-from .tools import ArtifactTool, NotebookTool, PythonTool
-from .tools.files import FilesTool
-from .tools.kernel import KernelTool
-from .tools.python import NotebookScratch
-from .tools.run import RunTool
-from .tools.runs import RunInputTool, RunRegistry
+from jupyter_xcsh.events.activity import ActivityEvents
+from jupyter_xcsh.events.emit import probe_event_emit
+from jupyter_xcsh.events.history import ActivityHistory
+from jupyter_xcsh.execution.inplace.kernels import NotebookKernels
+from jupyter_xcsh.execution.inplace.logs import KernelLogs
+from jupyter_xcsh.execution.inplace.service import InPlaceService
+from jupyter_xcsh.execution.kernel.connection import probe_socket_views
+from jupyter_xcsh.execution.kernel.launcher import probe_activity_watch, probe_restarter
+from jupyter_xcsh.execution.kernel.stamp import stamp_kernels_when_created
+from jupyter_xcsh.execution.kernel.wire import probe_decoding
+from jupyter_xcsh.execution.python.service import PythonService
+from jupyter_xcsh.execution.python.session import probe_trait_store
+from jupyter_xcsh.fast_paths import FastPaths, probe_fast_paths
+from jupyter_xcsh.handlers import activity as activity_handlers
+from jupyter_xcsh.handlers import artifacts as artifacts_handlers
+from jupyter_xcsh.handlers import files as files_handlers
+from jupyter_xcsh.handlers import inplace as run_handlers
+from jupyter_xcsh.handlers import kernel as kernel_handlers
+from jupyter_xcsh.handlers import mcp as mcp_handlers
+from jupyter_xcsh.handlers import mcpconfig as mcpconfig_handlers
+from jupyter_xcsh.handlers import notebook as notebook_handlers
+from jupyter_xcsh.handlers import policies as policies_handlers
+from jupyter_xcsh.handlers import python as python_handlers
+from jupyter_xcsh.handlers import runs as runs_handlers
+from jupyter_xcsh.handlers import sessions as sessions_handlers
+from jupyter_xcsh.handlers.base import NotFoundHandler
+from jupyter_xcsh.mcp.jupyter_ai import (
+    offer_to_jupyter_ai,
+    server_token,
+    server_url,
+    settings_entry,
+)
+from jupyter_xcsh.memory import freeze_startup_heap, limit_heap_arenas
+from jupyter_xcsh.notebook.reader import ReadLimits
+from jupyter_xcsh.notebook.rooms.live import LiveDocuments
+from jupyter_xcsh.notebook.storage.saves import SaveGuard, TemporaryFiles, probe_save_guard
+from jupyter_xcsh.notebook.storage.store import NotebookStore
+from jupyter_xcsh.policy.approvals import ApprovalRegistry
+from jupyter_xcsh.policy.gate import PolicyGate
+from jupyter_xcsh.policy.rules import parse_rule
+from jupyter_xcsh.policy.store import PolicyStore
+from jupyter_xcsh.runs.registry import RunInputTool, RunRegistry
+from jupyter_xcsh.search.find import NotebookFinder
+from jupyter_xcsh.search.regex_workers import RegexWorkers
+from jupyter_xcsh.services import XcshServices
+from jupyter_xcsh.settings import XcshSettings
+from jupyter_xcsh.tools import ArtifactTool, NotebookTool, PythonTool
+from jupyter_xcsh.tools.files.search import FileSearch
+from jupyter_xcsh.tools.files.tool import FilesTool
+from jupyter_xcsh.tools.files.workspace import FileLimits, Workspace
+from jupyter_xcsh.tools.inplace.tool import InPlaceTool
+from jupyter_xcsh.tools.kernel.tool import KernelTool
+from jupyter_xcsh.tools.python.tool import NotebookScratch
 
 #: The fast paths that are also an intervention with a setting of its own: name -> setting.
 INTERVENTION_SETTINGS = {
@@ -161,7 +166,7 @@ class XcshApp(ExtensionApp):
             server.event_logger, fast_emit=fast.uses("event_emit"), history=history
         )
         artifact_store = self._artifact_store(settings, temporaries)
-        execution = ExecutionService(
+        execution = PythonService(
             server.kernel_manager,
             artifact_store=artifact_store,
             root_dir=server.root_dir,
@@ -200,7 +205,7 @@ class XcshApp(ExtensionApp):
             FileLimits(max_chars=limits.max_chars),
             artifacts=artifact_store.folder,
         )
-        run = RunTool(
+        run = InPlaceTool(
             inplace,
             notebook_store,
             activity,

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any
 
-from .mcp.client_config import CLIENTS, McpEndpoint, choose_server, render
+from jupyter_xcsh.mcp.client_config import CLIENTS, McpEndpoint, choose_server, render
 
 
 def running_servers(runtime_dir: str | None = None) -> list[dict[str, Any]]:

@@ -3,8 +3,8 @@
 A body is a JSON object of known fields; a JSON null means "not given" (agents often send every
 field, unused ones as null); ``action`` names one of the tool's actions, each of which accepts
 its own fields; each field has one JSON type. The tools' own rules (which fields go together,
-ranges) follow in their request modules (``notebook/request.py``, ``files/request.py``,
-``kernel_tool/request.py``). Pure.
+ranges) follow in their request modules (``notebook/edit/request.py``, ``tools/files/request.py``,
+``tools/kernel/request.py``). Pure.
 
 A refusal teaches: an unknown field or action keeps its message's prefix (``Unknown field: x``,
 ``Invalid action: x``, what callers recognise) and goes on, in parentheses, with the nearest
@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
-from .errors import InvalidRequestError
+from jupyter_xcsh.errors import InvalidRequestError
 
 __all__ = [
     "ALIASES",

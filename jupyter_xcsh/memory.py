@@ -128,7 +128,7 @@ def hand_over() -> None:
     every switch interval (5 ms), and later still on a loaded machine, where the waiting thread
     is not run at once: the event loop's thread waited 50-90 ms at times while a worker thread
     saved, signed and kept a cell with 50 MB of outputs, a MiB at a time
-    (``tests/test_notebook_edit_loop.py``). ``time.sleep(0)`` drops it at once.
+    (``tests/api/notebook/test_notebook_edit_loop.py``). ``time.sleep(0)`` drops it at once.
     """
     time.sleep(0)
 

@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Iterable
 
-from .errors import InvalidRequestError, RefusedError
+from jupyter_xcsh.errors import InvalidRequestError, RefusedError
 
 #: Longest file name, in bytes, of the file systems a server runs on (Linux, macOS, Windows).
 NAME_MAX = 255

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .events.activity import ActivityEvents
-from .execution.inplace.service import InPlaceService
-from .execution.python.runner import ExecutionService
-from .fast_paths import FastPaths
-from .notebook.store import NotebookStore
-from .outputs.artifacts import ArtifactStore
-from .policy.gate import PolicyGate
-from .settings import XcshSettings
-from .tools import ArtifactTool, NotebookTool, PythonTool
-from .tools.files import FilesTool
-from .tools.kernel import KernelTool
-from .tools.run import RunTool
-from .tools.runs import RunInputTool, RunRegistry
+from jupyter_xcsh.artifacts.store import ArtifactStore
+from jupyter_xcsh.events.activity import ActivityEvents
+from jupyter_xcsh.execution.inplace.service import InPlaceService
+from jupyter_xcsh.execution.python.service import PythonService
+from jupyter_xcsh.fast_paths import FastPaths
+from jupyter_xcsh.notebook.storage.store import NotebookStore
+from jupyter_xcsh.policy.gate import PolicyGate
+from jupyter_xcsh.runs.registry import RunInputTool, RunRegistry
+from jupyter_xcsh.settings import XcshSettings
+from jupyter_xcsh.tools import ArtifactTool, NotebookTool, PythonTool
+from jupyter_xcsh.tools.files.tool import FilesTool
+from jupyter_xcsh.tools.inplace.tool import InPlaceTool
+from jupyter_xcsh.tools.kernel.tool import KernelTool
 
 __all__ = ["XcshServices"]
 
@@ -30,7 +30,7 @@ class XcshServices:
     fast_paths: FastPaths
     notebook_store: NotebookStore
     artifact_store: ArtifactStore
-    execution: ExecutionService
+    execution: PythonService
     activity: ActivityEvents
     notebook: NotebookTool
     python: PythonTool
@@ -40,7 +40,7 @@ class XcshServices:
     run_inputs: RunInputTool
     # Runs in place (docs/developers/contract.md §6): the engine and its tool.
     inplace: InPlaceService
-    run: RunTool
+    run: InPlaceTool
     #: The files tool (folders and text files of the contents root).
     files: FilesTool
     #: The kernel tool: variables, status and control of session and notebook kernels.

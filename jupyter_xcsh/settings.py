@@ -5,7 +5,7 @@ from __future__ import annotations
 from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
-from .fast_paths import FAST_PATHS
+from jupyter_xcsh.fast_paths import FAST_PATHS
 
 
 class XcshSettings(Configurable):

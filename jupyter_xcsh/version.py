@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 try:
-    from ._version import __version__
+    from jupyter_xcsh._version import __version__
 except ImportError:  # pragma: no cover - only in a source tree that was never built
     __version__ = "0.0.0.dev0"
 

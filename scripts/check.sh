@@ -216,8 +216,23 @@ VENV="$VENV" bounded 10 bash scripts/server-tests.sh
 
 # The core suites (notebook tool, python tool, runs in place, stdin, MCP), run
 # again where something other than the code changes: the fast paths, the dependencies.
-CORE_TESTS=(tests/test_notebook_*.py tests/test_python_*.py tests/test_mcp_*.py
-  tests/test_stdin_policy.py tests/test_fast_paths.py tests/test_startup_heap.py)
+CORE_TESTS=(tests/api/inplace tests/api/notebook tests/unit/search tests/unit/notebook/edit \
+  tests/unit/notebook/rooms tests/unit/notebook/storage/test_notebook_document.py \
+  tests/unit/notebook/test_notebook_outputs.py tests/unit/notebook/test_notebook_reader.py \
+  tests/api/python/test_python_execution.py tests/api/python/test_python_frozen_kernel.py \
+  tests/api/python/test_python_images.py tests/api/python/test_python_interrupts.py \
+  tests/api/python/test_python_kernel_activity.py tests/api/python/test_python_kernels_gone.py \
+  tests/api/python/test_python_notebook_kernel.py tests/api/python/test_python_output_bound.py \
+  tests/api/python/test_python_queued_messages.py tests/api/python/test_python_recovery.py \
+  tests/api/python/test_python_remote_kernel.py tests/api/python/test_python_sessions_listed.py \
+  tests/api/python/test_python_stdin.py tests/api/python/test_python_streaming.py tests/unit/mcp \
+  tests/api/mcp/test_mcp_config_api.py tests/api/mcp/test_mcp_config_command.py \
+  tests/api/mcp/test_mcp_endpoint.py tests/api/mcp/test_mcp_modern.py \
+  tests/api/mcp/test_mcp_resources.py tests/api/mcp/test_mcp_resources_live.py \
+  tests/api/mcp/test_mcp_runs_resources.py tests/api/mcp/test_mcp_summary.py \
+  tests/api/mcp/test_mcp_tasks.py tests/api/mcp/test_mcp_tools.py
+  tests/unit/execution/kernel/test_stdin_policy.py tests/api/server/test_fast_paths.py \
+    tests/process/test_startup_heap.py)
 versions() {  # <python>: the versions of the packages the matrix is about
   "$1" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_](server|client|core|events)|ipykernel|tornado|nbformat|pyzmq|traitlets) "
 }
@@ -281,12 +296,12 @@ fast_paths_off_then_the_short_stages() {
     step "image downscaling with Pillow installed ($VENV-images)"
     # A second environment with the images extra: the tests marked `pillow` run here (the main
     # environment has no Pillow and runs the `without_pillow` ones).
-    bounded 10 "$VENV-images/bin/python" -m pytest tests/test_image_budget.py \
-      tests/test_python_images.py -p no:cacheprovider -q -ra --basetemp="$TWICE/images"
+    bounded 10 "$VENV-images/bin/python" -m pytest tests/unit/outputs/test_image_budget.py \
+      tests/api/python/test_python_images.py -p no:cacheprovider -q -ra --basetemp="$TWICE/images"
 
     step "contents off the local disk: s3contents on a local S3, moto's server ($VENV-s3)"
     # Every tool with S3ContentsManager as the server's contents manager, its bucket on a moto
-    # server the tests start on 127.0.0.1 (tests/s3.py): notebooks, runs in place, files,
+    # server the tests start on 127.0.0.1 (tests/support/s3.py): notebooks, runs in place, files,
     # artifacts saved through the contents manager, nothing left on the local disk. ~1.5 minutes.
     "$VENV-s3/bin/python" -m pip list 2>/dev/null | grep -Ei "^(s3contents|s3fs|moto) "
     bounded 10 "$VENV-s3/bin/python" -m pytest tests -m s3 -p no:cacheprovider -q -ra \
@@ -339,10 +354,13 @@ if lane services; then
   "$VENV-eg/bin/python" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_]enterprise[-_]gateway|jupyter[-_]client) "
   XCSH_ENTERPRISE_GATEWAY="$PWD/$VENV-eg/bin/jupyter-enterprisegateway" bounded 20 \
     python -m pytest -n 2 -p no:cacheprovider -q -ra -k gateway \
-    tests/test_python_execution.py tests/test_python_interrupts.py tests/test_python_stdin.py \
-    tests/test_python_recovery.py tests/test_python_kernels_gone.py \
-    tests/test_python_remote_kernel.py tests/test_python_streaming.py tests/test_sessions_api.py \
-    tests/test_execution_faults.py tests/test_notebook_run_gateway.py tests/test_python_sessions_listed.py
+    tests/api/python/test_python_execution.py tests/api/python/test_python_interrupts.py \
+      tests/api/python/test_python_stdin.py \
+    tests/api/python/test_python_recovery.py tests/api/python/test_python_kernels_gone.py \
+    tests/api/python/test_python_remote_kernel.py tests/api/python/test_python_streaming.py \
+      tests/api/python/test_sessions_api.py \
+    tests/api/python/test_execution_faults.py tests/api/inplace/test_notebook_run_gateway.py \
+      tests/api/python/test_python_sessions_listed.py
 
   step "behind a real JupyterHub ($VENV-hub)"
   # A hub with its proxy (configurable-http-proxy, from npm) on 127.0.0.1, single-user servers
@@ -363,7 +381,10 @@ rtc_checks() {  # <virtualenv> [file-paths]
   "$1/bin/python" -m pip list 2>/dev/null | grep -Ei "^(jupyter[-_]collaboration|jupyter[-_]server[-_]ydoc|pycrdt) "
   bounded 10 "$1/bin/python" -m pytest tests -p no:cacheprovider -q -ra -m collaboration
   if [ "${2:-}" = file-paths ]; then
-    XCSH_TEST_RTC=1 bounded 10 "$1/bin/python" -m pytest tests/test_notebook_*.py -n 2 \
+    XCSH_TEST_RTC=1 bounded 10 "$1/bin/python" -m pytest tests/api/inplace tests/api/notebook \
+      tests/unit/search tests/unit/notebook/edit tests/unit/notebook/rooms \
+      tests/unit/notebook/storage/test_notebook_document.py \
+      tests/unit/notebook/test_notebook_outputs.py tests/unit/notebook/test_notebook_reader.py -n 2 \
       -p no:cacheprovider -q -ra -k "not racing"
   fi
   XCSH_UI_SCREENSHOTS="$PWD/test-artifacts/ui-tests-${1##*-}" \
@@ -396,11 +417,24 @@ fi
 bounded 10 "$VENV-sdocs/bin/python" -m pytest tests -p no:cacheprovider -q -ra -m server_documents
 XCSH_TEST_SERVER_DOCUMENTS=1 bounded 10 "$VENV-sdocs/bin/python" -m pytest -n 2 -p no:cacheprovider -q -ra \
   -k "not racing and not test_run_runs_the_cell_with_that_execution_count" \
-  $(ls tests/test_notebook_*.py | grep -v -e _run -e _live -e _server_documents)
+  tests/api/notebook/test_notebook_access.py tests/api/notebook/test_notebook_addressing.py \
+    tests/api/notebook/test_notebook_batch_events.py tests/api/notebook/test_notebook_changes.py \
+    tests/api/notebook/test_notebook_create.py tests/api/notebook/test_notebook_edit_cache.py \
+    tests/api/notebook/test_notebook_edit_loop.py tests/api/notebook/test_notebook_endpoint.py \
+    tests/api/notebook/test_notebook_execution_count.py tests/api/notebook/test_notebook_find.py \
+    tests/api/notebook/test_notebook_preconditions.py \
+    tests/api/notebook/test_notebook_read_images.py tests/api/notebook/test_notebook_revert.py \
+    tests/api/notebook/test_notebook_room_review.py tests/api/notebook/test_notebook_saves.py \
+    tests/api/notebook/test_notebook_stale.py tests/api/notebook/test_notebook_store.py \
+    tests/unit/notebook/edit/test_notebook_cells.py \
+    tests/unit/notebook/rooms/test_notebook_shared.py \
+    tests/unit/notebook/storage/test_notebook_document.py \
+    tests/unit/notebook/test_notebook_outputs.py tests/unit/notebook/test_notebook_reader.py \
+    tests/unit/search/test_notebook_grep.py
 
 step "Jupyter AI 3's personas get the tools from its persona manager ($VENV-ai)"
 # jupyter-ai installed: its PersonaManager's MCP server list holds this server (URL, token),
-# and a persona's stamped headers call the notebook tool with it (tests/test_jupyter_ai.py).
+# and a persona's stamped headers call the notebook tool with it (tests/api/mcp/test_jupyter_ai.py).
 "$VENV-ai/bin/python" -m pip list 2>/dev/null | grep -Ei "^jupyter-ai(-persona-manager)? "
 bounded 5 "$VENV-ai/bin/python" -m pytest tests -m jupyter_ai -p no:cacheprovider -q -ra
 

@@ -85,7 +85,7 @@ async def test_walks(jp_fetch: Any, jp_root_dir: Path) -> None:
     """One MCP python call and one REST notebook edit, each cold then warm."""
     from nbformat import v4, writes
 
-    from tests.mcp_client import VERSION
+    from tests.support.mcp_client import VERSION
 
     async def mcp_python() -> Any:
         body = {

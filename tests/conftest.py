@@ -25,10 +25,9 @@ from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
 from jupyter_xcsh.events.activity import NOTEBOOK_SCHEMA
-from jupyter_xcsh.events.run import RUN_SCHEMA
-
-from .mcp_client import tool_via_mcp
-from .threads import stop_anyio_workers
+from jupyter_xcsh.events.inplace import RUN_SCHEMA
+from tests.support.mcp_client import tool_via_mcp
+from tests.support.threads import stop_anyio_workers
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -51,11 +50,11 @@ def jp_server_config(jp_server_config, jp_root_dir, tmp_path_factory):
     if fast_paths_off():
         config.XcshSettings.fast_paths = False
     if os.environ.get("XCSH_TEST_RTC") == "1":
-        from .rtc import rtc_config
+        from tests.support.rtc import rtc_config
 
         config = rtc_config(config, jp_root_dir, tmp_path_factory.mktemp("rtc"))
     if os.environ.get("XCSH_TEST_SERVER_DOCUMENTS") == "1":
-        from .rtc import server_documents_config
+        from tests.support.rtc import server_documents_config
 
         config = server_documents_config(config, jp_root_dir, tmp_path_factory.mktemp("sd"))
     return config
@@ -66,7 +65,7 @@ def transport():
     """How the tool tests reach a tool: ``rest`` (its endpoint) or ``mcp`` (``tools/call``).
 
     Shared cases run through both with ``@pytest.mark.parametrize("transport", TRANSPORTS)``
-    (``tests/mcp_client.py``).
+    (``tests/support/mcp_client.py``).
     """
     return "rest"
 
@@ -110,7 +109,8 @@ def pytest_collection_modifyitems(config, items):
     where jupyter-ai is. The others are deselected, not skipped.
 
     Every test whose kernels are on a gateway (the ``gateway`` value of a parametrized
-    fixture, :data:`tests.gateway.KERNELS`) is marked ``process``: it needs the Kernel Gateway
+    fixture, :data:`tests.support.gateway.KERNELS`) is marked ``process``: it needs the Kernel
+    Gateway
     this worker starts.
     """
     for item in items:

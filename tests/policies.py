@@ -8,8 +8,8 @@ from typing import Any
 
 from tornado.httpclient import HTTPClientError
 
-from .mcp_client import tool_via_mcp
-from .openapi_check import assert_response_matches
+from tests.support.mcp_client import tool_via_mcp
+from tests.support.openapi_check import assert_response_matches
 
 POLICIES = "/api/xcsh/policies"
 APPROVALS = "/api/xcsh/approvals"

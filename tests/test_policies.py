@@ -21,10 +21,7 @@ from traitlets.config import Config
 
 from jupyter_xcsh.policy.rules import Rule, effective, parse_rule
 from jupyter_xcsh.policy.store import PolicyStore
-
-from .mcp_client import TRANSPORTS
-from .notebooks import jupyter_text
-from .policies import (
+from tests.policies import (
     APPROVALS,
     POLICIES,
     answer,
@@ -35,6 +32,8 @@ from .policies import (
     set_policy,
     tool,
 )
+from tests.support.mcp_client import TRANSPORTS
+from tests.support.notebooks import jupyter_text
 
 #: Seconds an approval waits in these tests: long enough for the polling "lab" on a loaded
 #: machine (it polls every 50 ms), short enough for the timeout cases.

@@ -16,9 +16,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
-from .mcp_client import TRANSPORTS, stream_call
-from .notebooks import jupyter_text
-from .policies import answer, answer_next, asked, fetch_json, pending, set_policy, tool
+from tests.policies import answer, answer_next, asked, fetch_json, pending, set_policy, tool
+from tests.support.mcp_client import TRANSPORTS, stream_call
+from tests.support.notebooks import jupyter_text
 
 APPROVAL_TIMEOUT = 20.0
 
@@ -234,7 +234,7 @@ async def test_a_run_waiting_for_approval_is_a_working_task_that_says_so(jp_fetc
     # MCP 2026 with the Tasks extension: the run outlives its request while the person decides;
     # its task is ``working`` (the answer is the person's, not the client's), its status message
     # names the wait, and the approval lets it complete.
-    from .test_mcp_tasks import call, task, until
+    from tests.api.mcp.test_mcp_tasks import call, task, until
 
     write(jp_root_dir / "a.ipynb", *THREE, tagged=(1,))
     await pending(jp_fetch)

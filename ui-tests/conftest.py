@@ -42,9 +42,10 @@ expect.set_options(timeout=30_000)
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # the helpers shared with tests/ (tests.browser, tests.threads)
+    # the helpers shared with tests/ (tests.support.browser, tests.support.threads)
+    sys.path.insert(0, str(REPO))
 
-from tests.browser import CHROMIUM_ARGS, chromium_executable  # noqa: E402
+from tests.support.browser import CHROMIUM_ARGS, chromium_executable  # noqa: E402
 
 SCREENSHOTS = Path(
     os.environ.get("XCSH_UI_SCREENSHOTS") or REPO / "test-artifacts" / "ui-tests"
@@ -60,8 +61,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Let the process end: stop AnyIO worker threads left behind (``tests.threads``)."""
-    from tests.threads import stop_anyio_workers
+    """Let the process end: stop AnyIO worker threads left behind (``tests.support.threads``)."""
+    from tests.support.threads import stop_anyio_workers
 
     stop_anyio_workers()
 

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.collaboration
 if str(Path(__file__).resolve().parents[1]) not in sys.path:  # the tests package (yroom)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.yroom import RoomOnThread  # noqa: E402
+from tests.support.yroom import RoomOnThread  # noqa: E402
 
 MODEL_SOURCES = """() => {
   const panel = window.jupyterapp.shell.currentWidget;

@@ -9,7 +9,7 @@ from pathlib import Path
 from playwright.sync_api import expect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.images import KERNEL_HELPERS
+from tests.support.images import KERNEL_HELPERS
 
 #: First python call of a session starts its kernel: allow for a slow machine.
 KERNEL_START = 60000

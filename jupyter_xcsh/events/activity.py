@@ -27,12 +27,12 @@ from typing import Any, ClassVar
 
 from jupyter_events import EventLogger
 
-from ..execution.kernel.observer import ExecutionObserver
-from ..outputs.sink import sanitize
-from .emit import emit_event
-from .history import ActivityHistory
-from .origin import origin_of
-from .validation import ShapeValidatedSchema
+from jupyter_xcsh.calls.observer import ExecutionObserver
+from jupyter_xcsh.events.emit import emit_event
+from jupyter_xcsh.events.history import ActivityHistory
+from jupyter_xcsh.events.origin import origin_of
+from jupyter_xcsh.events.validation import ShapeValidatedSchema
+from jupyter_xcsh.outputs.sink import sanitize
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 NOTEBOOK_SCHEMA = "https://events.jupyter.org/jupyter_xcsh/notebook/v1"

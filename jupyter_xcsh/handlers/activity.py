@@ -9,12 +9,12 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..errors import InvalidRequestError, NotFoundError
-from ..events.activity import CALL_ID
-from ..events.history import REVIEW_STATES
-from ..fields import known_fields
-from ..services import XcshServices
-from .base import XcshAPIHandler
+from jupyter_xcsh.errors import InvalidRequestError, NotFoundError
+from jupyter_xcsh.events.activity import CALL_ID
+from jupyter_xcsh.events.history import REVIEW_STATES
+from jupyter_xcsh.fields import known_fields
+from jupyter_xcsh.handlers.base import XcshAPIHandler
+from jupyter_xcsh.services import XcshServices
 
 #: Most entries one page holds (and the default).
 MAX_LIMIT = 1000

@@ -10,14 +10,14 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..outputs.artifacts import (
+from jupyter_xcsh.artifacts.store import (
     artifact_media_type,
     is_text_artifact,
     iter_byte_range,
     iter_line_range,
 )
-from ..services import XcshServices
-from .base import XcshAPIHandler
+from jupyter_xcsh.handlers.base import XcshAPIHandler
+from jupyter_xcsh.services import XcshServices
 
 TEXT = "text/plain; charset=utf-8"
 

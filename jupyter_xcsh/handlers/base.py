@@ -16,14 +16,14 @@ from jupyter_server.auth.authorizer import Authorizer
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from ..errors import InvalidRequestError, XcshError, status_for
-from ..events.origin import mark_origin, valid_traceparent
-from ..mcp.jupyter_ai import CHAT_HEADER, PERSONA_HEADER, persona_identity
-from ..mcp.protocol import client_name
-from ..notebook.presence import DEFAULT_NAME as DEFAULT_AGENT_NAME
-from ..paths import hide_root
-from ..services import XcshServices
-from ..tools.caller import Caller
+from jupyter_xcsh.calls.caller import Caller
+from jupyter_xcsh.errors import InvalidRequestError, XcshError, status_for
+from jupyter_xcsh.events.origin import mark_origin, valid_traceparent
+from jupyter_xcsh.mcp.jupyter_ai import CHAT_HEADER, PERSONA_HEADER, persona_identity
+from jupyter_xcsh.mcp.protocol import client_name
+from jupyter_xcsh.notebook.rooms.presence import DEFAULT_NAME as DEFAULT_AGENT_NAME
+from jupyter_xcsh.paths import hide_root
+from jupyter_xcsh.services import XcshServices
 
 #: Deepest nesting of arrays and objects a request body may have. No request needs more than a
 #: few levels; a bound keeps parsing (and everything that walks the body) far from Python's

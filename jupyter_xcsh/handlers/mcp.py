@@ -23,10 +23,11 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..execution.kernel.control import CallControl
-from ..mcp.elicitation import offers_elicitation, session_id_for
-from ..mcp.progress import ProgressNotifier
-from ..mcp.protocol import (
+from jupyter_xcsh.calls.control import CallControl
+from jupyter_xcsh.handlers.base import XcshAPIHandler, check_body
+from jupyter_xcsh.mcp.elicitation import offers_elicitation, session_id_for
+from jupyter_xcsh.mcp.progress import ProgressNotifier
+from jupyter_xcsh.mcp.protocol import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     Envelope,
@@ -40,12 +41,11 @@ from ..mcp.protocol import (
     parse_messages,
     request_version,
 )
-from ..mcp.resources import POLL_INTERVAL, new_session_id, updated
-from ..mcp.server import McpServer, RequestContext, progress_token
-from ..mcp.tasks import TaskWatch
-from ..notebook.presence import DEFAULT_NAME as DEFAULT_AGENT_NAME
-from ..services import XcshServices
-from .base import XcshAPIHandler, check_body
+from jupyter_xcsh.mcp.resources import POLL_INTERVAL, new_session_id, updated
+from jupyter_xcsh.mcp.server import McpServer, RequestContext, progress_token
+from jupyter_xcsh.mcp.tasks import TaskWatch
+from jupyter_xcsh.notebook.rooms.presence import DEFAULT_NAME as DEFAULT_AGENT_NAME
+from jupyter_xcsh.services import XcshServices
 
 #: Seconds between two progress notifications (or keep-alive comments) of a streamed call.
 PROGRESS_INTERVAL = 2.0

@@ -17,11 +17,11 @@ import json
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..errors import InvalidRequestError
-from ..mcp.client_config import CLIENTS, HIDDEN_TOKEN, McpEndpoint, configurations
-from ..mcp.jupyter_ai import server_token
-from ..services import XcshServices
-from .base import XcshAPIHandler
+from jupyter_xcsh.errors import InvalidRequestError
+from jupyter_xcsh.handlers.base import XcshAPIHandler
+from jupyter_xcsh.mcp.client_config import CLIENTS, HIDDEN_TOKEN, McpEndpoint, configurations
+from jupyter_xcsh.mcp.jupyter_ai import server_token
+from jupyter_xcsh.services import XcshServices
 
 #: The values ``show_token`` takes.
 _BOOLEANS = {"true": True, "false": False}

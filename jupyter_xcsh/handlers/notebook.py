@@ -8,9 +8,9 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..services import XcshServices
-from .base import XcshAPIHandler
-from .python import PythonHandler
+from jupyter_xcsh.handlers.base import XcshAPIHandler
+from jupyter_xcsh.handlers.python import PythonHandler
+from jupyter_xcsh.services import XcshServices
 
 
 class NotebookHandler(PythonHandler):

@@ -11,8 +11,8 @@ import json
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..services import XcshServices
-from .base import XcshAPIHandler
+from jupyter_xcsh.handlers.base import XcshAPIHandler
+from jupyter_xcsh.services import XcshServices
 
 
 class PoliciesHandler(XcshAPIHandler):

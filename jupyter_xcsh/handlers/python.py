@@ -10,11 +10,11 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..errors import XcshError, status_for
-from ..execution.kernel.control import CallControl
-from ..execution.kernel.observer import ExecutionObserver
-from ..services import XcshServices
-from .base import DomainHTTPError, XcshAPIHandler
+from jupyter_xcsh.calls.control import CallControl
+from jupyter_xcsh.calls.observer import ExecutionObserver
+from jupyter_xcsh.errors import XcshError, status_for
+from jupyter_xcsh.handlers.base import DomainHTTPError, XcshAPIHandler
+from jupyter_xcsh.services import XcshServices
 
 #: The media type that asks for a stream of JSON lines.
 NDJSON = "application/x-ndjson"

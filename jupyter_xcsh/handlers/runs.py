@@ -8,11 +8,11 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..errors import XcshError, status_for
-from ..execution.kernel.control import CallControl
-from ..services import XcshServices
-from ..tools.runs import BackgroundRun
-from .python import NDJSON, PythonHandler, StreamWriter
+from jupyter_xcsh.calls.control import CallControl
+from jupyter_xcsh.errors import XcshError, status_for
+from jupyter_xcsh.handlers.python import NDJSON, PythonHandler, StreamWriter
+from jupyter_xcsh.runs.registry import BackgroundRun
+from jupyter_xcsh.services import XcshServices
 
 #: A run id is the call id of the call (32 hex digits).
 RUN_ID = r"(?P<run_id>[0-9a-f]{32})"

@@ -8,10 +8,10 @@ import re
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..errors import InvalidRequestError
-from ..execution.python.runner import ExecutionService
-from ..services import XcshServices
-from .base import XcshAPIHandler
+from jupyter_xcsh.errors import InvalidRequestError
+from jupyter_xcsh.execution.python.service import PythonService
+from jupyter_xcsh.handlers.base import XcshAPIHandler
+from jupyter_xcsh.services import XcshServices
 
 #: C0 control characters and DEL: no working directory a session is keyed by contains one.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -21,7 +21,7 @@ class _SessionsBase(XcshAPIHandler):
     auth_resource = "kernels"
 
     @property
-    def service(self) -> ExecutionService:
+    def service(self) -> PythonService:
         """The execution service built by the extension app."""
         return self.services.execution
 

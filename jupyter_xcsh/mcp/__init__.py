@@ -28,6 +28,6 @@ result), ``progress`` (progress notifications), ``server`` (the methods, cancell
 (ready-made client configuration for ``jupyter xcsh mcp-config``).
 """
 
-from .server import McpServer
+from jupyter_xcsh.mcp.server import McpServer
 
 __all__ = ["McpServer"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from traitlets.config.loader import Config, LazyConfigValue
 
-from .client_config import MCP_PATH
+from jupyter_xcsh.mcp.client_config import MCP_PATH
 
 __all__ = [
     "CHAT_HEADER",

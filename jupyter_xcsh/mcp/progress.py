@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..execution.kernel.observer import ExecutionObserver
-from ..outputs.sink import sanitize
+from jupyter_xcsh.calls.observer import ExecutionObserver
+from jupyter_xcsh.outputs.sink import sanitize
 
 __all__ = ["MAX_MESSAGE_CHARS", "ProgressNotifier"]
 

@@ -37,11 +37,11 @@ from urllib.parse import quote, unquote, urlsplit
 from jupyter_server.utils import ensure_async
 from tornado.web import HTTPError
 
-from ..errors import NotFoundError, XcshError
-from ..events.activity import CALL_ID
-from ..notebook.model import notebook_revision
-from ..notebook.store import NotebookStore
-from ..tools.runs import RunRegistry
+from jupyter_xcsh.errors import NotFoundError, XcshError
+from jupyter_xcsh.events.activity import CALL_ID
+from jupyter_xcsh.notebook.model import notebook_revision
+from jupyter_xcsh.notebook.storage.store import NotebookStore
+from jupyter_xcsh.runs.registry import RunRegistry
 
 __all__ = [
     "NOTEBOOK_TEMPLATE",

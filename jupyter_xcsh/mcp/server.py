@@ -18,18 +18,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import NotFoundError, RefusedError, XcshError
-from ..events.origin import call_origin, valid_traceparent
-from ..execution.kernel.control import CallControl
-from ..services import XcshServices
-from ..tools import Caller
-from ..tools.runs import ACTION as RUN_ACTION
-from ..tools.runs import RESOURCE as RUN_RESOURCE
-from ..tools.runs import FollowUp
-from ..version import __version__
-from .elicitation import Elicit, Elicitations
-from .progress import ProgressNotifier
-from .protocol import (
+from jupyter_xcsh.calls.control import CallControl
+from jupyter_xcsh.errors import NotFoundError, RefusedError, XcshError
+from jupyter_xcsh.events.origin import call_origin, valid_traceparent
+from jupyter_xcsh.mcp.elicitation import Elicit, Elicitations
+from jupyter_xcsh.mcp.progress import ProgressNotifier
+from jupyter_xcsh.mcp.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -48,7 +42,7 @@ from .protocol import (
     negotiate,
     result_response,
 )
-from .resources import (
+from jupyter_xcsh.mcp.resources import (
     MAX_PER_CLIENT,
     NOTEBOOK_TEMPLATE,
     PAGE_SIZE,
@@ -59,10 +53,10 @@ from .resources import (
     notebook_uri,
     run_id,
 )
-from .summary import BODY, STRUCTURED_META
-from .tasks import EXTENSION as TASKS_EXTENSION
-from .tasks import Tasks, TaskWatch, offers_tasks
-from .tools import (
+from jupyter_xcsh.mcp.summary import BODY, STRUCTURED_META
+from jupyter_xcsh.mcp.tasks import EXTENSION as TASKS_EXTENSION
+from jupyter_xcsh.mcp.tasks import Tasks, TaskWatch, offers_tasks
+from jupyter_xcsh.mcp.tools import (
     REQUEST_STATE,
     ROUND_KEY,
     InputRequired,
@@ -74,6 +68,12 @@ from .tools import (
     error_result,
     resume,
 )
+from jupyter_xcsh.runs.registry import ACTION as RUN_ACTION
+from jupyter_xcsh.runs.registry import RESOURCE as RUN_RESOURCE
+from jupyter_xcsh.runs.registry import FollowUp
+from jupyter_xcsh.services import XcshServices
+from jupyter_xcsh.tools import Caller
+from jupyter_xcsh.version import __version__
 
 __all__ = ["McpServer", "RequestContext", "RunningRequests", "progress_token"]
 

@@ -4,7 +4,7 @@ A ``tools/call`` that starts a run (``python``, ``notebook`` ``run`` or ``run: t
 ``run_id`` follow-up) from a client declaring the extension in its request's capabilities, and
 still running ``XcshSettings.mcp_task_after`` seconds later (2 by default), answers with a task
 (``resultType: "task"``) instead of holding its request: the task is the run, its id the run's
-id, kept by the run registry (``tools/runs.py``) as any run is. Then:
+id, kept by the run registry (``runs/registry.py``) as any run is. Then:
 
 - ``tasks/get``: ``working`` (with the last line printed), ``input_required`` (the code's prompt
   as one form question, ``inputRequests``), ``completed`` (``result``: the ``CallToolResult``
@@ -25,13 +25,13 @@ from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import ConflictError, NotFoundError, XcshError
-from ..services import XcshServices
-from ..tools import Caller
-from ..tools.runs import ACTION, RESOURCE, BackgroundRun
-from .elicitation import DECLINED, PASSWORD, accepted_answer, form
-from .protocol import INVALID_PARAMS, Envelope, ProtocolError
-from .tools import call_result, error_result
+from jupyter_xcsh.errors import ConflictError, NotFoundError, XcshError
+from jupyter_xcsh.mcp.elicitation import DECLINED, PASSWORD, accepted_answer, form
+from jupyter_xcsh.mcp.protocol import INVALID_PARAMS, Envelope, ProtocolError
+from jupyter_xcsh.mcp.tools import call_result, error_result
+from jupyter_xcsh.runs.registry import ACTION, RESOURCE, BackgroundRun
+from jupyter_xcsh.services import XcshServices
+from jupyter_xcsh.tools import Caller
 
 __all__ = ["EXTENSION", "TaskWatch", "Tasks", "offers_tasks"]
 

@@ -26,16 +26,12 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import ConflictError, XcshError, status_for
-from ..execution.kernel.control import CallControl
-from ..execution.kernel.observer import ExecutionObserver
-from ..fields import InvalidActionError
-from ..outputs.images import ImageLimits
-from ..services import XcshServices
-from ..tools import Caller
-from ..tools.runs import MAX_WAIT, FollowUp, RunInputTool
-from .elicitation import DECLINED, PASSWORD, Elicit, accepted_answer, form
-from .schemas import (
+from jupyter_xcsh.calls.control import CallControl
+from jupyter_xcsh.calls.observer import ExecutionObserver
+from jupyter_xcsh.errors import ConflictError, XcshError, status_for
+from jupyter_xcsh.fields import InvalidActionError
+from jupyter_xcsh.mcp.elicitation import DECLINED, PASSWORD, Elicit, accepted_answer, form
+from jupyter_xcsh.mcp.schemas import (
     artifact_schema,
     listed,
     load_spec,
@@ -43,7 +39,11 @@ from .schemas import (
     request_schema,
     single_typed,
 )
-from .summary import OUTPUT_SCHEMAS, summarize
+from jupyter_xcsh.mcp.summary import OUTPUT_SCHEMAS, summarize
+from jupyter_xcsh.outputs.images import ImageLimits
+from jupyter_xcsh.runs.registry import MAX_WAIT, FollowUp, RunInputTool
+from jupyter_xcsh.services import XcshServices
+from jupyter_xcsh.tools import Caller
 
 __all__ = [
     "NOTEBOOK_ACTIONS",

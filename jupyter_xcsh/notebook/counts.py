@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidRequestError, NotFoundError
-from .model import CellDocument
+from jupyter_xcsh.errors import InvalidRequestError, NotFoundError
+from jupyter_xcsh.notebook.model import CellDocument
 
 __all__ = ["check_execution_count", "index_of_execution_count"]
 

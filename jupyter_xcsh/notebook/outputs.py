@@ -25,8 +25,16 @@ from typing import Any
 import nbformat
 from nbformat.v4.rwbase import split_lines
 
-from .celltext import PART_CHARS, CellText, joined, splice, text_head, text_length, text_tail
-from .model import CellDocument, CellKey, index_of_id, revision_of
+from jupyter_xcsh.notebook.model import CellDocument, CellKey, index_of_id, revision_of
+from jupyter_xcsh.notebook.storage.celltext import (
+    PART_CHARS,
+    CellText,
+    joined,
+    splice,
+    text_head,
+    text_length,
+    text_tail,
+)
 
 __all__ = [
     "CellPlace",

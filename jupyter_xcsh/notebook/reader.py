@@ -15,14 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidRequestError
-from ..outputs.imageinfo import IMAGE_FORMATS, image_size
-from ..outputs.images import pick_image
-from ..outputs.sink import sanitize
-from ..outputs.sizes import format_size
-from .cells import NotebookRequest, locate_cell
-from .model import CellDocument, notebook_revision, source_hash
-from .stale import stale_cells
+from jupyter_xcsh.errors import InvalidRequestError
+from jupyter_xcsh.notebook.edit.cells import NotebookRequest, locate_cell
+from jupyter_xcsh.notebook.model import CellDocument, notebook_revision, source_hash
+from jupyter_xcsh.notebook.stale import stale_cells
+from jupyter_xcsh.outputs.imageinfo import IMAGE_FORMATS, image_size
+from jupyter_xcsh.outputs.images import pick_image
+from jupyter_xcsh.outputs.sink import sanitize
+from jupyter_xcsh.outputs.sizes import format_size
 
 _TEXT_MIMES = ("text/plain", "text/markdown", "text/latex")
 _IMAGE_MIMES = frozenset(f.mime_type for f in IMAGE_FORMATS)

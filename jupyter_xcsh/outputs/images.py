@@ -24,9 +24,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .artifacts import ArtifactStore
-from .imageinfo import IMAGE_FORMATS, ImageFormat, image_format, image_size, svg_size
-from .sizes import format_size
+from jupyter_xcsh.artifacts.store import ArtifactStore
+from jupyter_xcsh.outputs.imageinfo import (
+    IMAGE_FORMATS,
+    ImageFormat,
+    image_format,
+    image_size,
+    svg_size,
+)
+from jupyter_xcsh.outputs.sizes import format_size
 
 __all__ = [
     "CapturedImage",

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .sizes import format_size
-from .view import OutputView, ViewLimits, cut_notice, render_view, sanitize
+from jupyter_xcsh.outputs.sizes import format_size
+from jupyter_xcsh.outputs.view import OutputView, ViewLimits, cut_notice, render_view, sanitize
 
 __all__ = [
     "DEFAULT_HEAD_LINES",

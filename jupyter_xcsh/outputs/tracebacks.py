@@ -28,8 +28,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .artifacts import ArtifactStore
-from .view import terminal_line
+from jupyter_xcsh.artifacts.store import ArtifactStore
+from jupyter_xcsh.outputs.view import terminal_line
 
 __all__ = ["FoldedTraceback", "fold_traceback", "save_traceback"]
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .sizes import format_size
+from jupyter_xcsh.outputs.sizes import format_size
 
 __all__ = [
     "OutputView",

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from ..errors import ConflictError, InvalidRequestError, NotFoundError, RefusedError
-from ..execution.kernel.control import CallControl
+from jupyter_xcsh.calls.control import CallControl
+from jupyter_xcsh.errors import ConflictError, InvalidRequestError, NotFoundError, RefusedError
 
 __all__ = [
     "ANSWERS",

@@ -13,13 +13,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidRequestError, NotFoundError, RefusedError
-from ..execution.kernel.control import CallControl
-from ..execution.kernel.observer import ExecutionObserver
-from .approvals import Approval, ApprovalRegistry, new_approval_id
-from .rules import DECISIONS, KINDS, Rule, effective, normalize_path, parse_rule, preset_of
-from .store import PolicyStore
-from .tags import ASK_BEFORE_RUN, protected
+from jupyter_xcsh.calls.control import CallControl
+from jupyter_xcsh.calls.observer import ExecutionObserver
+from jupyter_xcsh.errors import InvalidRequestError, NotFoundError, RefusedError
+from jupyter_xcsh.policy.approvals import Approval, ApprovalRegistry, new_approval_id
+from jupyter_xcsh.policy.rules import (
+    DECISIONS,
+    KINDS,
+    Rule,
+    effective,
+    normalize_path,
+    parse_rule,
+    preset_of,
+)
+from jupyter_xcsh.policy.store import PolicyStore
+from jupyter_xcsh.policy.tags import ASK_BEFORE_RUN, protected
 
 __all__ = ["AgentAction", "PolicyGate"]
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidRequestError
+from jupyter_xcsh.errors import InvalidRequestError
 
 __all__ = [
     "CLASSES",

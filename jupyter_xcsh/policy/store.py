@@ -15,7 +15,7 @@ import tempfile
 import threading
 from typing import Any
 
-from .rules import Rule, parse_rule
+from jupyter_xcsh.policy.rules import Rule, parse_rule
 
 __all__ = ["PolicyStore"]
 

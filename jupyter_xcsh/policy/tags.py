@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import RefusedError
+from jupyter_xcsh.errors import RefusedError
 
 __all__ = [
     "ASK_BEFORE_RUN",

@@ -1,8 +1,8 @@
 """One call path per tool, shared by the REST handlers, the MCP handler and the lab."""
 
-from .artifacts import ArtifactTool
-from .caller import Caller
-from .notebook import NotebookTool
-from .python import PythonTool
+from jupyter_xcsh.calls.caller import Caller
+from jupyter_xcsh.tools.artifact.tool import ArtifactTool
+from jupyter_xcsh.tools.notebook.tool import NotebookTool
+from jupyter_xcsh.tools.python.tool import PythonTool
 
 __all__ = ["ArtifactTool", "Caller", "NotebookTool", "PythonTool"]

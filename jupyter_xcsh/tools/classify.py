@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import difflib
 
-from ..execution.inplace.request import RunRequest
-from ..files.request import FilesRequest
-from ..kernel_tool.request import KernelRequest
-from ..notebook.batch import NotebookBatch
-from ..notebook.cells import NotebookRequest
-from ..policy.gate import AgentAction
+from jupyter_xcsh.execution.inplace.request import RunRequest
+from jupyter_xcsh.notebook.edit.batch import NotebookBatch
+from jupyter_xcsh.notebook.edit.cells import NotebookRequest
+from jupyter_xcsh.policy.gate import AgentAction
+from jupyter_xcsh.tools.files.request import FilesRequest
+from jupyter_xcsh.tools.kernel.request import KernelRequest
 
 __all__ = [
     "batch_action",

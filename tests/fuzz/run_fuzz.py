@@ -35,7 +35,7 @@ from typing import Any
 import nbformat
 from nbformat.v4 import new_notebook
 
-from ..notebooks import jupyter_text, sample_notebook
+from tests.support.notebooks import jupyter_text, sample_notebook
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "jupyter_xcsh" / "rest-api.yml"

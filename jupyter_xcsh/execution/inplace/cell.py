@@ -16,9 +16,12 @@ import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
-from ...outputs.images import CapturedImage, ImageCapture
-from ...outputs.sink import OutputSink
-from ..kernel.cell import (
+from jupyter_xcsh.calls.control import CallControl
+from jupyter_xcsh.calls.observer import ExecutionObserver
+from jupyter_xcsh.execution.inplace.live_outputs import LiveOutputs
+from jupyter_xcsh.execution.inplace.result import NotebookCellRun
+from jupyter_xcsh.execution.inplace.stored import RunOutputs
+from jupyter_xcsh.execution.kernel.cell import (
     CANCEL_GRACE,
     LIVENESS_INTERVAL,
     OUTPUT_MESSAGES,
@@ -28,13 +31,14 @@ from ..kernel.cell import (
     report_error,
     report_output,
 )
-from ..kernel.connection import ConnectionClosedError, KernelConnection, KernelLostError
-from ..kernel.control import CallControl
-from ..kernel.observer import ExecutionObserver
-from ..kernel.stdin import EOF, StdinPolicy
-from .live_outputs import LiveOutputs
-from .nboutputs import RunOutputs
-from .result import NotebookCellRun
+from jupyter_xcsh.execution.kernel.connection import (
+    ConnectionClosedError,
+    KernelConnection,
+    KernelLostError,
+)
+from jupyter_xcsh.execution.kernel.stdin import EOF, StdinPolicy
+from jupyter_xcsh.outputs.images import CapturedImage, ImageCapture
+from jupyter_xcsh.outputs.sink import OutputSink
 
 __all__ = ["CellExecution"]
 

@@ -13,22 +13,22 @@ import time
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from ...errors import XcshError
-from ...notebook.outputs import SelectedCell
-from ...outputs.artifacts import ArtifactStore, ArtifactWriter
-from ...outputs.images import ImageCapture
-from ...outputs.sink import DEFAULT_HEAD_LINES, DEFAULT_TAIL_LINES, OutputSink
-from ..kernel.connection import ConnectionClosedError, KernelLostError
-from ..kernel.control import CallCancelledError, CallControl
-from ..kernel.observer import ExecutionObserver
-from ..kernel.result import whole_seconds
-from ..kernel.stdin import StdinPolicy
-from .cell import CellExecution
-from .kernels import NotebookKernel, NotebookKernels
-from .live_outputs import LiveOutputs, OutputsTarget
-from .nboutputs import ArtifactLink, CellOutputs, RunOutputs
-from .request import RunRequest
-from .result import NotebookCellRun, RunOutcome
+from jupyter_xcsh.artifacts.store import ArtifactStore, ArtifactWriter
+from jupyter_xcsh.calls.control import CallCancelledError, CallControl
+from jupyter_xcsh.calls.observer import ExecutionObserver
+from jupyter_xcsh.errors import XcshError
+from jupyter_xcsh.execution.inplace.cell import CellExecution
+from jupyter_xcsh.execution.inplace.kernels import NotebookKernel, NotebookKernels
+from jupyter_xcsh.execution.inplace.live_outputs import LiveOutputs, OutputsTarget
+from jupyter_xcsh.execution.inplace.request import RunRequest
+from jupyter_xcsh.execution.inplace.result import NotebookCellRun, RunOutcome
+from jupyter_xcsh.execution.inplace.stored import ArtifactLink, CellOutputs, RunOutputs
+from jupyter_xcsh.execution.kernel.connection import ConnectionClosedError, KernelLostError
+from jupyter_xcsh.execution.kernel.result import whole_seconds
+from jupyter_xcsh.execution.kernel.stdin import StdinPolicy
+from jupyter_xcsh.notebook.outputs import SelectedCell
+from jupyter_xcsh.outputs.images import ImageCapture
+from jupyter_xcsh.outputs.sink import DEFAULT_HEAD_LINES, DEFAULT_TAIL_LINES, OutputSink
 
 __all__ = ["InPlaceRun"]
 

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ...notebook.stale import code_hash
+from jupyter_xcsh.notebook.stale import code_hash
 
 __all__ = ["ExecutionLog", "Running", "code_hash"]
 

@@ -28,11 +28,11 @@ from typing import Any
 from jupyter_core.utils import ensure_async
 from tornado import web
 
-from ...errors import InvalidRequestError
-from ..kernel.connection import KernelConnection
-from ..kernel.launcher import KernelLauncher
-from ..kernel.messages import string_expression
-from .executed import ExecutionLog
+from jupyter_xcsh.errors import InvalidRequestError
+from jupyter_xcsh.execution.inplace.executed import ExecutionLog
+from jupyter_xcsh.execution.kernel.connection import KernelConnection
+from jupyter_xcsh.execution.kernel.launcher import KernelLauncher
+from jupyter_xcsh.execution.kernel.messages import string_expression
 
 __all__ = ["KernelActivity", "NotebookKernel", "NotebookKernels", "NotebookSession"]
 

@@ -14,9 +14,9 @@ import time
 from collections.abc import Hashable
 from typing import Any, Protocol
 
-from ...notebook.outputs import SelectedCell
-from .nboutputs import RunOutputs
-from .result import NotebookCellRun
+from jupyter_xcsh.execution.inplace.result import NotebookCellRun
+from jupyter_xcsh.execution.inplace.stored import RunOutputs
+from jupyter_xcsh.notebook.outputs import SelectedCell
 
 __all__ = ["LiveOutputs", "OutputsTarget"]
 

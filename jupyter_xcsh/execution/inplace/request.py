@@ -12,16 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import InvalidRequestError, NotFoundError
-from ...fields import as_integer, unknown_fields
-from ...notebook.counts import check_execution_count, index_of_execution_count
-from ...notebook.model import CellDocument, revision_of
-from ...notebook.outputs import SelectedCell, selected_cell
-from ...notebook.request import check_expected, check_revision, check_source
-from ...notebook.stale import stale_cells
-from ...policy.tags import asks_before_run
-from ..kernel.cell import parse_timeout
-from ..kernel.stdin import StdinSpec, parse_stdin
+from jupyter_xcsh.errors import InvalidRequestError, NotFoundError
+from jupyter_xcsh.execution.kernel.cell import parse_timeout
+from jupyter_xcsh.execution.kernel.stdin import StdinSpec, parse_stdin
+from jupyter_xcsh.fields import as_integer, unknown_fields
+from jupyter_xcsh.notebook.counts import check_execution_count, index_of_execution_count
+from jupyter_xcsh.notebook.edit.request import check_expected, check_revision, check_source
+from jupyter_xcsh.notebook.model import CellDocument, revision_of
+from jupyter_xcsh.notebook.outputs import SelectedCell, selected_cell
+from jupyter_xcsh.notebook.stale import stale_cells
+from jupyter_xcsh.policy.tags import asks_before_run
 
 __all__ = ["AcceptedRun", "RunRequest", "accept_run", "kernelspec_name", "parse_run_request"]
 

@@ -7,10 +7,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...notebook.outputs import SelectedCell
-from ...outputs.images import CapturedImage
-from ..kernel.cell import CellRun
-from ..kernel.result import (
+from jupyter_xcsh.execution.inplace.kernels import NotebookSession
+from jupyter_xcsh.execution.kernel.cell import CellRun
+from jupyter_xcsh.execution.kernel.result import (
     CallOutcome,
     assemble_result,
     closing_lines,
@@ -19,7 +18,8 @@ from ..kernel.result import (
     timeout_notice,
     with_lines,
 )
-from .kernels import NotebookSession
+from jupyter_xcsh.notebook.outputs import SelectedCell
+from jupyter_xcsh.outputs.images import CapturedImage
 
 __all__ = ["NotebookCellRun", "RunOutcome", "assemble_run_result", "failure_summary"]
 

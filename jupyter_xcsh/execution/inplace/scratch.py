@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...notebook.outputs import SelectedCell
-from ..kernel.cell import CellRun
-from ..kernel.result import assemble_result
-from .result import NotebookCellRun, RunOutcome
+from jupyter_xcsh.execution.inplace.result import NotebookCellRun, RunOutcome
+from jupyter_xcsh.execution.kernel.cell import CellRun
+from jupyter_xcsh.execution.kernel.result import assemble_result
+from jupyter_xcsh.notebook.outputs import SelectedCell
 
 __all__ = ["ScratchCellRun", "ScratchOutcome", "ScratchTarget", "assemble_scratch_result"]
 

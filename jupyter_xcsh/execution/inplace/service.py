@@ -22,21 +22,31 @@ import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ...notebook.outputs import SelectedCell
-from ...outputs.artifacts import ArtifactStore
-from ...outputs.images import budget_images
-from ...outputs.sink import DEFAULT_HEAD_LINES, DEFAULT_MAX_BYTES, DEFAULT_TAIL_LINES
-from ..kernel.connection import ConnectionClosedError, KernelLostError
-from ..kernel.control import CallCancelledError, CallControl
-from ..kernel.observer import ExecutionObserver, report_input
-from ..kernel.result import partial_result, whole_seconds
-from ..kernel.stdin import StdinPolicy, StdinSpec
-from .cells import InPlaceRun, RunSettings
-from .kernels import NotebookKernel, NotebookKernels
-from .live_outputs import OutputsTarget
-from .request import RunRequest
-from .result import NotebookCellRun, RunOutcome, assemble_run_result, failure_summary
-from .scratch import ScratchOutcome, ScratchTarget, assemble_scratch_result, scratch_cells
+from jupyter_xcsh.artifacts.store import ArtifactStore
+from jupyter_xcsh.calls.control import CallCancelledError, CallControl
+from jupyter_xcsh.calls.observer import ExecutionObserver, report_input
+from jupyter_xcsh.execution.inplace.cells import InPlaceRun, RunSettings
+from jupyter_xcsh.execution.inplace.kernels import NotebookKernel, NotebookKernels
+from jupyter_xcsh.execution.inplace.live_outputs import OutputsTarget
+from jupyter_xcsh.execution.inplace.request import RunRequest
+from jupyter_xcsh.execution.inplace.result import (
+    NotebookCellRun,
+    RunOutcome,
+    assemble_run_result,
+    failure_summary,
+)
+from jupyter_xcsh.execution.inplace.scratch import (
+    ScratchOutcome,
+    ScratchTarget,
+    assemble_scratch_result,
+    scratch_cells,
+)
+from jupyter_xcsh.execution.kernel.connection import ConnectionClosedError, KernelLostError
+from jupyter_xcsh.execution.kernel.result import partial_result, whole_seconds
+from jupyter_xcsh.execution.kernel.stdin import StdinPolicy, StdinSpec
+from jupyter_xcsh.notebook.outputs import SelectedCell
+from jupyter_xcsh.outputs.images import budget_images
+from jupyter_xcsh.outputs.sink import DEFAULT_HEAD_LINES, DEFAULT_MAX_BYTES, DEFAULT_TAIL_LINES
 
 __all__ = ["InPlaceService", "OutputsTarget"]
 

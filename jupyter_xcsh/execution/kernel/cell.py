@@ -14,15 +14,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ...errors import InvalidRequestError
-from ...outputs.images import CapturedImage, ImageCapture, as_base64
-from ...outputs.sink import OutputSink, SinkResult
-from ...outputs.tracebacks import save_traceback
-from .connection import ConnectionClosedError, KernelConnection, KernelLostError
-from .control import CallControl
-from .messages import error_output, reduce_display
-from .observer import ExecutionObserver
-from .stdin import StdinPolicy, StdinSpec
+from jupyter_xcsh.calls.control import CallControl
+from jupyter_xcsh.calls.observer import ExecutionObserver
+from jupyter_xcsh.errors import InvalidRequestError
+from jupyter_xcsh.execution.kernel.connection import (
+    ConnectionClosedError,
+    KernelConnection,
+    KernelLostError,
+)
+from jupyter_xcsh.execution.kernel.messages import error_output, reduce_display
+from jupyter_xcsh.execution.kernel.stdin import StdinPolicy, StdinSpec
+from jupyter_xcsh.outputs.images import CapturedImage, ImageCapture, as_base64
+from jupyter_xcsh.outputs.sink import OutputSink, SinkResult
+from jupyter_xcsh.outputs.tracebacks import save_traceback
 
 __all__ = [
     "DEFAULT_TIMEOUT",

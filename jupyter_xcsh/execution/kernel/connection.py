@@ -25,8 +25,8 @@ from jupyter_client.client import KernelClient
 from jupyter_core.utils import ensure_async
 from zmq.backend import Socket as BaseSocket
 
-from ...fast_paths import FastPaths
-from .wire import decode_message, deserialize_message
+from jupyter_xcsh.execution.kernel.wire import decode_message, deserialize_message
+from jupyter_xcsh.fast_paths import FastPaths
 
 __all__ = [
     "ConnectionClosedError",

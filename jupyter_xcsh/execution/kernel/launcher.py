@@ -12,8 +12,8 @@ from typing import Any
 import zmq.asyncio
 from jupyter_core.utils import ensure_async
 
-from ...fast_paths import FastPaths
-from .listing import SessionListing
+from jupyter_xcsh.execution.kernel.listing import SessionListing
+from jupyter_xcsh.fast_paths import FastPaths
 
 __all__ = [
     "KernelLauncher",

@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...outputs.images import pick_image
-from ...outputs.tracebacks import fold_traceback
-from ...outputs.view import terminal_text
-from .markdown import html_to_markdown
+from jupyter_xcsh.execution.kernel.markdown import html_to_markdown
+from jupyter_xcsh.outputs.images import pick_image
+from jupyter_xcsh.outputs.tracebacks import fold_traceback
+from jupyter_xcsh.outputs.view import terminal_text
 
 __all__ = [
     "STATUS_MIME",

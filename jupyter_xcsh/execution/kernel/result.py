@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ...outputs.artifacts import ArtifactStore
-from ...outputs.images import CapturedImage, ImageResult, budget_images
-from .cell import CellRun
-from .stdin import StdinPolicy
+from jupyter_xcsh.artifacts.store import ArtifactStore
+from jupyter_xcsh.execution.kernel.cell import CellRun
+from jupyter_xcsh.execution.kernel.stdin import StdinPolicy
+from jupyter_xcsh.outputs.images import CapturedImage, ImageResult, budget_images
 
 __all__ = [
     "CallOutcome",

@@ -34,8 +34,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import ConflictError, InvalidRequestError
-from ...outputs.view import terminal_text
+from jupyter_xcsh.errors import ConflictError, InvalidRequestError
+from jupyter_xcsh.outputs.view import terminal_text
 
 __all__ = [
     "EOF",

@@ -8,20 +8,20 @@ from dataclasses import dataclass
 
 from jupyter_client.kernelspec import NoSuchKernel
 
-from ...errors import InvalidRequestError
-from ...outputs.artifacts import ArtifactStore
-from ...outputs.images import ImageCapture
-from ...outputs.sink import DEFAULT_HEAD_LINES, DEFAULT_TAIL_LINES, OutputSink
-from ..kernel.cell import run_cell
-from ..kernel.connection import KernelLostError
-from ..kernel.control import CallCancelledError, CallControl
-from ..kernel.launcher import KernelLauncher
-from ..kernel.observer import ExecutionObserver
-from ..kernel.result import CallOutcome, timeout_notice
-from ..kernel.stdin import StdinPolicy
-from .failures import SessionDisposedError, TooManyRestartsError
-from .request import PythonRequest
-from .session import KernelSession
+from jupyter_xcsh.artifacts.store import ArtifactStore
+from jupyter_xcsh.calls.control import CallCancelledError, CallControl
+from jupyter_xcsh.calls.observer import ExecutionObserver
+from jupyter_xcsh.errors import InvalidRequestError
+from jupyter_xcsh.execution.kernel.cell import run_cell
+from jupyter_xcsh.execution.kernel.connection import KernelLostError
+from jupyter_xcsh.execution.kernel.launcher import KernelLauncher
+from jupyter_xcsh.execution.kernel.result import CallOutcome, timeout_notice
+from jupyter_xcsh.execution.kernel.stdin import StdinPolicy
+from jupyter_xcsh.execution.python.failures import SessionDisposedError, TooManyRestartsError
+from jupyter_xcsh.execution.python.request import PythonRequest
+from jupyter_xcsh.execution.python.session import KernelSession
+from jupyter_xcsh.outputs.images import ImageCapture
+from jupyter_xcsh.outputs.sink import DEFAULT_HEAD_LINES, DEFAULT_TAIL_LINES, OutputSink
 
 __all__ = ["CallSettings", "PythonCall", "describe_error"]
 

@@ -19,10 +19,10 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kernel.control import CallControl
-from ..kernel.launcher import KernelLauncher
-from .failures import KERNEL_GONE, SessionDisposedError
-from .session import KernelSession, SessionHistory, SessionKey
+from jupyter_xcsh.calls.control import CallControl
+from jupyter_xcsh.execution.kernel.launcher import KernelLauncher
+from jupyter_xcsh.execution.python.failures import KERNEL_GONE, SessionDisposedError
+from jupyter_xcsh.execution.python.session import KernelSession, SessionHistory, SessionKey
 
 __all__ = ["KernelSessionPool"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kernel.messages import string_expression
+from jupyter_xcsh.execution.kernel.messages import string_expression
 
 __all__ = [
     "NOTICE_EXPRESSION",

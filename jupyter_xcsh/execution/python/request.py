@@ -7,11 +7,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import InvalidRequestError, RefusedError
-from ...fields import unknown_fields
-from ...paths import check_path
-from ..kernel.cell import DEFAULT_TIMEOUT, parse_timeout
-from ..kernel.stdin import StdinSpec, parse_stdin
+from jupyter_xcsh.errors import InvalidRequestError, RefusedError
+from jupyter_xcsh.execution.kernel.cell import DEFAULT_TIMEOUT, parse_timeout
+from jupyter_xcsh.execution.kernel.stdin import StdinSpec, parse_stdin
+from jupyter_xcsh.fields import unknown_fields
+from jupyter_xcsh.paths import check_path
 
 __all__ = ["DEFAULT_TIMEOUT", "CellSpec", "PythonRequest", "parse_python_request"]
 

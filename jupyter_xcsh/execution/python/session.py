@@ -35,11 +35,20 @@ from typing import Any
 
 from traitlets import All, HasTraits, Instance
 
-from ..kernel.connection import IOPUB_HIGH_WATER_MARK, KernelConnection, KernelLostError
-from ..kernel.launcher import KernelLauncher
-from .failures import KERNEL_GONE, TOO_MANY_RESTARTS, SessionDisposedError, TooManyRestartsError
-from .prelude import NOTICE_EXPRESSION, read_notice
-from .starts import KernelStart
+from jupyter_xcsh.execution.kernel.connection import (
+    IOPUB_HIGH_WATER_MARK,
+    KernelConnection,
+    KernelLostError,
+)
+from jupyter_xcsh.execution.kernel.launcher import KernelLauncher
+from jupyter_xcsh.execution.python.failures import (
+    KERNEL_GONE,
+    TOO_MANY_RESTARTS,
+    SessionDisposedError,
+    TooManyRestartsError,
+)
+from jupyter_xcsh.execution.python.prelude import NOTICE_EXPRESSION, read_notice
+from jupyter_xcsh.execution.python.starts import KernelStart
 
 __all__ = [
     "ActivityRecorder",

@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from ..kernel.launcher import KernelLauncher
+from jupyter_xcsh.execution.kernel.launcher import KernelLauncher
 
 __all__ = ["KernelStart"]
 

@@ -1,0 +1,1 @@
+"""Artifacts: files kept for callers to read later."""

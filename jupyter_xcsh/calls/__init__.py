@@ -1,0 +1,1 @@
+"""What one call carries, whatever the transport: who calls, what cancels it, its progress."""

@@ -1,0 +1,1 @@
+"""The edit core: a request's changes applied to cells (pure)."""

@@ -1,0 +1,1 @@
+"""Collaboration rooms: a notebook's live shared document, its undo, the agent's presence."""

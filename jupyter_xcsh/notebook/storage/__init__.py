@@ -1,0 +1,1 @@
+"""Reading and saving notebooks: the one reader and writer of the files."""

@@ -1,0 +1,1 @@
+"""Line search, shared by the notebook tool's find and the files tool's search."""

@@ -1,0 +1,1 @@
+"""The artifact tool: the files kept for callers to read later."""

@@ -1,0 +1,1 @@
+"""The run-in-place tool: a notebook's cells run in the notebook's own kernel."""

@@ -1,0 +1,1 @@
+"""The notebook tool: read, find, change, create, changes, undo."""

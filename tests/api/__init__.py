@@ -1,0 +1,1 @@
+"""Tests through a real server's API, one folder per tool."""

@@ -1,0 +1,1 @@
+"""Tests that start programs of their own (child Pythons, other servers)."""

@@ -1,0 +1,1 @@
+"""Checks of the repository itself: its documents, its benchmark scripts."""

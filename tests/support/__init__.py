@@ -1,0 +1,1 @@
+"""What the tests share: servers, kernels, clients, fakes chosen through config."""
