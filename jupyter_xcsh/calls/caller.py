@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jupyter_xcsh.errors import forbidden
 
@@ -13,7 +13,14 @@ if TYPE_CHECKING:
     from jupyter_xcsh.calls.observer import ExecutionObserver
     from jupyter_xcsh.policy.gate import AgentAction, PolicyGate
 
-__all__ = ["Caller"]
+__all__ = ["Caller", "Permission"]
+
+
+class Permission(NamedTuple):
+    """What a call asks the server's authorizer: an action on a resource."""
+
+    action: str  # "read" | "write" | "execute"
+    resource: str  # "contents" | "kernels" (as the server's own APIs)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ import os
 import re
 from collections.abc import Iterator
 
-from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
@@ -16,8 +15,9 @@ from jupyter_xcsh.artifacts.store import (
     iter_byte_range,
     iter_line_range,
 )
-from jupyter_xcsh.handlers.base import XcshAPIHandler
+from jupyter_xcsh.handlers.base import XcshAPIHandler, tool_authorized
 from jupyter_xcsh.services import XcshServices
+from jupyter_xcsh.tools.artifact.tool import ArtifactTool
 
 TEXT = "text/plain; charset=utf-8"
 
@@ -71,10 +71,10 @@ class ArtifactHandler(XcshAPIHandler):
     beyond the end, 403 when the user may not read contents.
     """
 
-    auth_resource = "contents"
+    auth_resource = ArtifactTool.permission.resource
 
     @web.authenticated
-    @authorized
+    @tool_authorized(ArtifactTool)
     async def get(self, artifact_id: str) -> None:
         """Write the artifact (or the lines or bytes asked for) as plain text."""
         offset = self._positive_argument("offset")

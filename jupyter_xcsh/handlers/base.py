@@ -6,17 +6,18 @@ import hashlib
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from http.client import responses
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from jupyter_core.utils import ensure_async
 from jupyter_server.auth.authorizer import Authorizer
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from jupyter_xcsh.calls.caller import Caller
+from jupyter_xcsh.calls.caller import Caller, Permission
 from jupyter_xcsh.errors import InvalidRequestError, XcshError, status_for
 from jupyter_xcsh.events.origin import mark_origin, valid_traceparent
 from jupyter_xcsh.mcp.jupyter_ai import CHAT_HEADER, PERSONA_HEADER, persona_identity
@@ -24,6 +25,8 @@ from jupyter_xcsh.mcp.protocol import client_name
 from jupyter_xcsh.notebook.rooms.presence import DEFAULT_NAME as DEFAULT_AGENT_NAME
 from jupyter_xcsh.paths import hide_root
 from jupyter_xcsh.services import XcshServices
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 #: Deepest nesting of arrays and objects a request body may have. No request needs more than a
 #: few levels; a bound keeps parsing (and everything that walks the body) far from Python's
@@ -34,6 +37,24 @@ MAX_BODY_DEPTH = 64
 # one); bodies without such an escape skip the search for them.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def permission_authorized(permission: Permission) -> Callable[[_Method], _Method]:
+    """jupyter_server's own ``@authorized``, asking ``permission`` (declared by a tool).
+
+    The same question to the server's authorizer, at the same moment (before the body is read)
+    and the same 403 as ``@authorized(action)`` with the resource as the handler's
+    ``auth_resource``: the permission is written once, on the tool, not again here.
+    """
+    return cast(
+        Callable[[_Method], _Method],
+        authorized(permission.action, resource=permission.resource),
+    )
+
+
+def tool_authorized(tool: Any) -> Callable[[_Method], _Method]:
+    """``@authorized`` with the permission every call of ``tool`` (a tool class) needs."""
+    return permission_authorized(tool.permission)
 
 
 class DomainHTTPError(web.HTTPError):

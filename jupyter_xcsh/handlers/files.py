@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_xcsh.handlers.base import XcshAPIHandler
+from jupyter_xcsh.handlers.base import XcshAPIHandler, tool_authorized
 from jupyter_xcsh.services import XcshServices
+from jupyter_xcsh.tools.files.tool import FilesTool
 
 
 class FilesHandler(XcshAPIHandler):
@@ -21,10 +21,10 @@ class FilesHandler(XcshAPIHandler):
     binary or too large file.
     """
 
-    auth_resource = "contents"
+    auth_resource = FilesTool.permission.resource
 
     @web.authenticated
-    @authorized("read")
+    @tool_authorized(FilesTool)
     async def post(self) -> None:
         """Run one files tool request; changes also need ``write`` on ``contents``."""
         with self.domain_errors():
@@ -34,4 +34,4 @@ class FilesHandler(XcshAPIHandler):
 
 def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:
     """Return the files tool's URL routes."""
-    return [(r"/api/xcsh/files", FilesHandler, {"services": services})]
+    return [(FilesTool.route, FilesHandler, {"services": services})]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from jupyter_xcsh.handlers.base import tool_authorized
 from jupyter_xcsh.handlers.python import PythonHandler
 from jupyter_xcsh.services import XcshServices
+from jupyter_xcsh.tools.inplace.tool import InPlaceTool
 
 
 class InPlaceRunHandler(PythonHandler):
@@ -25,10 +26,10 @@ class InPlaceRunHandler(PythonHandler):
     that is not a notebook. A client that disconnects interrupts its own running cell.
     """
 
-    auth_resource = "contents"
+    auth_resource = InPlaceTool.permission.resource
 
     @web.authenticated
-    @authorized("write")
+    @tool_authorized(InPlaceTool)
     async def post(self) -> None:
         """Run one call (the tool also requires ``execute`` on ``kernels``)."""
         await self.call_tool(self.services.run)
@@ -36,4 +37,4 @@ class InPlaceRunHandler(PythonHandler):
 
 def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:
     """Return the run tool's URL routes."""
-    return [(r"/api/xcsh/notebook/run", InPlaceRunHandler, {"services": services})]
+    return [(InPlaceTool.route, InPlaceRunHandler, {"services": services})]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_xcsh.handlers.base import XcshAPIHandler
+from jupyter_xcsh.handlers.base import XcshAPIHandler, tool_authorized
 from jupyter_xcsh.services import XcshServices
+from jupyter_xcsh.tools.kernel.tool import KernelTool
 
 
 class KernelHandler(XcshAPIHandler):
@@ -20,10 +20,10 @@ class KernelHandler(XcshAPIHandler):
     refused while a cell runs, or a kernel that is not running.
     """
 
-    auth_resource = "kernels"
+    auth_resource = KernelTool.permission.resource
 
     @web.authenticated
-    @authorized("read")
+    @tool_authorized(KernelTool)
     async def post(self) -> None:
         """Run one kernel tool request; the action's own right is asked by the tool."""
         with self.domain_errors():
@@ -33,4 +33,4 @@ class KernelHandler(XcshAPIHandler):
 
 def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:
     """Return the kernel tool's URL routes."""
-    return [(r"/api/xcsh/kernel", KernelHandler, {"services": services})]
+    return [(KernelTool.route, KernelHandler, {"services": services})]

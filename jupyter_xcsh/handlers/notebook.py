@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from jupyter_xcsh.handlers.base import XcshAPIHandler
+from jupyter_xcsh.handlers.base import XcshAPIHandler, permission_authorized, tool_authorized
 from jupyter_xcsh.handlers.python import PythonHandler
 from jupyter_xcsh.services import XcshServices
+from jupyter_xcsh.tools.notebook.tool import NotebookTool
 
 
 class NotebookHandler(PythonHandler):
@@ -25,10 +25,10 @@ class NotebookHandler(PythonHandler):
     stream with ``Accept: application/x-ndjson``; a client that disconnects interrupts it.
     """
 
-    auth_resource = "contents"
+    auth_resource = NotebookTool.permission.resource
 
     @web.authenticated
-    @authorized("read")
+    @tool_authorized(NotebookTool)
     async def post(self) -> None:
         """Run one notebook tool request; changes also need ``write`` on ``contents``."""
         await self.call_tool(self.services.notebook)
@@ -45,10 +45,10 @@ class NotebookUndoHandler(XcshAPIHandler):
     body; 404 (reason ``not-held``) when no open room holds the call; 409 when already undone.
     """
 
-    auth_resource = "contents"
+    auth_resource = NotebookTool.UNDO.resource
 
     @web.authenticated
-    @authorized("write")
+    @permission_authorized(NotebookTool.UNDO)
     async def post(self) -> None:
         """Undo the call (or its change to one cell), keeping what others typed since."""
         with self.domain_errors():
@@ -60,6 +60,6 @@ def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServic
     """Return the notebook tool's URL routes."""
     given = {"services": services}
     return [
-        (r"/api/xcsh/notebook", NotebookHandler, given),
+        (NotebookTool.route, NotebookHandler, given),
         (r"/api/xcsh/notebook/undo", NotebookUndoHandler, given),
     ]

@@ -6,15 +6,15 @@ import functools
 import json
 from typing import Any
 
-from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
 from jupyter_xcsh.calls.control import CallControl
 from jupyter_xcsh.calls.observer import ExecutionObserver
 from jupyter_xcsh.errors import XcshError, status_for
-from jupyter_xcsh.handlers.base import DomainHTTPError, XcshAPIHandler
+from jupyter_xcsh.handlers.base import DomainHTTPError, XcshAPIHandler, tool_authorized
 from jupyter_xcsh.services import XcshServices
+from jupyter_xcsh.tools.python.tool import PythonTool
 
 #: The media type that asks for a stream of JSON lines.
 NDJSON = "application/x-ndjson"
@@ -129,13 +129,13 @@ class PythonHandler(XcshAPIHandler):
     outside the root. A client that disconnects interrupts its call.
     """
 
-    auth_resource = "kernels"
+    auth_resource = PythonTool.permission.resource
     control: CallControl | None = None
     writer: StreamWriter | None = None
     gone = False
 
     @web.authenticated
-    @authorized("execute")
+    @tool_authorized(PythonTool)
     async def post(self) -> None:
         """Run one python tool call."""
         await self.call_tool(self.services.python)
@@ -184,4 +184,4 @@ class PythonHandler(XcshAPIHandler):
 
 def routes(services: XcshServices) -> list[tuple[str, type, dict[str, XcshServices]]]:
     """Return the python tool's URL routes."""
-    return [(r"/api/xcsh/python", PythonHandler, {"services": services})]
+    return [(PythonTool.route, PythonHandler, {"services": services})]

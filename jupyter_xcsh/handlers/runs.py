@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_xcsh.calls.control import CallControl
 from jupyter_xcsh.errors import XcshError, status_for
+from jupyter_xcsh.handlers.base import tool_authorized
 from jupyter_xcsh.handlers.python import NDJSON, PythonHandler, StreamWriter
-from jupyter_xcsh.runs.registry import BackgroundRun
+from jupyter_xcsh.runs.registry import BackgroundRun, RunInputTool
 from jupyter_xcsh.services import XcshServices
 
 #: A run id is the call id of the call (32 hex digits).
@@ -29,7 +29,7 @@ class RunInputHandler(PythonHandler):
     """
 
     @web.authenticated
-    @authorized("execute")
+    @tool_authorized(RunInputTool)
     async def post(self, run_id: str) -> None:
         """Answer the run's prompt."""
         await self.call_tool(self.services.run_inputs.answering(run_id))
@@ -48,12 +48,12 @@ class RunFollowHandler(PythonHandler):
     caller without ``execute`` on ``kernels``. Following never interrupts the run.
     """
 
-    auth_resource = "kernels"
+    auth_resource = RunInputTool.permission.resource
     # Only GET: the python tool's POST (this class streams as its handler does) is not here.
     post = web.RequestHandler.post
 
     @web.authenticated
-    @authorized("execute")
+    @tool_authorized(RunInputTool)
     async def get(self, run_id: str) -> None:
         """Follow the run to its next stop."""
         values = self.request.query_arguments.get("after")

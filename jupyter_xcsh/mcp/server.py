@@ -68,8 +68,7 @@ from jupyter_xcsh.mcp.tools import (
     error_result,
     resume,
 )
-from jupyter_xcsh.runs.registry import ACTION as RUN_ACTION
-from jupyter_xcsh.runs.registry import RESOURCE as RUN_RESOURCE
+from jupyter_xcsh.runs.registry import RunInputTool
 from jupyter_xcsh.runs.registry import FollowUp
 from jupyter_xcsh.services import XcshServices
 from jupyter_xcsh.tools import Caller
@@ -566,7 +565,7 @@ class McpServer:
     async def _run_of(self, uri: str, run: str, context: RequestContext) -> None:
         """Check that the run exists and that the caller may follow it (protocol errors)."""
         try:
-            await context.caller.require(RUN_ACTION, RUN_RESOURCE)
+            await context.caller.require(*RunInputTool.permission)
             self.services.runs.get(run)
         except NotFoundError as e:
             raise ProtocolError(_not_found(context), e.message, data={"uri": uri}) from None

@@ -29,7 +29,8 @@ from jupyter_xcsh.errors import ConflictError, NotFoundError, XcshError
 from jupyter_xcsh.mcp.elicitation import DECLINED, PASSWORD, accepted_answer, form
 from jupyter_xcsh.mcp.protocol import INVALID_PARAMS, Envelope, ProtocolError
 from jupyter_xcsh.mcp.tools import call_result, error_result
-from jupyter_xcsh.runs.registry import ACTION, RESOURCE, BackgroundRun
+from jupyter_xcsh.runs.registry import BackgroundRun, RunInputTool
+from jupyter_xcsh.runs.registry import RunInputTool
 from jupyter_xcsh.services import XcshServices
 from jupyter_xcsh.tools import Caller
 
@@ -159,7 +160,7 @@ class Tasks:
         task_id = params.get("taskId")
         if not isinstance(task_id, str):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: taskId must be a string")
-        await caller.require(ACTION, RESOURCE)
+        await caller.require(*RunInputTool.permission)
         try:
             return self.services.runs.get(task_id)
         except NotFoundError:
@@ -191,7 +192,7 @@ class TaskWatch:
         if not isinstance(task_ids, list):
             return []
         try:
-            await caller.require(ACTION, RESOURCE)
+            await caller.require(*RunInputTool.permission)
         except XcshError:  # may follow no run: no task is honored
             return []
         honored: list[str] = []

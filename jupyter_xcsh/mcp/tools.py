@@ -44,6 +44,13 @@ from jupyter_xcsh.outputs.images import ImageLimits
 from jupyter_xcsh.runs.registry import MAX_WAIT, FollowUp, RunInputTool
 from jupyter_xcsh.services import XcshServices
 from jupyter_xcsh.tools import Caller
+from jupyter_xcsh.tools.artifact.tool import ArtifactTool
+from jupyter_xcsh.tools.base import Tool
+from jupyter_xcsh.tools.files.tool import FilesTool
+from jupyter_xcsh.tools.inplace.tool import InPlaceTool
+from jupyter_xcsh.tools.kernel.tool import KernelTool
+from jupyter_xcsh.tools.notebook.tool import NotebookTool
+from jupyter_xcsh.tools.python.tool import PythonTool
 
 __all__ = [
     "NOTEBOOK_ACTIONS",
@@ -196,20 +203,24 @@ ToolCall = Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 @dataclass(frozen=True)
 class Operation:
-    """A REST operation a tool forwards to.
+    """A tool an MCP tool (or one of its actions) forwards to.
 
-    ``path`` is its path in ``rest-api.yml`` (whose request gives the tool's arguments),
-    ``authorized`` the ``(action, resource)`` its REST verb's ``@authorized`` asks, ``call``
-    the tool's one call path.
+    ``tool`` declares its REST path (``route``, whose request in ``rest-api.yml`` gives the
+    MCP tool's arguments) and the permission its REST verb asks first (``permission``);
+    ``call`` is how MCP calls it.
     """
 
-    path: str
-    authorized: tuple[str, str]
+    tool: type[Tool]
     call: ToolCall
+
+    @property
+    def path(self) -> str:
+        """The tool's path in ``rest-api.yml``."""
+        return self.tool.route
 
     async def run(self, context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
         """Ask what the REST verb asks, then call the tool."""
-        await context.caller.require(*self.authorized)
+        await context.caller.require(*self.tool.permission)
         return await self.call(context, arguments)
 
 
@@ -297,18 +308,18 @@ async def _files_call(context: ToolContext, arguments: dict[str, Any]) -> dict[s
     return await context.services.files.call(arguments, context.caller)
 
 
-NOTEBOOK = Operation("/api/xcsh/notebook", ("read", "contents"), _notebook_call)
-PYTHON = Operation("/api/xcsh/python", ("execute", "kernels"), _python_call)
-ARTIFACT = Operation("/api/xcsh/artifacts/{artifact_id}", ("read", "contents"), _artifact_call)
-RUN = Operation("/api/xcsh/notebook/run", ("write", "contents"), _run_call)
-FILES = Operation("/api/xcsh/files", ("read", "contents"), _files_call)
+NOTEBOOK = Operation(NotebookTool, _notebook_call)
+PYTHON = Operation(PythonTool, _python_call)
+ARTIFACT = Operation(ArtifactTool, _artifact_call)
+RUN = Operation(InPlaceTool, _run_call)
+FILES = Operation(FilesTool, _files_call)
 
 
 async def _kernel_call(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     return await context.services.kernel.call(arguments, context.caller)
 
 
-KERNEL = Operation("/api/xcsh/kernel", ("read", "kernels"), _kernel_call)
+KERNEL = Operation(KernelTool, _kernel_call)
 
 
 async def _notebook(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -329,7 +340,7 @@ async def _notebook(context: ToolContext, arguments: dict[str, Any]) -> dict[str
 #: /api/xcsh/notebook``, by action name. The operation's request body (without ``action``,
 #: which its path implies) is what it is called with, and its request schema joins the tool's
 #: input schema. Adding such an action is one entry here.
-NOTEBOOK_ACTIONS: dict[str, Operation] = {"run": RUN}
+NOTEBOOK_ACTIONS: dict[str, Operation] = {RUN.tool.name: RUN}
 
 
 # The tools' descriptions: what an agent needs to call each action right, in a line per action
@@ -407,7 +418,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
 
     tools = [
         McpTool(
-            "notebook",
+            NOTEBOOK.tool.name,
             "Notebook",
             NOTEBOOK_DESCRIPTION,
             listed(single_typed(notebook_schema)),
@@ -415,7 +426,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             _notebook,
         ),
         McpTool(
-            "python",
+            PYTHON.tool.name,
             "Run Python",
             PYTHON_DESCRIPTION,
             listed(single_typed(request_schema(spec, PYTHON.path))),
@@ -423,7 +434,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             PYTHON.run,
         ),
         McpTool(
-            "artifact",
+            ARTIFACT.tool.name,
             "Artifact",
             ARTIFACT_DESCRIPTION,
             listed(single_typed(artifact_schema(spec, ARTIFACT.path))),
@@ -431,7 +442,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             ARTIFACT.run,
         ),
         McpTool(
-            "files",
+            FILES.tool.name,
             "Files",
             FILES_DESCRIPTION,
             listed(single_typed(request_schema(spec, FILES.path))),
@@ -439,7 +450,7 @@ def build_tools(spec: Mapping[str, Any] | None = None) -> dict[str, McpTool]:
             FILES.run,
         ),
         McpTool(
-            "kernel",
+            KERNEL.tool.name,
             "Kernels",
             KERNEL_DESCRIPTION,
             listed(single_typed(request_schema(spec, KERNEL.path))),

@@ -25,9 +25,9 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from jupyter_xcsh.calls.caller import Caller
+from jupyter_xcsh.calls.caller import Caller, Permission
 from jupyter_xcsh.calls.control import CallControl
 from jupyter_xcsh.calls.observer import ExecutionObserver
 from jupyter_xcsh.errors import ConflictError, InvalidRequestError, NotFoundError
@@ -46,9 +46,6 @@ __all__ = [
     "parse_cursor",
     "take_run_fields",
 ]
-
-#: The authorizer resource and action of answering a run (it runs code further).
-RESOURCE, ACTION = "kernels", "execute"
 
 #: Seconds a finished run's result stays available to ``GET`` and late answers.
 RETENTION = 600.0
@@ -684,6 +681,9 @@ class RunRegistry:
 class RunInputTool:
     """Answer a run's prompt, or follow it, for a caller allowed to execute code."""
 
+    #: Answering or following a run runs code further.
+    permission: ClassVar[Permission] = Permission("execute", "kernels")
+
     def __init__(self, runs: RunRegistry) -> None:
         self.runs = runs
 
@@ -708,12 +708,12 @@ class RunInputTool:
         value = body.get("value")
         if not isinstance(value, str):
             raise InvalidRequestError("value must be a string")
-        await caller.require(ACTION, RESOURCE)
+        await caller.require(*self.permission)
         return await self.runs.get(run_id).next_stop(observer, answer=value)
 
     async def follow(self, run_id: str, caller: Caller) -> dict[str, Any]:
         """The run's next stop without answering: its end, or its prompt (at once if waiting)."""
-        await caller.require(ACTION, RESOURCE)
+        await caller.require(*self.permission)
         return await self.runs.get(run_id).next_stop()
 
     async def progress(self, run_id: str, after: str, caller: Caller) -> dict[str, Any]:
@@ -723,7 +723,7 @@ class RunInputTool:
         ``NotFoundError`` for an unknown run.
         """
         cursor = parse_cursor(after)
-        await caller.require(ACTION, RESOURCE)
+        await caller.require(*self.permission)
         return self.runs.get(run_id).progress(cursor)
 
     async def follow_up(
@@ -737,7 +737,7 @@ class RunInputTool:
 
         Following never cancels the run when the follower goes away.
         """
-        await caller.require(ACTION, RESOURCE)
+        await caller.require(*self.permission)
         run = self.runs.get(follow.run_id)
         if follow.answer is not None:
             return await run.next_stop(observer, control, answer=follow.answer, detach=True)

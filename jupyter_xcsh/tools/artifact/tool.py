@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 from jupyter_xcsh.artifacts.store import (
     ArtifactStore,
@@ -19,11 +19,9 @@ from jupyter_xcsh.outputs.imageinfo import image_format, image_size, svg_size
 from jupyter_xcsh.outputs.sizes import format_size
 from jupyter_xcsh.outputs.view import terminal_text
 from jupyter_xcsh.policy.gate import AgentAction
+from jupyter_xcsh.tools.base import Permission
 
 __all__ = ["ArtifactTool"]
-
-#: The authorizer resource of artifacts: they are files in the contents root.
-RESOURCE = "contents"
 
 #: Most bytes one ``call`` returns; a longer page stops at a line boundary with a notice.
 MAX_PAGE_BYTES = 256 * 1024
@@ -45,12 +43,17 @@ def _positive(body: dict[str, Any], name: str, default: int | None) -> int | Non
 class ArtifactTool:
     """Open artifacts for a caller allowed to read contents."""
 
+    name: ClassVar[str] = "artifact"
+    route: ClassVar[str] = "/api/xcsh/artifacts/{artifact_id}"
+    #: Artifacts are files in the contents root.
+    permission: ClassVar[Permission] = Permission("read", "contents")
+
     def __init__(self, store: ArtifactStore) -> None:
         self.store = store
 
     async def open(self, artifact_id: str, caller: Caller) -> BinaryIO:
         """Open an artifact for reading (the caller closes it); 400/403/404 as domain errors."""
-        await caller.require("read", RESOURCE)
+        await caller.require("read", self.permission.resource)
         # Artifacts belong to no path: only a rule on the root folder covers them.
         await caller.permit(AgentAction("artifact", "read", "", f"read artifact {artifact_id}"))
         # Off the event loop: the folder is listed, and read through the contents manager where

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from jupyter_xcsh.calls.caller import Caller
 from jupyter_xcsh.calls.control import CallControl
@@ -28,6 +28,7 @@ from jupyter_xcsh.policy.gate import AgentAction
 from jupyter_xcsh.policy.tags import ASK_BEFORE_RUN
 from jupyter_xcsh.runs.registry import RunInputTool, RunRegistry, session_waiting, take_run_fields
 from jupyter_xcsh.tools.classify import run_action
+from jupyter_xcsh.tools.base import Permission
 from jupyter_xcsh.tools.inplace.target import NotebookOutputs
 
 __all__ = ["InPlaceTool"]
@@ -35,12 +36,16 @@ __all__ = ["InPlaceTool"]
 #: The text of a run of the stale cells when no cell is stale.
 NOTHING_STALE = "No stale cells: nothing was run"
 
-#: What running cells in place needs: changing the notebook and executing code in a kernel.
-PERMISSIONS = (("write", "contents"), ("execute", "kernels"))
-
 
 class InPlaceTool:
     """Run code cells of a notebook in its own kernel and write their outputs back into it."""
+
+    #: Over MCP, the ``notebook`` tool's action of this name.
+    name: ClassVar[str] = "run"
+    route: ClassVar[str] = "/api/xcsh/notebook/run"
+    #: Changing the notebook, asked first; executing code in its kernel is ``EXECUTE``.
+    permission: ClassVar[Permission] = Permission("write", "contents")
+    EXECUTE: ClassVar[Permission] = Permission("execute", "kernels")
 
     def __init__(
         self,
@@ -100,8 +105,8 @@ class InPlaceTool:
         ``ForbiddenError`` without ``write`` on ``contents`` and ``execute`` on ``kernels``;
         409 while a run of the notebook waits for an answer to a prompt.
         """
-        for action, resource in PERMISSIONS:
-            await caller.require(action, resource)
+        for permission in (self.permission, self.EXECUTE):
+            await caller.require(*permission)
         api_path, _ = await self.store.resolve(request.notebook_path)
         waiting = self.runs.waiting_in(api_path)
         if waiting is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from jupyter_core.utils import ensure_async
 
@@ -29,14 +29,15 @@ from jupyter_xcsh.execution.python.service import PythonService
 from jupyter_xcsh.notebook.storage.store import NotebookStore
 from jupyter_xcsh.runs.registry import BackgroundRun, RunRegistry
 from jupyter_xcsh.tools.classify import kernel_action
+from jupyter_xcsh.tools.base import Permission
 from jupyter_xcsh.tools.kernel.probe import probe_expression, render_inspection, render_variables
 from jupyter_xcsh.tools.kernel.request import KernelRequest, parse_kernel_request
 from jupyter_xcsh.tools.kernel.targets import NotebookTarget, SessionTarget, busy_error
 
 __all__ = ["KernelTool"]
 
-#: The authorizer resource of the kernel tool, and the action each of its actions needs.
-RESOURCE = "kernels"
+#: The authorizer action each of the kernel tool's actions needs (on ``KernelTool.permission``'s
+#: resource).
 PERMISSION = {
     "variables": "execute",
     "inspect": "execute",
@@ -63,6 +64,11 @@ LOST_CLOSE_DELAY = 10.0
 class KernelTool:
     """Inspect and control the kernels of python sessions and notebooks."""
 
+    name: ClassVar[str] = "kernel"
+    route: ClassVar[str] = "/api/xcsh/kernel"
+    #: Every call reads the kernels; an action asks its own right (``PERMISSION``) too.
+    permission: ClassVar[Permission] = Permission("read", "kernels")
+
     def __init__(
         self,
         execution: PythonService,
@@ -84,7 +90,7 @@ class KernelTool:
         or change, a kernel not running.
         """
         request = parse_kernel_request(body)
-        await caller.require(PERMISSION[request.action], RESOURCE)
+        await caller.require(PERMISSION[request.action], self.permission.resource)
         await caller.permit(kernel_action(request))
         if request.action == "sessions":
             return self._sessions()

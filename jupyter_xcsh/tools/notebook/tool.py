@@ -28,7 +28,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import nbformat
 
@@ -68,6 +68,7 @@ from jupyter_xcsh.paths import to_api_path
 from jupyter_xcsh.policy.gate import AgentAction
 from jupyter_xcsh.search.find import NotebookFinder
 from jupyter_xcsh.tools.classify import batch_action, notebook_action
+from jupyter_xcsh.tools.base import Permission
 from jupyter_xcsh.tools.inplace.tool import InPlaceTool
 
 __all__ = ["NotebookHistory", "NotebookTool", "Step", "cell_changes", "describe_changes"]
@@ -77,9 +78,6 @@ HASH = re.compile(r"[0-9a-f]{16}")
 
 #: The fields of an undo request and their JSON types.
 UNDO_FIELDS: dict[str, type] = {"path": str, "call_id": str, "cell_id": str}
-
-#: The authorizer resource of the notebook tool (as the server's contents API).
-RESOURCE = "contents"
 
 #: The actions whose change may run its cell (``run: true``), and the fields of that run.
 RUN_ACTIONS = ("edit", "insert")
@@ -100,6 +98,13 @@ class NotebookTool:
     or a delete, inline when small, else kept as an artifact the lab fetches (``artifacts``).
     A batch (``changes``) is one call with one event listing its changes.
     """
+
+    name: ClassVar[str] = "notebook"
+    route: ClassVar[str] = "/api/xcsh/notebook"
+    #: Every call reads the notebook; a change also needs ``write`` on the same resource.
+    permission: ClassVar[Permission] = Permission("read", "contents")
+    #: Undoing a call's change in a room (``undo``, ``POST /api/xcsh/notebook/undo``).
+    UNDO: ClassVar[Permission] = Permission("write", "contents")
 
     def __init__(
         self,
@@ -171,7 +176,7 @@ class NotebookTool:
             return await self._change_and_run(request, run, caller, observer, control)
         if request.action == "create":
             return await self._create(request, caller, observer, control)
-        await caller.require("write" if request.changes else "read", RESOURCE)
+        await caller.require("write" if request.changes else "read", self.permission.resource)
         require_preconditions(request, self.require_preconditions)
         await caller.permit(notebook_action(request), observer, control)
         return await self._single(request, caller)
@@ -249,7 +254,7 @@ class NotebookTool:
             raise InvalidRequestError("detach must be a boolean")
         # A placeholder selection: the cell is the one the change leaves (its index then).
         run = parse_run_request({"notebook_path": request.notebook_path, "cell_index": 0, **fields})
-        await caller.require("write", RESOURCE)
+        await caller.require("write", self.permission.resource)
         require_preconditions(request, self.require_preconditions)
         api_path = await self.run.admit(run, caller)
         # Both the change and its run are judged before anything changes.
@@ -286,7 +291,7 @@ class NotebookTool:
         control: CallControl | None,
     ) -> dict[str, Any]:
         """``create``: a new empty notebook naming a kernel spec, never over an existing file."""
-        await caller.require("write", RESOURCE)
+        await caller.require("write", self.permission.resource)
         await caller.permit(notebook_action(request), observer, control)
         call_id = new_call_id()
         path = request.notebook_path
@@ -368,7 +373,7 @@ class NotebookTool:
     ) -> dict[str, Any]:
         """Apply a batch (``changes``) as one atomic change; one event lists its changes."""
         batch = parse_batch(body)
-        await caller.require("write", RESOURCE)
+        await caller.require("write", self.permission.resource)
         require_batch_preconditions(batch, self.require_preconditions)
         await caller.permit(batch_action(batch), observer, control)
         call_id = new_call_id()
@@ -426,7 +431,7 @@ class NotebookTool:
             )
         if not path:
             raise InvalidRequestError("path is required")
-        await caller.require("write", RESOURCE)
+        await caller.require(*self.UNDO)
         return await self.store.undo(path, call_id, cell_id)
 
     async def _look(
@@ -491,7 +496,7 @@ class NotebookTool:
             max_chars = int(max_chars)
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
             raise InvalidRequestError(f"max_chars must be a positive integer, got {max_chars!r}")
-        await caller.require("read", RESOURCE)
+        await caller.require("read", self.permission.resource)
         await caller.permit(AgentAction("notebook", "read", path, f"changes in {path}"))
         api_path, snapshot = await self._look(path)
         pairs = self.history.since(api_path, since)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from jupyter_xcsh.calls.caller import Caller
 from jupyter_xcsh.calls.control import CallControl
@@ -26,14 +26,10 @@ from jupyter_xcsh.runs.registry import (
 )
 from jupyter_xcsh.settings import XcshSettings
 from jupyter_xcsh.tools.classify import python_action
+from jupyter_xcsh.tools.base import Permission
+from jupyter_xcsh.tools.inplace.tool import InPlaceTool
 
 __all__ = ["NotebookScratch", "PythonTool"]
-
-#: The authorizer resource and action of running code (as the server's kernels API).
-RESOURCE, ACTION = "kernels", "execute"
-
-#: What code on a notebook's kernel needs: as a run in place, the notebook's and the kernel's.
-NOTEBOOK_PERMISSIONS = (("write", "contents"), ("execute", "kernels"))
 
 
 @dataclass(frozen=True)
@@ -46,6 +42,11 @@ class NotebookScratch:
 
 class PythonTool:
     """Run cells of code on the server's kernels; progress goes to the lab and the observer."""
+
+    name: ClassVar[str] = "python"
+    route: ClassVar[str] = "/api/xcsh/python"
+    #: Running code, as the server's kernels API asks it.
+    permission: ClassVar[Permission] = Permission("execute", "kernels")
 
     def __init__(
         self,
@@ -98,7 +99,7 @@ class PythonTool:
         action = python_action(codes, request.cwd, request.notebook_path, request.timeout)
         if request.notebook_path is not None:
             return await self._start_scratch(request, caller, observer, control, detach, action)
-        await caller.require(ACTION, RESOURCE)
+        await caller.require(*self.permission)
         await caller.permit(action, observer, control)
         if request.mode == "session":
             waiting = self.runs.waiting_on(request.session, request.cwd)
@@ -125,8 +126,8 @@ class PythonTool:
         assert path is not None
         if notebooks is None:
             raise InvalidRequestError("notebook_path is not available on this server")
-        for right, resource in NOTEBOOK_PERMISSIONS:
-            await caller.require(right, resource)
+        for permission in (InPlaceTool.permission, InPlaceTool.EXECUTE):
+            await caller.require(*permission)
         api_path, _ = await notebooks.store.resolve(path)
         await caller.permit(action, observer, control)
         waiting = self.runs.waiting_in(api_path)

@@ -13,6 +13,7 @@ import pytest
 from jupyter_xcsh.mcp import tools as mcp_tools
 from jupyter_xcsh.mcp.schemas import flatten, merge_actions, resolve
 from jupyter_xcsh.tools import Caller
+from jupyter_xcsh.tools.base import Permission
 from tests.support.inplace import write_notebook
 from tests.support.mcp_client import (
     VERSION,
@@ -286,8 +287,13 @@ async def test_tool_schemas_agree_with_rest_api_yml(jp_fetch):
 
 
 def test_an_action_served_by_another_operation_is_one_entry(monkeypatch):
-    # What adding `run` takes: its REST path, its verb's authorization and its call.
+    # What adding `run` takes: a tool declaring its REST path and permission, and its call.
     seen = []
+
+    class RunCells:
+        name = "run"
+        route = "/api/xcsh/notebook/run"
+        permission = Permission("execute", "kernels")
 
     async def run_cells(context, body):
         seen.append(body)
@@ -312,7 +318,7 @@ def test_an_action_served_by_another_operation_is_one_entry(monkeypatch):
             }
         }
     }
-    operation = mcp_tools.Operation("/api/xcsh/notebook/run", ("execute", "kernels"), run_cells)
+    operation = mcp_tools.Operation(RunCells, run_cells)
     monkeypatch.setitem(mcp_tools.NOTEBOOK_ACTIONS, "run", operation)
 
     tool = mcp_tools.build_tools(fake_spec)["notebook"]
