@@ -186,6 +186,8 @@ class XcshApp(ExtensionApp):
             trim_memory=settings.trim_memory,
         )
         runs = RunRegistry()
+        # One follower of the runs for every tool that runs code, and the runs endpoints.
+        run_inputs = RunInputTool(runs)
         inplace = InPlaceService(
             NotebookKernels(execution.launcher, server.session_manager, log=self.log),
             artifact_store,
@@ -210,6 +212,7 @@ class XcshApp(ExtensionApp):
             notebook_store,
             activity,
             runs,
+            follow_ups=run_inputs,
             input_timeout=settings.input_timeout,
             stream_interval=settings.stream_interval / 1000,
         )
@@ -235,12 +238,13 @@ class XcshApp(ExtensionApp):
                 activity,
                 settings,
                 runs,
+                follow_ups=run_inputs,
                 contents_manager=server.contents_manager,
                 notebooks=NotebookScratch(inplace, notebook_store),
             ),
             artifacts=ArtifactTool(artifact_store),
             runs=runs,
-            run_inputs=RunInputTool(runs),
+            run_inputs=run_inputs,
             inplace=inplace,
             run=run,
             files=FilesTool(workspace, FileSearch(workspace, regex)),

@@ -54,6 +54,7 @@ class InPlaceTool:
         activity: ActivityEvents,
         runs: RunRegistry,
         *,
+        follow_ups: RunInputTool,
         input_timeout: float = 300.0,
         stream_interval: float = 0.25,
     ) -> None:
@@ -61,7 +62,7 @@ class InPlaceTool:
         self.store = store
         self.activity = activity
         self.runs = runs
-        self.follow_ups = RunInputTool(runs)
+        self.follow_ups = follow_ups  # the application's one, shared with the python tool
         self.input_timeout = input_timeout
         self.stream_interval = stream_interval
         self.kernel_logs = KernelLogs(inplace.kernels)

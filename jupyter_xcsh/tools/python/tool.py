@@ -55,19 +55,21 @@ class PythonTool:
         settings: XcshSettings,
         runs: RunRegistry,
         *,
+        follow_ups: RunInputTool,
         contents_manager: Any,
         notebooks: NotebookScratch | None = None,
     ) -> None:
         """Run calls on ``execution``'s sessions, or (``notebooks``) on a notebook's kernel.
 
-        Without ``notebooks``, ``notebook_path`` is refused.
+        Without ``notebooks``, ``notebook_path`` is refused. ``follow_ups`` follows and answers
+        the runs of ``runs`` (the one of the application, shared by every tool that runs code).
         """
         self.notebooks = notebooks
         self.execution = execution
         self.activity = activity
         self.settings = settings
         self.runs = runs
-        self.follow_ups = RunInputTool(runs)
+        self.follow_ups = follow_ups
         self.contents_manager = contents_manager  # its hidden-file policy, read per call
 
     async def call(
