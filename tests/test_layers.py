@@ -3,8 +3,9 @@
 Each module belongs to one layer; it imports modules of its own layer and of the layers below,
 never above (lazy and ``TYPE_CHECKING`` imports included, as in the import-graph test beside
 this one). Two rules more: the transports (REST handlers, MCP) reach code only through the
-tools and the shared packages, never an engine; and a tool uses another tool only through that
-tool's ``tool`` module (its public face), never its parts.
+tools and the shared packages, never an engine; and a tool's folder uses another tool's only
+through that tool's ``tool`` module (its public face), never its parts (the modules at the top
+of ``tools/`` are what the tools share).
 
 An edge the rules refuse but the code still has is listed in ``KNOWN`` with why, so that it is
 seen, and any other such edge fails here.
@@ -20,7 +21,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "base",
         ("errors", "fields", "paths", "settings", "memory", "fast_paths", "version", "_version"),
     ),
-    ("calls", ("calls",)),
+    # The policies' gate (a branch's ``policy/``) is what a Caller carries: the calls' layer.
+    ("calls", ("calls", "policy")),
     (
         "shared",
         (
@@ -77,6 +79,14 @@ def layer_of(module: str) -> int:
     return best[0]
 
 
+def in_tool_folder(name: str) -> bool:
+    """Whether a module is a tool's own (``tools/<tool>/...``), not the tools' shared code.
+
+    Modules at the top of ``tools/`` (``base``, ...) are what every tool shares.
+    """
+    return within(name, "tools") and name.count(".") >= 2
+
+
 def wrong_edges() -> list[str]:
     """Every edge the rules refuse and KNOWN does not list."""
     wrong = []
@@ -91,10 +101,13 @@ def wrong_edges() -> list[str]:
                 wrong.append(f"{source} ({LAYERS[low][0]}) -> {name} ({LAYERS[high][0]})")
             elif LAYERS[low][0] == "transports" and any(within(name, e) for e in ENGINES):
                 wrong.append(f"{source} (a transport) -> {name} (an engine)")
-            elif within(source, "tools") and within(name, "tools") and name != "tools":
-                mine, theirs = source.split(".")[:2], name.split(".")[:2]
-                if mine != theirs and not name.endswith(".tool") and name != "tools.base":
-                    wrong.append(f"{source} -> {name} (another tool's part)")
+            elif (
+                in_tool_folder(source)
+                and in_tool_folder(name)
+                and source.split(".")[1] != name.split(".")[1]
+                and not name.endswith(".tool")
+            ):
+                wrong.append(f"{source} -> {name} (another tool's part)")
     return wrong
 
 
@@ -131,3 +144,15 @@ def test_a_layer_importing_upwards_is_refused(monkeypatch):
     graph = {f"{PACKAGE}.notebook.model": {f"{PACKAGE}.tools.notebook.tool"}}
     monkeypatch.setattr(f"{__name__}.import_graph", lambda: graph)
     assert wrong_edges() == ["notebook.model (shared) -> tools.notebook.tool (tools)"]
+
+
+def test_a_tool_reaching_into_another_tools_parts_is_refused(monkeypatch):
+    graph = {
+        f"{PACKAGE}.tools.python.tool": {
+            f"{PACKAGE}.tools.kernel.probe",
+            f"{PACKAGE}.tools.inplace.tool",
+            f"{PACKAGE}.tools.base",
+        }
+    }
+    monkeypatch.setattr(f"{__name__}.import_graph", lambda: graph)
+    assert wrong_edges() == ["tools.python.tool -> tools.kernel.probe (another tool's part)"]
