@@ -68,8 +68,7 @@ from jupyter_xcsh.mcp.tools import (
     error_result,
     resume,
 )
-from jupyter_xcsh.runs.registry import RunInputTool
-from jupyter_xcsh.runs.registry import FollowUp
+from jupyter_xcsh.runs.registry import FollowUp, RunInputTool
 from jupyter_xcsh.services import XcshServices
 from jupyter_xcsh.tools import Caller
 from jupyter_xcsh.version import __version__

@@ -30,7 +30,6 @@ from jupyter_xcsh.mcp.elicitation import DECLINED, PASSWORD, accepted_answer, fo
 from jupyter_xcsh.mcp.protocol import INVALID_PARAMS, Envelope, ProtocolError
 from jupyter_xcsh.mcp.tools import call_result, error_result
 from jupyter_xcsh.runs.registry import BackgroundRun, RunInputTool
-from jupyter_xcsh.runs.registry import RunInputTool
 from jupyter_xcsh.services import XcshServices
 from jupyter_xcsh.tools import Caller
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from jupyter_xcsh.calls.caller import Caller
-from jupyter_xcsh.tools.classify import files_action
 from jupyter_xcsh.tools.base import Permission
+from jupyter_xcsh.tools.classify import files_action
 from jupyter_xcsh.tools.files.request import parse_request
 from jupyter_xcsh.tools.files.search import FileSearch
 from jupyter_xcsh.tools.files.workspace import Workspace

@@ -27,8 +27,8 @@ from jupyter_xcsh.notebook.storage.store import NotebookStore
 from jupyter_xcsh.policy.gate import AgentAction
 from jupyter_xcsh.policy.tags import ASK_BEFORE_RUN
 from jupyter_xcsh.runs.registry import RunInputTool, RunRegistry, session_waiting, take_run_fields
-from jupyter_xcsh.tools.classify import run_action
 from jupyter_xcsh.tools.base import Permission
+from jupyter_xcsh.tools.classify import run_action
 from jupyter_xcsh.tools.inplace.target import NotebookOutputs
 
 __all__ = ["InPlaceTool"]

@@ -28,8 +28,8 @@ from jupyter_xcsh.execution.kernel.messages import string_expression
 from jupyter_xcsh.execution.python.service import PythonService
 from jupyter_xcsh.notebook.storage.store import NotebookStore
 from jupyter_xcsh.runs.registry import BackgroundRun, RunRegistry
-from jupyter_xcsh.tools.classify import kernel_action
 from jupyter_xcsh.tools.base import Permission
+from jupyter_xcsh.tools.classify import kernel_action
 from jupyter_xcsh.tools.kernel.probe import probe_expression, render_inspection, render_variables
 from jupyter_xcsh.tools.kernel.request import KernelRequest, parse_kernel_request
 from jupyter_xcsh.tools.kernel.targets import NotebookTarget, SessionTarget, busy_error

@@ -67,8 +67,8 @@ from jupyter_xcsh.outputs.images import CapturedImage, ImageCapture, ImageResult
 from jupyter_xcsh.paths import to_api_path
 from jupyter_xcsh.policy.gate import AgentAction
 from jupyter_xcsh.search.find import NotebookFinder
-from jupyter_xcsh.tools.classify import batch_action, notebook_action
 from jupyter_xcsh.tools.base import Permission
+from jupyter_xcsh.tools.classify import batch_action, notebook_action
 from jupyter_xcsh.tools.inplace.tool import InPlaceTool
 
 __all__ = ["NotebookHistory", "NotebookTool", "Step", "cell_changes", "describe_changes"]

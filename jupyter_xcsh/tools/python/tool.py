@@ -25,8 +25,8 @@ from jupyter_xcsh.runs.registry import (
     take_run_fields,
 )
 from jupyter_xcsh.settings import XcshSettings
-from jupyter_xcsh.tools.classify import python_action
 from jupyter_xcsh.tools.base import Permission
+from jupyter_xcsh.tools.classify import python_action
 from jupyter_xcsh.tools.inplace.tool import InPlaceTool
 
 __all__ = ["NotebookScratch", "PythonTool"]

@@ -21,7 +21,9 @@ from traitlets.config import Config
 
 from jupyter_xcsh.policy.rules import Rule, effective, parse_rule
 from jupyter_xcsh.policy.store import PolicyStore
-from tests.policies import (
+from tests.support.mcp_client import TRANSPORTS
+from tests.support.notebooks import jupyter_text
+from tests.support.policies import (
     APPROVALS,
     POLICIES,
     answer,
@@ -32,8 +34,6 @@ from tests.policies import (
     set_policy,
     tool,
 )
-from tests.support.mcp_client import TRANSPORTS
-from tests.support.notebooks import jupyter_text
 
 #: Seconds an approval waits in these tests: long enough for the polling "lab" on a loaded
 #: machine (it polls every 50 ms), short enough for the timeout cases.

@@ -13,7 +13,7 @@ seen, and any other such edge fails here.
 
 from __future__ import annotations
 
-from tests.test_import_graph import PACKAGE, import_graph
+from tests.repo.test_import_graph import PACKAGE, import_graph
 
 #: From the bottom up; a module's layer is that of its longest listed package prefix.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

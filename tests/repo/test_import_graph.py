@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = "jupyter_xcsh"
-ROOT = Path(__file__).resolve().parent.parent / PACKAGE
+ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
 
 def module_name(path: Path) -> str:

@@ -16,9 +16,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
-from tests.policies import answer, answer_next, asked, fetch_json, pending, set_policy, tool
 from tests.support.mcp_client import TRANSPORTS, stream_call
 from tests.support.notebooks import jupyter_text
+from tests.support.policies import answer, answer_next, asked, fetch_json, pending, set_policy, tool
 
 APPROVAL_TIMEOUT = 20.0
 

@@ -1,0 +1,1 @@
+"""API tests: policy (agent policies, approvals, ask-before-run cells)."""
