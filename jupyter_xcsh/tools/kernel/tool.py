@@ -17,7 +17,7 @@ from jupyter_core.utils import ensure_async
 
 from jupyter_xcsh.calls.caller import Caller
 from jupyter_xcsh.errors import ConflictError, InvalidRequestError, NotFoundError, XcshError
-from jupyter_xcsh.execution.inplace.kernels import NotebookKernels
+from jupyter_xcsh.execution.inplace.kernels import NotebookKernel, NotebookKernels
 from jupyter_xcsh.execution.kernel.connection import (
     ConnectionClosedError,
     KernelConnection,
@@ -312,7 +312,7 @@ class KernelTool:
         else:
             kernel = self.kernels.connected(target.kernel_id)
             if kernel is not None:
-                interrupted = target.busy(kernel)
+                interrupted = await _busy_now(target, kernel, STATUS_WAIT)
             else:  # not read by this server: the server's own record of the kernel
                 interrupted = self._server_state(target.kernel_id) == "busy"
             waiting = self.runs.waiting_in(target.api_path)
@@ -366,7 +366,7 @@ class KernelTool:
                 return False  # not running: nothing to lose
             busy = True
         else:
-            busy = target.busy(kernel)
+            busy = await _busy_now(target, kernel, request.timeout)
         if busy:
             raise ConflictError(
                 f"A cell is running in {target.what}: not {_verb(request.action)} (its state "
@@ -443,6 +443,17 @@ def _kernel_id(target: SessionTarget | NotebookTarget) -> str | None:
     if isinstance(target, SessionTarget):
         return target.session.kernel_id
     return target.kernel_id
+
+
+async def _busy_now(target: NotebookTarget, kernel: NotebookKernel, timeout: float) -> bool:
+    """Whether someone's cell runs on the kernel now, counting one that has just begun.
+
+    A person's cell that just began may not have reached this server's view of the kernel yet
+    (its busy status still on its way over IOPub): the barrier brings what the kernel published
+    before now, so a restart never takes that cell for idle, nor an interrupt for nothing.
+    """
+    await kernel.connection.iopub_barrier(min(max(timeout, 1.0), 5.0))
+    return target.busy(kernel)
 
 
 def _target_details(target: SessionTarget | NotebookTarget) -> dict[str, Any]:
