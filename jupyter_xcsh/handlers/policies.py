@@ -65,7 +65,7 @@ class ApprovalsHandler(XcshAPIHandler):
     """
 
     auth_resource = "contents"
-    _held: asyncio.Task[None] | None = None
+    _waiting: asyncio.Task[None] | None = None
 
     @web.authenticated
     @authorized("write")
@@ -74,18 +74,18 @@ class ApprovalsHandler(XcshAPIHandler):
         with self.domain_errors():
             wait, since = parse_wait(self.query_argument("wait"), self.query_argument("since"))
         approvals = self.services.policies.approvals
-        self._held = asyncio.ensure_future(approvals.wait_change(since, wait))
-        await asyncio.wait({self._held})
-        if self._held.cancelled():
+        self._waiting = asyncio.ensure_future(approvals.wait_change(since, wait))
+        await asyncio.wait({self._waiting})
+        if self._waiting.cancelled():
             return  # the client hung up: nobody to answer
-        self._held.result()
+        self._waiting.result()
         pending = [a.to_json() for a in approvals.pending()]
         self.finish(json.dumps({"approvals": pending, "version": approvals.version}))
 
     def on_connection_close(self) -> None:
         """The client hung up: stop holding its request."""
-        if self._held is not None:
-            self._held.cancel()
+        if self._waiting is not None:
+            self._waiting.cancel()
         super().on_connection_close()
 
 
