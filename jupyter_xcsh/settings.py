@@ -495,8 +495,9 @@ class XcshSettings(Configurable):
         min=0.0,
         config=True,
         help=(
-            "Seconds a lab counts as open after it last listed the approvals (GET "
-            "/api/xcsh/approvals; the lab lists them every 10 s) (default 30). With no lab "
-            "open, a call that needs an approval is refused at once (approval_required)."
+            "Seconds a lab counts as open after its last request for the approvals ended (GET "
+            "/api/xcsh/approvals; the lab keeps a long poll waiting, and counts as open "
+            "all the while one is held) (default 30). With no lab open, a call that needs an "
+            "approval is refused at once (approval_required)."
         ),
     )

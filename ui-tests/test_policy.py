@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import Future
@@ -243,26 +244,58 @@ def test_an_operator_rule_is_shown_as_the_servers_in_the_menu(lab, lab_page):
 
 
 def test_an_answer_after_another_labs_is_told_already_answered(lab, lab_page):
-    """A lab that missed the event (its event socket silent) shows the request from its 10 s
-    poll; answered meanwhile in another lab, its own answer is a 409: "Already answered"."""
+    """A lab that missed the news (its event socket silent, its long poll held somewhere on
+    the way) shows the request from its first list; answered meanwhile in another lab, its own
+    answer is a 409: "Already answered"."""
     name = "late-answer.ipynb"
     write_tagged_notebook(lab, name, ["print('tagged')"], tagged=0)
     page = lab_page.page
     # The server's events never reach this page: a socket that stays open and says nothing.
     page.route_web_socket(re.compile(r".*/api/events/subscribe.*"), lambda ws: None)
-    lab_page.open(f"lab/tree/{name}")
+    # Only the first list (no `since`) reaches the server; each long poll after it hangs.
+    page.route(re.compile(r".*/api/xcsh/approvals\?.*since=.*"), lambda route: None)
+    lab.api("GET", "api/xcsh/approvals")  # a lab is open while this page loads
     run = agent_call(lab, "api/xcsh/notebook/run", {"notebook_path": name, "all": True})
+    wait_for_a_request(lab)
+    lab_page.open(f"lab/tree/{name}")
     dialog = page.locator(DIALOG)
-    expect(dialog).to_be_visible()  # from the poll, within 10 s
+    expect(dialog).to_be_visible()  # from the first list
     approval_id = dialog.locator(".jp-xcsh-Approval").get_attribute("data-approval-id")
     lab.api("POST", f"api/xcsh/approvals/{approval_id}", {"decision": "deny"})
-    # The next poll is up to 10 s away: answer before it closes the dialog.
     dialog.get_by_role("button", name="Allow once").click()
     expect(page.locator(".Toastify__toast", has_text="Already answered")).to_be_visible()
     # The other lab's deny counted: the run stopped at the cell, which did not run.
     status, body = run.result(timeout=120)
     assert status == 200 and body["isError"] is True, body
     assert "The person denied this request" in body["text"], body
+
+
+def test_a_lab_without_events_learns_of_asks_and_answers_from_its_long_poll(lab, lab_page):
+    """The lab keeps a long poll of the requests waiting (``wait=30&since=<version>``): with
+    its event socket silent, an ask shows at once and another lab's answer closes it."""
+    name = "long-poll.ipynb"
+    write_tagged_notebook(lab, name, ["print('tagged')"], tagged=0)
+    page = lab_page.page
+    page.route_web_socket(re.compile(r".*/api/events/subscribe.*"), lambda ws: None)
+    long_poll = re.compile(r".*/api/xcsh/approvals\?(?=.*wait=30)(?=.*since=\d+).*")
+    with page.expect_request(long_poll):
+        lab_page.open(f"lab/tree/{name}")
+    run = agent_call(lab, "api/xcsh/notebook/run", {"notebook_path": name, "all": True})
+    dialog = page.locator(DIALOG)
+    expect(dialog).to_be_visible(timeout=8000)  # the long poll answers when it is asked
+    approval_id = dialog.locator(".jp-xcsh-Approval").get_attribute("data-approval-id")
+    lab.api("POST", f"api/xcsh/approvals/{approval_id}", {"decision": "allow-once"})
+    expect(dialog).to_have_count(0, timeout=8000)  # and when another lab answers
+    status, body = run.result(timeout=120)
+    assert status == 200 and body["isError"] is False, body
+
+
+def wait_for_a_request(lab, timeout: float = 60) -> None:
+    """Wait until an agent's request is pending on the server."""
+    deadline = time.monotonic() + timeout
+    while not lab.api("GET", "api/xcsh/approvals")["approvals"]:
+        assert time.monotonic() < deadline, "no request was asked"
+        time.sleep(0.1)
 
 
 def test_a_refusal_by_policy_is_listed_in_the_activity_panel(lab, lab_page):

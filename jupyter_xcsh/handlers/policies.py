@@ -6,12 +6,14 @@ agent access, lists the approvals agents wait for and answers them (docs/users/p
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_xcsh.handlers.base import XcshAPIHandler
+from jupyter_xcsh.policy.approvals import parse_wait
 from jupyter_xcsh.services import XcshServices
 
 
@@ -55,17 +57,36 @@ class PoliciesHandler(XcshAPIHandler):
 
 
 class ApprovalsHandler(XcshAPIHandler):
-    """``GET``: 200 ``{approvals: [...]}``, the approvals agents wait for; marks a lab open."""
+    """``GET ?wait=&since=``: 200 ``{approvals: [...], version}``; marks a lab open.
+
+    With ``wait`` (seconds) and ``since`` (the version the lab has), a long poll: held until
+    the version differs from ``since`` or ``wait`` has passed; a lab is open while it is held.
+    A client that hangs up lets go of its wait. 400 for a bad ``wait`` or ``since``.
+    """
 
     auth_resource = "contents"
+    _waiting: asyncio.Task[None] | None = None
 
     @web.authenticated
     @authorized("write")
     async def get(self) -> None:
-        """List the pending approvals; the caller is a lab that will answer for 30 s."""
+        """List the pending approvals, at once or when they change; the caller is a lab."""
+        with self.domain_errors():
+            wait, since = parse_wait(self.query_argument("wait"), self.query_argument("since"))
         approvals = self.services.policies.approvals
-        approvals.mark_lab_open()
-        self.finish(json.dumps({"approvals": [a.to_json() for a in approvals.pending()]}))
+        self._waiting = asyncio.ensure_future(approvals.wait_change(since, wait))
+        await asyncio.wait({self._waiting})
+        if self._waiting.cancelled():
+            return  # the client hung up: nobody to answer
+        self._waiting.result()
+        pending = [a.to_json() for a in approvals.pending()]
+        self.finish(json.dumps({"approvals": pending, "version": approvals.version}))
+
+    def on_connection_close(self) -> None:
+        """The client hung up: stop holding its request."""
+        if self._waiting is not None:
+            self._waiting.cancel()
+        super().on_connection_close()
 
 
 class ApprovalHandler(XcshAPIHandler):

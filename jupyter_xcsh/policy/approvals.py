@@ -2,8 +2,11 @@
 
 An agent's call whose policy says ``ask`` (or whose run reaches an ``ask-before-run`` cell)
 becomes a pending ``Approval``; the lab lists them (``GET /api/xcsh/approvals``, which also
-marks a lab as open for ``presence_window`` seconds) and answers one (``POST``). With no lab
-open the call is refused at once; past its timeout, too. Every ask, answer, expiry and refusal
+marks a lab as open for ``presence_window`` seconds) and answers one (``POST``). The list has a
+``version``, bumped on every ask, answer and expiry: the lab's long poll (``wait``) is held
+until it changes, and a lab counts as open while one is held, so a lab in a background tab
+(whose timers the browser slows to once a minute) stays open. With no lab open the call is
+refused at once; past its timeout, too. Every ask, answer, expiry and refusal
 is an event on the server's bus (``approval/v1``), kept in the activity history.
 """
 
@@ -27,6 +30,7 @@ __all__ = [
     "Approval",
     "ApprovalRegistry",
     "EventSink",
+    "parse_wait",
 ]
 
 #: The schema of approval events (``events/schemas/approval.v1.yaml``).
@@ -39,6 +43,11 @@ MAX_REASON = 500
 MAX_FINISHED = 1000
 #: Seconds between two progress reports of a call waiting for an answer.
 PROGRESS_INTERVAL = 10.0
+#: Longest a lab's long poll is held (``GET /api/xcsh/approvals?wait=``), in seconds.
+MAX_WAIT = 30
+#: Largest version a client may give back (``since``): the largest integer a browser's JSON
+#: number holds exactly.
+MAX_VERSION = 2**53 - 1
 
 
 class EventSink(Protocol):
@@ -105,6 +114,12 @@ class ApprovalRegistry:
         self.presence_window = presence_window
         self.clock = clock
         self._lab_seen: float | None = None
+        # The lab's long polls held now: a lab is open while any is.
+        self._held = 0
+        # Starts from the clock (ms), so a restarted server's versions are not an earlier
+        # server's: a lab's ``since`` from before a restart never matches by chance.
+        self._version = int(clock() * 1000)
+        self._changed = asyncio.Event()
         self._pending: dict[str, Approval] = {}
         self._finished: OrderedDict[str, Approval] = OrderedDict()
         # (agent key, API path, class): allowed for the server's life ("allow-notebook").
@@ -116,9 +131,41 @@ class ApprovalRegistry:
         self._lab_seen = self.clock()
 
     def lab_open(self) -> bool:
-        """Whether a lab asked for the approvals within the last ``presence_window`` seconds."""
+        """Whether a lab waits for a change now, or asked within ``presence_window`` seconds."""
+        if self._held:
+            return True
         seen = self._lab_seen
         return seen is not None and self.clock() - seen <= self.presence_window
+
+    @property
+    def version(self) -> int:
+        """The version of the pending list, bumped on every ask, answer and expiry."""
+        return self._version
+
+    @property
+    def held(self) -> int:
+        """How many long polls wait for a change now."""
+        return self._held
+
+    async def wait_change(self, since: int | None, wait: float) -> None:
+        """Wait up to ``wait`` seconds for the version to change from ``since``.
+
+        Returns at once when it already differs (or ``since`` is None). The lab counts as open
+        while this waits, and for ``presence_window`` seconds after. Cancelled (the client
+        hung up), it lets go of the wait at once.
+        """
+        self.mark_lab_open()
+        if since is None or since != self._version or wait <= 0:
+            return
+        changed = self._changed
+        self._held += 1
+        try:
+            await asyncio.wait_for(changed.wait(), wait)
+        except TimeoutError:
+            pass
+        finally:
+            self._held -= 1
+            self.mark_lab_open()
 
     def pending(self) -> list[Approval]:
         """The approvals waiting for an answer, oldest first."""
@@ -173,6 +220,7 @@ class ApprovalRegistry:
             raise approval_required(approval, "no JupyterLab is open to ask")
         approval.answer = asyncio.get_running_loop().create_future()
         self._pending[approval.id] = approval
+        self._bump()
         self._emit("asked", approval)
         try:
             decision, reason = await self._wait(approval, progress, control)
@@ -222,6 +270,13 @@ class ApprovalRegistry:
         self._finished[approval.id] = approval
         while len(self._finished) > MAX_FINISHED:
             self._finished.popitem(last=False)
+        self._bump()
+
+    def _bump(self) -> None:
+        """A new version of the pending list: every held long poll answers now."""
+        self._version += 1
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     def _emit(self, kind: str, approval: Approval, **extra: Any) -> None:
         if self.events is None:
@@ -234,6 +289,34 @@ class ApprovalRegistry:
         }
         data.update((k, v) for k, v in extra.items() if v is not None)
         self.events.emit(APPROVAL_SCHEMA, data)
+
+
+def parse_wait(wait: str | None, since: str | None) -> tuple[int, int | None]:
+    """The query of a long poll: ``wait`` seconds (0 to ``MAX_WAIT``, default 0) and ``since``.
+
+    Raises ``InvalidRequestError`` (400) for anything but decimal integers in range.
+    """
+    seconds = 0
+    if wait is not None:
+        seconds = _whole(wait, MAX_WAIT)
+        if seconds < 0:
+            raise InvalidRequestError(f"wait must be whole seconds from 0 to {MAX_WAIT}")
+    version = None
+    if since is not None:
+        version = _whole(since, MAX_VERSION)
+        if version < 0:
+            raise InvalidRequestError(
+                "since must be a version the server answered (a whole number from 0 to 2^53-1)"
+            )
+    return seconds, version
+
+
+def _whole(text: str, most: int) -> int:
+    """``text`` as a decimal integer from 0 to ``most``, else -1 (digits only, no sign)."""
+    if not text or len(text) > len(str(most)) or not (text.isascii() and text.isdigit()):
+        return -1
+    value = int(text)
+    return value if value <= most else -1
 
 
 def new_approval_id() -> str:

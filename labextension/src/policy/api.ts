@@ -12,7 +12,12 @@ import { URLExt } from '@jupyterlab/coreutils';
 import type { ServerConnection } from '@jupyterlab/services';
 
 import { requestAPI } from '../request';
-import { parseApproval, parseApprovals, parsePolicy } from './parse';
+import {
+  parseApproval,
+  parseApprovals,
+  parseApprovalsVersion,
+  parsePolicy
+} from './parse';
 import type {
   ApprovalDecision,
   IApproval,
@@ -20,6 +25,7 @@ import type {
   PolicyRequest,
   RuleKind
 } from './types';
+import type { IApprovalList, IApprovalWatchQuery } from './watch';
 
 /**
  * The policy of a path: the effective decisions and the rules that match it.
@@ -79,6 +85,31 @@ export async function listApprovals(
 }
 
 /**
+ * The pending approvals and their version, the server holding the request up to `wait`
+ * seconds while the version is `since` (a long poll); a held request tells the server a lab
+ * is open.
+ */
+export async function watchApprovals(
+  settings: ServerConnection.ISettings,
+  query: IApprovalWatchQuery
+): Promise<IApprovalList> {
+  const params: Record<string, string> = { wait: String(query.wait) };
+  if (query.since !== null) {
+    params.since = String(query.since);
+  }
+  const response = await requestAPI(
+    `approvals${URLExt.objectToQueryString(params)}`,
+    { method: 'GET', signal: query.signal },
+    settings
+  );
+  const body: unknown = await response.json();
+  return {
+    approvals: parseApprovals(body),
+    version: parseApprovalsVersion(body)
+  };
+}
+
+/**
  * Answer an approval; the first answer of any lab counts (a later one is a 409).
  *
  * @throws {XcshResponseError} 409 when already answered or expired; 404 for an unknown id.
@@ -114,6 +145,7 @@ export interface IPolicyAPI {
   setPolicy(request: PolicyRequest): Promise<IPolicy>;
   deletePolicy(path: string, kind: RuleKind): Promise<void>;
   listApprovals(): Promise<IApproval[]>;
+  watchApprovals(query: IApprovalWatchQuery): Promise<IApprovalList>;
   answerApproval(
     id: string,
     decision: ApprovalDecision,
@@ -130,6 +162,7 @@ export function policyAPI(settings: ServerConnection.ISettings): IPolicyAPI {
     setPolicy: request => setPolicy(settings, request),
     deletePolicy: (path, kind) => deletePolicy(settings, path, kind),
     listApprovals: () => listApprovals(settings),
+    watchApprovals: query => watchApprovals(settings, query),
     answerApproval: (id, decision, reason) =>
       answerApproval(settings, id, decision, reason)
   };

@@ -6,7 +6,7 @@
 /**
  * The approvals the lab knows of (no DOM here): the requests waiting for the person's answer
  * and the log of asks, answers and refusals, fed by the server's approval events and by the
- * lab's poll of `GET /api/xcsh/approvals` (every {@link ApprovalQueue.POLL_MS}).
+ * lab's long poll of `GET /api/xcsh/approvals` (`watch.ts`).
  *
  * The first answer of any lab counts: a request goes from the pending list as soon as the
  * server says it was answered or expired (an event, or its absence from a poll), or when its
@@ -190,7 +190,7 @@ export class ApprovalQueue {
   }
 
   /**
-   * Poll the server once (what the lab does at start and every {@link ApprovalQueue.POLL_MS}).
+   * Ask the server once for the pending approvals (the long poll, `watch.ts`, syncs the same way).
    */
   async poll(): Promise<void> {
     const known = new Set(this._pending.keys());
@@ -341,6 +341,6 @@ export namespace ApprovalQueue {
   /** How many ended request ids are remembered. */
   export const MAX_ENDED = 1000;
 
-  /** How often the lab polls the pending approvals (the contract's 10 s). */
+  /** How often the lab refreshes the agent access it shows (10 s). */
   export const POLL_MS = 10000;
 }

@@ -115,6 +115,17 @@ export function parseApprovalEmission(
 }
 
 /**
+ * The version of a `GET /api/xcsh/approvals` answer, or `null` when it has none (a server
+ * without long polls) or it is not a whole number a JSON number holds exactly.
+ */
+export function parseApprovalsVersion(body: unknown): number | null {
+  const version = isRecord(body) ? body.version : null;
+  return Number.isSafeInteger(version) && (version as number) >= 0
+    ? (version as number)
+    : null;
+}
+
+/**
  * The pending approvals of a `GET /api/xcsh/approvals` answer.
  */
 export function parseApprovals(body: unknown): IApproval[] {

@@ -28,8 +28,14 @@ import {
 } from './celltag';
 import { addAccessCommands, PolicyCommandIDs } from './commands';
 import { ApprovalPrompter } from './prompter';
+import { ApprovalWatch } from './watch';
 
 export { PolicyCommandIDs } from './commands';
+
+/** The long poll of the active plugin (stopped when it is deactivated). */
+let watch: ApprovalWatch | null = null;
+/** The refresh of the policies shown (every {@link ApprovalQueue.POLL_MS}). */
+let refresh: number | undefined;
 
 /**
  * The person decides what agents may do: the "Agent access" of notebooks and folders, the
@@ -65,21 +71,25 @@ export const policyPlugin: JupyterFrontEndPlugin<void> = {
     const api = policyAPI(app.serviceManager.serverSettings);
     const { commands } = app;
 
-    // ---- Approvals: events at once, a poll every 10 s (which also says a lab is open).
+    // ---- Approvals: events at once, and a long poll (which also says a lab is open).
     const queue = new ApprovalQueue(api, { trans });
     app.serviceManager.events.stream.connect(
       (_: Event.IManager, emission: Event.Emission) => {
         queue.handleEmission(emission);
       }
     );
-    const poll = () =>
-      queue.poll().catch(error => {
+    watch?.dispose();
+    watch = new ApprovalWatch({
+      queue,
+      fetch: query => api.watchApprovals(query),
+      onError: error => {
         const status = (error as { response?: Response }).response?.status;
         if (status !== 404) {
           console.warn('jupyter-xcsh: could not read agent requests', error);
         }
-      });
-    void poll();
+      }
+    });
+    void watch.start();
     if (client !== null) {
       void loadApprovalHistory(queue, client);
     }
@@ -113,8 +123,8 @@ export const policyPlugin: JupyterFrontEndPlugin<void> = {
     // ---- Agent access of notebooks and folders.
     const store = new PolicyStore(api);
     // Another lab, or the operator's restart with new rules, may change what is shown.
-    window.setInterval(() => {
-      void poll();
+    window.clearInterval(refresh);
+    refresh = window.setInterval(() => {
       void store.refreshAll();
     }, ApprovalQueue.POLL_MS);
     addAccessCommands({
@@ -175,6 +185,11 @@ export const policyPlugin: JupyterFrontEndPlugin<void> = {
 
     // The cell and notebook toolbar items are declared in the plugin's schema.
     void settingRegistry?.load(policyPlugin.id).catch(() => undefined);
+  },
+  deactivate: (): void => {
+    watch?.dispose();
+    watch = null;
+    window.clearInterval(refresh);
   }
 };
 

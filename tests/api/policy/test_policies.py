@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
+from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
 from jupyter_xcsh.policy.rules import Rule, effective, parse_rule
@@ -364,6 +365,129 @@ async def test_the_files_tool_never_moves_the_tag_in_a_notebooks_json(
     assert not (jp_root_dir / "b.ipynb").exists()
 
 
+class TestTheLabsLongPoll:
+    """``GET /api/xcsh/approvals?wait=&since=``: held until the approvals change; a lab with a
+    held request is open however long ago it last asked (a background tab's slowed timers)."""
+
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config):
+        """A lab counts as open for 1 s only after its last request."""
+        config = Config(jp_server_config)
+        config.XcshSettings.approval_presence = 1.0
+        return config
+
+    async def long_poll(self, jp_fetch: Any, since: int, wait: int = 30, **kw: Any) -> Any:
+        """One long poll, checked against rest-api.yml: its 200 body."""
+        params = {"wait": str(wait), "since": str(since)}
+        status, body = await fetch_json(
+            jp_fetch, "api", "xcsh", "approvals", params=params, spec_path=APPROVALS, **kw
+        )
+        assert status == 200, body
+        return body
+
+    async def test_a_held_request_keeps_the_lab_open_and_answers_with_the_new_approval(
+        self, jp_fetch, jp_root_dir
+    ):
+        write(jp_root_dir / "a.ipynb", "x = 1")
+        await set_policy(jp_fetch, "a.ipynb", preset="ask-changes")
+        status, first = await fetch_json(jp_fetch, "api", "xcsh", "approvals", spec_path=APPROVALS)
+        assert status == 200 and first["approvals"] == [], first
+        held = asyncio.ensure_future(self.long_poll(jp_fetch, first["version"]))
+        await asyncio.sleep(2.5)  # past the 1 s presence window of the first request
+        assert not held.done()
+        loop = asyncio.get_running_loop()
+        call = asyncio.ensure_future(tool(jp_fetch, "rest", "notebook")(EDIT))
+        asked_at = loop.time()
+        changed = await asyncio.wait_for(held, 10)  # at once, not after 30 s
+        assert loop.time() - asked_at < 5
+        assert changed["version"] != first["version"]
+        (approval,) = changed["approvals"]
+        assert approval["path"] == "a.ipynb" and approval["cellIds"] == ["c0"]
+        # The answer is a change too: a poll at the new version answers when it comes.
+        again = asyncio.ensure_future(self.long_poll(jp_fetch, changed["version"]))
+        await asyncio.sleep(0.3)
+        assert not again.done()
+        assert (await answer(jp_fetch, approval["id"], "allow-once"))[0] == 200
+        status, body = await call
+        assert status == 200, body  # the call waited for the answer: not refused at once
+        after = await asyncio.wait_for(again, 10)
+        assert after["approvals"] == [] and after["version"] != changed["version"]
+
+    async def test_a_poll_at_an_old_version_or_without_wait_answers_at_once(self, jp_fetch):
+        status, first = await fetch_json(jp_fetch, "api", "xcsh", "approvals", spec_path=APPROVALS)
+        assert status == 200, first
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        body = await self.long_poll(jp_fetch, first["version"] - 1)
+        assert body == first
+        body = await self.long_poll(jp_fetch, first["version"], wait=0)
+        assert body == first
+        status, body = await fetch_json(
+            jp_fetch, "api", "xcsh", "approvals", params={"since": str(first["version"])}
+        )
+        assert (status, body) == (200, first)
+        assert loop.time() - started < 5
+        # Held for its whole wait when nothing changes, then answered as it is.
+        body = await self.long_poll(jp_fetch, first["version"], wait=1)
+        assert body == first and loop.time() - started >= 1
+
+    async def test_a_client_that_hangs_up_is_no_longer_held(
+        self, jp_fetch, jp_root_dir, jp_serverapp
+    ):
+        (app,) = jp_serverapp.extension_manager.extension_apps["jupyter_xcsh"]
+        approvals = app.services.policies.approvals
+        write(jp_root_dir / "a.ipynb", "x = 1")
+        await set_policy(jp_fetch, "a.ipynb", preset="ask-changes")
+        status, first = await fetch_json(jp_fetch, "api", "xcsh", "approvals")
+        params = {"wait": "30", "since": str(first["version"])}
+        with pytest.raises(HTTPClientError) as hung_up:  # the client gives up after 1 s
+            await jp_fetch("api", "xcsh", "approvals", params=params, request_timeout=1)
+        assert hung_up.value.code == 599
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while approvals.held and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        assert approvals.held == 0
+        # Nobody holds a request and the window has passed: no lab is open, an ask is refused
+        # at once.
+        await asyncio.sleep(1.5)
+        started = loop.time()
+        status, body = await tool(jp_fetch, "rest", "notebook")(EDIT)
+        assert (status, body["reason"]) == (403, "approval_required"), body
+        assert "no JupyterLab is open" in body["message"]
+        assert loop.time() - started < APPROVAL_TIMEOUT / 2
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            {"wait": "31"},
+            {"wait": "-1"},
+            {"wait": "1.5"},
+            {"wait": "abc"},
+            {"wait": ""},
+            {"wait": "9" * 5000},
+            {"wait": "\u0663"},
+            {"since": "x"},
+            {"since": "-3"},
+            {"since": str(2**53)},
+            {"since": "1" * 5000},
+            {"since": "1e3", "wait": "5"},
+        ],
+    )
+    async def test_a_bad_query_is_a_400(self, jp_fetch, query):
+        status, body = await fetch_json(
+            jp_fetch, "api", "xcsh", "approvals", params=query, spec_path=APPROVALS
+        )
+        assert status == 400, (query, body)
+        assert next(iter(query)) in body["message"]  # the bad one
+
+    async def test_a_query_argument_given_twice_is_a_400(self, jp_fetch):
+        status, body = await fetch_json(
+            jp_fetch, "api", "xcsh", "approvals", params=[("wait", "1"), ("wait", "2")]
+        )
+        assert status == 400 and "once" in body["message"], body
+
+
 class TestTheStoreInsideTheRoot:
     """The person's policy file placed inside the contents root (a misconfiguration)."""
 
@@ -456,7 +580,7 @@ async def test_approval_answers_are_checked(jp_fetch):
     status, body = await answer(jp_fetch, "0" * 32, "deny", "r" * 501)
     assert status == 400, body
     status, body = await fetch_json(jp_fetch, "api", "xcsh", "approvals", spec_path=APPROVALS)
-    assert (status, body) == (200, {"approvals": []})
+    assert (status, body["approvals"]) == (200, []) and isinstance(body["version"], int)
 
 
 def test_person_rules_survive_a_restart(tmp_path):
