@@ -85,12 +85,24 @@ async def test_an_observer_of_the_kernels_figures_sees_every_change(jp_fetch, jp
     kernel = jp_serverapp.kernel_manager.get_kernel(kernel_id)
     states: list[str] = []
     times: list[datetime] = []
+
+    # Where this server does not take the kernel's figures over (fast paths off), they come
+    # from jupyter_server's own IOPub stream, which may bring a call's statuses after the
+    # call has answered: wait for them rather than read them early.
+    async def idle() -> bool:
+        return bool(kernel.execution_state == "idle")
+
+    async def seen_the_call() -> bool:
+        return "busy" in states and states[-1] == "idle"
+
+    await eventually(idle)
     kernel.observe(lambda change: states.append(change["new"]), names="execution_state")
     jp_serverapp.kernel_manager.observe(
         lambda change: times.append(change["new"]), names="last_kernel_activity"
     )
     try:
         await run(jp_fetch, "pass")
+        await eventually(seen_the_call, timeout=10)
     finally:
         kernel.unobserve_all("execution_state")
         jp_serverapp.kernel_manager.unobserve_all("last_kernel_activity")
