@@ -50,7 +50,8 @@ from jupyter_xcsh.notebook.storage.cache import CachedNotebook, FileStamp, Noteb
 from jupyter_xcsh.notebook.storage.celltext import CellText, text_length
 from jupyter_xcsh.notebook.storage.document import NoCellsError, NotebookDocument, NotJSONError
 from jupyter_xcsh.notebook.storage.gcpause import collection_paused
-from jupyter_xcsh.notebook.storage.saves import NotebookTrust, SaveGuard
+from jupyter_xcsh.notebook.storage.saves import SaveGuard
+from jupyter_xcsh.notebook.storage.trust import NotebookTrust
 from jupyter_xcsh.paths import escapes_root, to_api_path
 
 T = TypeVar("T")

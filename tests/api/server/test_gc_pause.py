@@ -12,7 +12,7 @@ import pytest
 
 from jupyter_xcsh.notebook.storage import gcpause
 from jupyter_xcsh.notebook.storage.document import NotebookDocument
-from jupyter_xcsh.notebook.storage.saves import NotebookTrust
+from jupyter_xcsh.notebook.storage.trust import NotebookTrust
 from tests.support.notebooks import jupyter_text, sample_notebook
 
 
