@@ -8,24 +8,10 @@ from __future__ import annotations
 import gc
 import json
 
-import pytest
-
 from jupyter_xcsh.notebook.storage import gcpause
 from jupyter_xcsh.notebook.storage.document import NotebookDocument
 from jupyter_xcsh.notebook.storage.trust import NotebookTrust
 from tests.support.notebooks import jupyter_text, sample_notebook
-
-
-@pytest.fixture
-def collector_on():
-    """The collector enabled for the test, and as it was afterwards."""
-    was = gc.isenabled()
-    gc.enable()
-    yield
-    if was:
-        gc.enable()
-    else:
-        gc.disable()
 
 
 async def test_an_edit_and_a_read_parse_and_sign_with_the_collector_off(

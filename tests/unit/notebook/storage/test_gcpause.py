@@ -34,18 +34,6 @@ class Timers:
             action()
 
 
-@pytest.fixture
-def collector_on():
-    """The collector enabled for the test, and as it was afterwards."""
-    was = gc.isenabled()
-    gc.enable()
-    yield
-    if was:
-        gc.enable()
-    else:
-        gc.disable()
-
-
 def test_the_collector_is_off_while_held_and_on_after(collector_on):
     pause = CollectorPause()
     with pause.paused():
