@@ -39,7 +39,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from execute import free_port, raw_execute
+from execute import free_port, raw_execute, server_options, wait_for_server
+
+from tests.support.hubprocess import stop as stop_process  # execute puts the checkout on the path
 
 #: Seconds a server under valgrind may take to answer its first request.
 START_TIMEOUT = 900
@@ -68,13 +70,7 @@ class CountedServer:
                 sys.executable,
                 "-m",
                 "jupyter_server",
-                "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={self.port}",
-                "--ServerApp.port_retries=0",
-                "--allow-root",
-                f"--IdentityProvider.token={self.token}",
-                "--ServerApp.open_browser=False",
-                f"--ServerApp.root_dir={root}",
+                *server_options(self.port, self.token, root),
                 "--ServerApp.jpserver_extensions=jupyter_xcsh=True",
                 *options,
             ],
@@ -83,15 +79,8 @@ class CountedServer:
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                self.request("GET", "/api/status")
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise
-                time.sleep(1)
+        url = f"http://127.0.0.1:{self.port}"
+        wait_for_server(url, self.token, self.process, START_TIMEOUT, pause=1, answer_within=900)
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=900)
         self.mcp_id = 0
 
@@ -167,11 +156,7 @@ class CountedServer:
     def stop(self) -> None:
         """Stop the server and remove its files."""
         self.conn.close()
-        self.process.terminate()
-        try:
-            self.process.wait(120)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        stop_process(self.process, 120)
         self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 

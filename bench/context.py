@@ -72,16 +72,20 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from execute import free_port, server_options, wait_for_server
+
+from tests.support.hubprocess import stop as stop_process  # execute puts the checkout on the path
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = "analysis.ipynb"
@@ -821,13 +825,6 @@ PEERS = {
 KERNEL_MODULES = ("ipykernel", "pandas", "matplotlib")
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def probe(python: str, peer: Peer) -> tuple[str | None, str]:
     """The version of ``peer``'s package in ``python``'s environment, or what is missing."""
     modules = (peer.module, *KERNEL_MODULES)
@@ -877,13 +874,7 @@ class JupyterServer:
                 python,
                 "-m",
                 "jupyter_server",
-                "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={self.port}",
-                "--ServerApp.port_retries=0",
-                "--allow-root",
-                f"--IdentityProvider.token={self.token}",
-                "--ServerApp.open_browser=False",
-                f"--ServerApp.root_dir={self.root}",
+                *server_options(self.port, self.token, self.root),
                 *options,
             ],
             env=env,
@@ -892,30 +883,16 @@ class JupyterServer:
             stderr=subprocess.STDOUT,
         )
         self.url = f"http://127.0.0.1:{self.port}"
-        end = time.monotonic() + 120
-        while True:
-            try:
-                request = urllib.request.Request(
-                    f"{self.url}/api/status", headers={"Authorization": f"token {self.token}"}
-                )
-                with urllib.request.urlopen(request, timeout=5) as response:
-                    response.read()
-                break
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > end:
-                    self.stop()
-                    raise RuntimeError(f"the server did not start (log: {self.log_path})") from None
-                time.sleep(0.3)
+        try:
+            wait_for_server(self.url, self.token, self.process, timeout=120, pause=0.3)
+        except OSError:
+            self.stop()
+            raise RuntimeError(f"the server did not start (log: {self.log_path})") from None
 
     def stop(self) -> None:
         """Stop the server (its kernels with it) and remove its directory."""
         if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            stop_process(self.process, 60)
         self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 

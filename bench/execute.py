@@ -56,6 +56,7 @@ from jupyter_client import BlockingKernelClient
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jupyter_xcsh.execution.python.prelude import STREAM_BOUND
+from tests.support.hubprocess import stop as stop_process
 
 BENCH_DIR = Path(__file__).resolve().parent
 MIB = 1024 * 1024
@@ -74,6 +75,50 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def server_options(port: int, token: str, root: str | Path) -> list[str]:
+    """The options every benchmark's server starts with (``Server``, ``call_cost``, ``context``).
+
+    On 127.0.0.1:``port`` only (no other port tried), ``token`` asked, ``root`` its contents,
+    no browser.
+    """
+    return [
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        "--allow-root",
+        f"--IdentityProvider.token={token}",
+        "--ServerApp.open_browser=False",
+        f"--ServerApp.root_dir={root}",
+    ]
+
+
+def wait_for_server(
+    url: str,
+    token: str,
+    process: subprocess.Popen[bytes],
+    timeout: float,
+    pause: float,
+    answer_within: float = 5,
+) -> None:
+    """Return once the server at ``url`` answers ``/api/status`` (asked every ``pause`` s).
+
+    Raises the last ``OSError`` when ``process`` ended or ``timeout`` seconds passed first.
+    """
+    end = time.monotonic() + timeout
+    request = urllib.request.Request(
+        f"{url}/api/status", headers={"Authorization": f"token {token}"}
+    )
+    while True:
+        try:
+            with urllib.request.urlopen(request, timeout=answer_within) as response:
+                response.read()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > end:
+                raise
+            time.sleep(pause)
 
 
 def rss_bytes(pid: int) -> int:
@@ -162,13 +207,7 @@ class Server:
             [
                 sys.executable,
                 *python,
-                "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={self.port}",
-                "--ServerApp.port_retries=0",
-                "--allow-root",
-                f"--IdentityProvider.token={self.token}",
-                "--ServerApp.open_browser=False",
-                f"--ServerApp.root_dir={root}",
+                *server_options(self.port, self.token, root),
                 *(f"--ServerApp.jpserver_extensions={name}=True" for name in extensions),
                 *options,
             ],
@@ -179,15 +218,7 @@ class Server:
         )
         self.url = f"http://127.0.0.1:{self.port}"
         self.headers = {"Authorization": f"token {self.token}", "Content-Type": "application/json"}
-        end = time.monotonic() + 60
-        while True:
-            try:
-                self.request("GET", "/api/status")
-                break
-            except OSError:
-                if time.monotonic() > end or self.process.poll() is not None:
-                    raise
-                time.sleep(0.2)
+        wait_for_server(self.url, self.token, self.process, timeout=60, pause=0.2)
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=900)
         self.mcp_id = 0
 
@@ -273,11 +304,7 @@ class Server:
     def stop(self) -> None:
         """Stop the server and remove its files."""
         self.conn.close()
-        self.process.terminate()
-        try:
-            self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        stop_process(self.process, 60)
         self.log.close()
         self.tmp.cleanup()
 

@@ -229,7 +229,7 @@ def time_floor(path: str, runs: int, *, serialise: bool) -> list[float]:
     """Seconds to read and ``json.loads`` the file (then ``json.dumps`` it when ``serialise``).
 
     The cyclic garbage collector is off while the floor runs, as the server's edits have it
-    (``jupyter_xcsh.notebook.storage.store.collection_paused``): the floor is the parse and the
+    (``jupyter_xcsh.notebook.storage.gcpause.collection_paused``): the floor is the parse and the
     serialisation alone, never a full collection of this process that a parse happened to
     trigger (~70 ms here).
     """

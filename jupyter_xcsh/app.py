@@ -54,7 +54,8 @@ from jupyter_xcsh.mcp.jupyter_ai import (
 from jupyter_xcsh.memory import freeze_startup_heap, limit_heap_arenas
 from jupyter_xcsh.notebook.reader import ReadLimits
 from jupyter_xcsh.notebook.rooms.live import LiveDocuments
-from jupyter_xcsh.notebook.storage.saves import SaveGuard, TemporaryFiles, probe_save_guard
+from jupyter_xcsh.notebook.storage.atomic import TemporaryFiles
+from jupyter_xcsh.notebook.storage.saves import SaveGuard, probe_save_guard
 from jupyter_xcsh.notebook.storage.store import NotebookStore
 from jupyter_xcsh.policy.approvals import ApprovalRegistry
 from jupyter_xcsh.policy.gate import PolicyGate

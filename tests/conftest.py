@@ -14,6 +14,7 @@ mechanism and are deselected there.
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import os
@@ -163,3 +164,15 @@ def events(jp_serverapp: Any) -> list[dict[str, Any]]:
 def run_events(jp_serverapp: Any) -> list[dict[str, Any]]:
     """Every event of runs in place the server emits, as the lab receives them."""
     return collect_events(jp_serverapp, RUN_SCHEMA)
+
+
+@pytest.fixture
+def collector_on():
+    """Python's cyclic collector enabled for the test, and as it was afterwards."""
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if was:
+        gc.enable()
+    else:
+        gc.disable()

@@ -39,7 +39,7 @@ from typing import Any, BinaryIO
 from tornado.web import HTTPError
 
 from jupyter_xcsh.errors import InvalidRequestError, NotFoundError
-from jupyter_xcsh.notebook.storage.saves import TemporaryFiles
+from jupyter_xcsh.notebook.storage.atomic import TemporaryFiles
 from jupyter_xcsh.outputs.sizes import format_size
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,9 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from jupyter_xcsh.errors import InvalidRequestError
-from jupyter_xcsh.execution.python.service import PythonService
 from jupyter_xcsh.handlers.base import XcshAPIHandler
 from jupyter_xcsh.services import XcshServices
+from jupyter_xcsh.tools.python.tool import PythonTool
 
 #: C0 control characters and DEL: no working directory a session is keyed by contains one.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -21,9 +21,9 @@ class _SessionsBase(XcshAPIHandler):
     auth_resource = "kernels"
 
     @property
-    def service(self) -> PythonService:
-        """The execution service built by the extension app."""
-        return self.services.execution
+    def service(self) -> PythonTool:
+        """The python tool, whose sessions these are."""
+        return self.services.python
 
     def cwd_argument(self) -> str | None:
         """The ``?cwd=`` query argument exactly as sent (None when absent).

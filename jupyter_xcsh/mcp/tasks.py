@@ -115,7 +115,7 @@ class Tasks:
                 "inputRequests": {QUESTION: question},
             }
         if run.running:
-            return {**self._task(task_id, "working", now), "statusMessage": _last_line(run)}
+            return {**self._task(task_id, "working", now), "statusMessage": _working_message(run)}
         try:
             body = await run.next_stop()
         except XcshError as e:
@@ -250,14 +250,23 @@ def _refuse_passwords(run: BackgroundRun) -> None:
         refuse()  # one waiting already
 
 
-def _last_line(run: Any) -> str:
-    """What the run printed last, for a ``working`` task's ``statusMessage``.
+def _working_message(run: Any) -> str:
+    """A ``working`` task's ``statusMessage``: the approval it waits for, else its last line."""
+    events, _ = run.events.after(max(0, run.events.next - 50))
+    waiting = _approval_wait(events)
+    if waiting is not None:
+        return f"run {run.id} is {waiting}"
+    line = _last_line(events)
+    return f"run {run.id} is running: {line}" if line else f"run {run.id} is running"
 
-    A run waiting for the person's approval (an ``ask-before-run`` cell, a policy that asks)
-    says so instead: the wait is the person's, not the client's, so the task stays ``working``
+
+def _approval_wait(events: list[Any]) -> str | None:
+    """What a run whose latest ``events`` these are waits for, if the person's approval.
+
+    Such a run (an ``ask-before-run`` cell, a policy that asks) says so instead of its last
+    line: the wait is the person's, not the client's, so the task stays ``working``
     (``input_required`` would ask the client for an answer it cannot give).
     """
-    events, _ = run.events.after(max(0, run.events.next - 50))
     for event in reversed(events):
         if not isinstance(event, dict) or event.get("type") == "cell":
             if isinstance(event, dict):
@@ -266,10 +275,15 @@ def _last_line(run: Any) -> str:
         status = event.get("event") if event.get("type") == "status" else None
         if isinstance(status, dict) and status.get("op") == "approval":
             if status.get("state") == "waiting":
-                return f"run {run.id} is {status.get('message', 'waiting for approval')}"
+                return str(status.get("message", "waiting for approval"))
             break
+    return None
+
+
+def _last_line(events: list[Any]) -> str:
+    """The last line a run whose latest ``events`` these are printed ("" if none)."""
     for event in reversed(events):
         text = event.get("text") if isinstance(event, dict) else None
         if isinstance(text, str) and text.strip():
-            return f"run {run.id} is running: {text.strip().splitlines()[-1][:200]}"
-    return f"run {run.id} is running"
+            return text.strip().splitlines()[-1][:200]
+    return ""

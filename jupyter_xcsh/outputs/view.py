@@ -25,8 +25,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from jupyter_xcsh.outputs.sizes import format_size
@@ -260,68 +260,75 @@ def _fits(limits: ViewLimits, lines: list[str], ends_with_newline: bool) -> str 
     return "\n".join(plain) + ("\n" if ends_with_newline else "")
 
 
+@dataclass
+class _Shown:
+    """The lines one end of a cut output shows within its bytes, taken one at a time."""
+
+    budget: int  # bytes left
+    number: int  # the number of the last line taken (whole or in part)
+    cut: bool = False  # whether that line is cut (part of it left out)
+    shown: list[str] = field(default_factory=list)  # the lines shown, markers included
+    content: list[str] = field(default_factory=list)  # what they show, no markers
+
+    def take(
+        self, number: int, line: str, partial: bool, clip: Callable[[str, int], str], marker: str
+    ) -> bool:
+        """Take line ``number`` whole if it fits and is whole; whether to take the next.
+
+        A line that does not fit, the first of this end, is shown clipped (``clip``, after
+        ``marker``); then nothing more is taken.
+        """
+        size = _size(line) + 1
+        if size <= self.budget and not partial:
+            self.shown.append(line)
+            self.content.append(line)
+            self.budget -= size
+            self.number = number
+            return True
+        part = clip(line, self.budget - 1) if not self.shown else ""
+        if part:
+            self.shown.append(marker + part)
+            self.content.append(part)
+            self.number, self.cut = number, True
+        return False
+
+
 def _cut(
     limits: ViewLimits, head: _Side, tail: _Side, total_lines: int, ends_with_newline: bool
 ) -> OutputView:
-    shown_head: list[str] = []  # the lines shown at the head, markers included
-    content: list[str] = []  # what they show, no markers
-    last_head = 0  # the number of the last line the head shows (whole or its start)
-    head_cut = False  # whether that line is cut (its rest left out)
-    budget = limits.head_bytes
+    heads = _Shown(limits.head_bytes, number=0)
     for offset in range(min(limits.head_lines, len(head.lines))):
-        number = head.first_number + offset
         line = terminal_line(head.lines[offset])
         partial = head.partial_last and offset == len(head.lines) - 1
-        size = _size(line) + 1
-        if size <= budget and not partial:
-            shown_head.append(line)
-            content.append(line)
-            budget -= size
-            last_head = number
-            continue
-        start = _clip_start(line, budget - 1) if not shown_head else ""
-        if start:
-            shown_head.append(start)
-            content.append(start)
-            last_head, head_cut = number, True
-        break
+        if not heads.take(head.first_number + offset, line, partial, _clip_start, ""):
+            break
+    shown_head, content, last_head = heads.shown, heads.content, heads.number
+    head_cut = heads.cut
 
-    shown_tail: list[str] = []  # reversed while collecting
-    tail_content: list[str] = []
-    first_tail = total_lines + 1
-    tail_cut = False
-    budget = limits.tail_bytes
+    tails = _Shown(limits.tail_bytes, number=total_lines + 1)  # lines reversed while collecting
     for offset in range(len(tail.lines) - 1, -1, -1):
         number = tail.first_number + offset
         if number < last_head or (number == last_head and not head_cut):
             break
-        if len(shown_tail) >= limits.max_tail_lines:
+        if len(tails.shown) >= limits.max_tail_lines:
             break
         line = terminal_line(tail.lines[offset])
         partial = tail.partial_first and offset == 0
         if number == last_head:  # the head shows this line's start: show its end beside it
-            if not partial and _size(line) <= _size(content[-1]) + budget:
+            if not partial and _size(line) <= _size(content[-1]) + tails.budget:
                 shown_head[-1] = content[-1] = line
                 head_cut = False
             else:
-                end = _clip_end(line, budget - 1)
+                end = _clip_end(line, tails.budget - 1)
                 shown_head[-1] += f" [... middle of line {number} left out ...] {end}"
                 content[-1] += end
-            first_tail = number
+            tails.number = number
             break
-        size = _size(line) + 1
-        if size <= budget and not partial:
-            shown_tail.append(line)
-            tail_content.append(line)
-            budget -= size
-            first_tail = number
-            continue
-        end = _clip_end(line, budget - 1) if not shown_tail else ""
-        if end:
-            shown_tail.append(f"[... start of line {number} left out ...] {end}")
-            tail_content.append(end)
-            first_tail, tail_cut = number, True
-        break
+        marker = f"[... start of line {number} left out ...] "
+        if not tails.take(number, line, partial, _clip_end, marker):
+            break
+    shown_tail, tail_content = tails.shown, tails.content
+    first_tail, tail_cut = tails.number, tails.cut
     shown_tail.reverse()
     tail_content.reverse()
 

@@ -51,9 +51,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("calls.observer", "execution.kernel.stdin"): (
         "report_input's argument is the kernel core's StdinPolicy (a type only)"
     ),
-    ("handlers.sessions", "execution.python.service"): (
-        "the sessions endpoints call the python engine's pool, not through the python tool"
-    ),
 }
 
 

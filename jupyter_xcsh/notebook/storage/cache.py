@@ -10,7 +10,7 @@ managers that keep files: others always load the file again):
 
 - device, inode, size, modification and change times in nanoseconds, permissions and owner
   must all be equal. The tool's own saves replace the file by a new inode
-  (``saves.replacing_file``), whose status is noted as the temporary file is written and
+  (``atomic.replacing_file``), whose status is noted as the temporary file is written and
   checked again once it is in place; another program writing the file in place changes its
   modification time (and its change time, even when it sets the modification time back), one
   replacing it changes its inode;

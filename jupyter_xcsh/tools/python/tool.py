@@ -109,6 +109,20 @@ class PythonTool:
                 raise session_waiting(request.session, waiting)
         return await self._start_run(request, observer, control, detach)
 
+    # -- the sessions endpoints (``handlers/sessions.py``) --------------------------------------
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        """Every cached session, most recently used first."""
+        return self.execution.list_sessions()
+
+    async def delete_session(self, name: str, cwd: str | None = None) -> None:
+        """Shut down the sessions called ``name`` (in ``cwd``, or in every directory); 404."""
+        await self.execution.delete_session(name, cwd)
+
+    def interrupt_session(self, name: str, cwd: str | None = None) -> bool:
+        """Cancel the running calls of the sessions called ``name``; whether one was running."""
+        return self.execution.interrupt_session(name, cwd)
+
     async def _start_scratch(
         self,
         request: PythonRequest,

@@ -22,7 +22,7 @@ from traitlets.config import Config
 
 from jupyter_xcsh.artifacts.store import ARTIFACT_ID_PATTERN, ContentsArtifactStore
 from jupyter_xcsh.errors import InvalidRequestError, NotFoundError
-from jupyter_xcsh.notebook.storage.saves import TEMPORARY_NAME, TemporaryFiles
+from jupyter_xcsh.notebook.storage.atomic import TEMPORARY_NAME, TemporaryFiles
 from jupyter_xcsh.outputs.sizes import format_size
 from tests.support.images import KERNEL_HELPERS
 from tests.support.mcp_client import tool_via_mcp

@@ -17,8 +17,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from traitlets.config import Config
 
-from jupyter_xcsh.notebook.storage.cache import RACY_NS
-from jupyter_xcsh.notebook.storage.saves import SaveGuard, _settle_modification_time
+from jupyter_xcsh.notebook.storage.saves import SaveGuard
 from tests.support.fakes import HeldSaveContentsManager
 from tests.support.inplace import wait_until
 from tests.support.notebooks import jupyter_text, load, sample_notebook
@@ -314,7 +313,7 @@ async def test_an_untrusted_notebook_is_never_signed_by_an_agent_edit(
     assert await _trusted_cells(jp_fetch, "plain.ipynb") == [False]
 
 
-# --- temporary files a crash left (notebook/storage/saves.py TemporaryFiles; issue 20) ------------
+# --- temporary files a crash left (notebook/storage/atomic.py TemporaryFiles; issue 20) ----------
 
 #: Seconds since the epoch a day ago: before any server of the test started.
 A_DAY_AGO = time.time() - 86_400
@@ -446,51 +445,6 @@ class TestASaveSlowOnDisk:
 async def _hold(guard: SaveGuard, key: str) -> None:
     async with guard.holding(key):
         pass
-
-
-def _status(mtime_ns: int) -> os.stat_result:
-    """A regular file's status whose modification time is ``mtime_ns``."""
-    fields = [stat.S_IFREG | 0o644, 1, 1, 1, 0, 0, 10, 0, 0, 0]
-    return os.stat_result((*fields, 0.0, mtime_ns / 1e9, 0.0, 0, mtime_ns, 0))
-
-
-@pytest.mark.parametrize(
-    ("replaced_ago_ns", "moved"),
-    [(None, True), (10**9, True), (0, False), (-(10**9), False)],
-    ids=["new file", "older file", "file written now", "file of the future"],
-)
-def test_a_saved_file_is_stamped_before_the_racy_window_never_before_the_file_it_replaces(
-    tmp_path, replaced_ago_ns, moved
-):
-    path = tmp_path / "a.ipynb"
-    path.write_text("{}", encoding="utf-8")
-    written = os.stat(path).st_mtime_ns
-    now = time.time_ns()
-    replaced = None if replaced_ago_ns is None else _status(now - replaced_ago_ns)
-    fd = os.open(path, os.O_RDWR)
-    try:
-        _settle_modification_time(fd, replaced)
-    finally:
-        os.close(fd)
-    after = time.time_ns()
-    mtime = os.stat(path).st_mtime_ns
-    if moved:
-        assert now - RACY_NS - 10**8 < mtime < after - RACY_NS  # out of the racy window
-        assert replaced is None or mtime > replaced.st_mtime_ns
-    else:
-        assert mtime == written
-
-
-def test_a_file_of_whole_second_times_keeps_the_time_it_was_written_with(tmp_path):
-    path = tmp_path / "a.ipynb"
-    path.write_text("{}", encoding="utf-8")
-    written = os.stat(path).st_mtime_ns
-    fd = os.open(path, os.O_RDWR)
-    try:
-        _settle_modification_time(fd, _status((time.time_ns() // 10**9 - 60) * 10**9))
-    finally:
-        os.close(fd)
-    assert os.stat(path).st_mtime_ns == written
 
 
 def _deleted_files_held(folder) -> list[str]:

@@ -27,7 +27,7 @@ from tornado.httpclient import HTTPClientError
 from traitlets.config import Config
 
 from jupyter_xcsh.artifacts.store import ContentsArtifactStore
-from jupyter_xcsh.notebook.storage.saves import TemporaryFiles
+from jupyter_xcsh.notebook.storage.atomic import TemporaryFiles
 from tests.support.images import KERNEL_HELPERS
 from tests.support.inplace import run_ok
 from tests.support.mcp_client import tool_via_mcp

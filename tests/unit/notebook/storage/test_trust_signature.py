@@ -10,9 +10,9 @@ import pytest
 from nbformat.sign import NotebookNotary
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from jupyter_xcsh.notebook.storage import saves
+from jupyter_xcsh.notebook.storage import trust
 from jupyter_xcsh.notebook.storage.document import NotebookDocument
-from jupyter_xcsh.notebook.storage.saves import NotebookTrust
+from jupyter_xcsh.notebook.storage.trust import NotebookTrust
 
 
 def _notebook(cells: int):
@@ -45,16 +45,16 @@ def notary(tmp_path):
     return NotebookNotary(secret=b"s" * 32, data_dir=str(tmp_path))
 
 
-@pytest.mark.parametrize("segment", [1, 7, 100, saves.SEGMENT_PIECES])
+@pytest.mark.parametrize("segment", [1, 7, 100, trust.SEGMENT_PIECES])
 def test_the_signature_is_the_notarys_whatever_the_segments(notary, monkeypatch, segment):
     text = _notebook(120)
-    monkeypatch.setattr(saves, "SEGMENT_PIECES", segment)
+    monkeypatch.setattr(trust, "SEGMENT_PIECES", segment)
     ours = NotebookTrust(SimpleNamespace(notary=notary))
     expected = notary.compute_signature(nbformat.reads(text, as_version=4))
     assert ours.signature(NotebookDocument.parse(text).data) == expected
 
 
-@pytest.mark.parametrize("feed", [64, 1000, saves.FEED_CHARS])
+@pytest.mark.parametrize("feed", [64, 1000, trust.FEED_CHARS])
 def test_the_signature_of_a_large_cell_is_the_notarys_however_it_is_fed(notary, monkeypatch, feed):
     # A cell with many output lines (taken as one list) and an image longer than a feed (cut).
     nb = nbformat.reads(_notebook(3), as_version=4)
@@ -63,8 +63,8 @@ def test_the_signature_of_a_large_cell_is_the_notarys_however_it_is_fed(notary, 
     nb.cells[1].outputs.append(new_output("stream", name="stderr", text=lines))
     nb.cells[1].outputs.append(new_output("display_data", data={"image/png": image}))
     text = nbformat.writes(nb)
-    monkeypatch.setattr(saves, "FEED_CHARS", feed)
-    monkeypatch.setattr(saves, "SEGMENT_PIECES", 500)
+    monkeypatch.setattr(trust, "FEED_CHARS", feed)
+    monkeypatch.setattr(trust, "SEGMENT_PIECES", 500)
     ours = NotebookTrust(SimpleNamespace(notary=notary))
     expected = notary.compute_signature(nbformat.reads(text, as_version=4))
     assert ours.signature(NotebookDocument.parse(text).data) == expected
@@ -72,9 +72,9 @@ def test_the_signature_of_a_large_cell_is_the_notarys_however_it_is_fed(notary, 
 
 def test_segments_are_digested_on_another_thread_in_order(notary, monkeypatch):
     text = _notebook(60)
-    monkeypatch.setattr(saves, "SEGMENT_PIECES", 5)
+    monkeypatch.setattr(trust, "SEGMENT_PIECES", 5)
     threads: set[str] = set()
-    submit = saves._DIGESTER.submit
+    submit = trust._DIGESTER.submit
 
     def recording_submit(fn, *args):
         def run():
@@ -83,7 +83,7 @@ def test_segments_are_digested_on_another_thread_in_order(notary, monkeypatch):
 
         return submit(run)
 
-    monkeypatch.setattr(saves._DIGESTER, "submit", recording_submit)
+    monkeypatch.setattr(trust._DIGESTER, "submit", recording_submit)
     ours = NotebookTrust(SimpleNamespace(notary=notary))
     expected = notary.compute_signature(nbformat.reads(text, as_version=4))
     assert ours.signature(NotebookDocument.parse(text).data) == expected
@@ -91,7 +91,7 @@ def test_segments_are_digested_on_another_thread_in_order(notary, monkeypatch):
 
 
 def test_a_value_without_utf8_form_gives_no_signature(notary, monkeypatch):
-    monkeypatch.setattr(saves, "SEGMENT_PIECES", 1)
+    monkeypatch.setattr(trust, "SEGMENT_PIECES", 1)
     text = _notebook(10).replace("Überschrift 0", "\\ud800 lone")
     assert (
         NotebookTrust(SimpleNamespace(notary=notary)).signature(NotebookDocument.parse(text).data)

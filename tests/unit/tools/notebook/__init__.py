@@ -1,0 +1,1 @@
+"""Unit tests of ``jupyter_xcsh.tools.notebook``."""
