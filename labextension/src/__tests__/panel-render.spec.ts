@@ -13,6 +13,7 @@ import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../panel/events';
 import { ActivityModel, INotebookCall, IPythonCall } from '../panel/model';
 import { renderJsonTree } from '../panel/renderjson';
 import {
+  notebookLine,
   notebookStatusLine,
   renderNotebookCall
 } from '../panel/rendernotebook';
@@ -129,6 +130,47 @@ describe('renderNotebookCall', () => {
     );
   });
 
+  it("shows on its line the target first: the file's name and the cell, then the action and the agent", () => {
+    const { ctx } = fakeContext();
+    const element = renderNotebookCall(call({ agent: 'claude-code' }), ctx);
+    const title = element.querySelector<HTMLElement>('.jp-xcsh-CallTitle')!;
+    expect(text(title)).toBe('a.ipynb · cell 3 · edit · claude-code');
+    expect(text(title.querySelector('.jp-xcsh-CallTarget'))).toBe(
+      'a.ipynb · cell 3'
+    );
+    expect(text(title.querySelector('.jp-xcsh-CallFile'))).toBe('a.ipynb');
+    expect(text(title.querySelector('.jp-xcsh-CallTool'))).toBe(
+      ' · edit · claude-code'
+    );
+    // The whole status line, the path and the cell type with it, on hover.
+    expect(title.title).toBe(
+      'claude-code · Notebook · edit · dir/a.ipynb · cell 3 · markdown\n' +
+        'Open dir/a.ipynb at cell 3'
+    );
+    expect(element.getAttribute('aria-label')).toBe(
+      'claude-code · Notebook · edit · dir/a.ipynb · cell 3 · markdown'
+    );
+    expect(notebookLine(call({ action: 'move', fromIndex: 1 }))).toEqual({
+      file: 'a.ipynb',
+      place: 'cell 1 → 3',
+      tool: 'move'
+    });
+    const undo = call();
+    undo.undoOf = 'n0';
+    expect(notebookLine(undo)).toEqual({
+      file: 'a.ipynb',
+      place: 'cell 3',
+      tool: 'undo · You'
+    });
+    // A failed call without a path or a cell: the action alone.
+    const failed = renderNotebookCall(
+      call({ status: 'error', path: '', cellIndex: null, error: 'x' }),
+      ctx
+    );
+    expect(failed.querySelector('.jp-xcsh-CallTarget')).toBeNull();
+    expect(text(failed.querySelector('.jp-xcsh-CallTitle'))).toBe('edit');
+  });
+
   it('names the agent that made the call first, where it named itself', () => {
     expect(notebookStatusLine(call({ agent: 'claude-code' }))).toBe(
       'claude-code · Notebook · edit · dir/a.ipynb · cell 3 · markdown'
@@ -184,6 +226,11 @@ describe('renderNotebookCall', () => {
       expect(
         notebookStatusLine(call({ action: 'batch', changes: [changes[1]] }))
       ).toBe('Notebook · batch · dir/a.ipynb · 1 change');
+      expect(notebookLine(batch())).toEqual({
+        file: 'a.ipynb',
+        place: '3 changes',
+        tool: 'batch'
+      });
     });
 
     it('lists each change with its cell, type and collapsed source', () => {

@@ -126,7 +126,10 @@ describe('the translation of the lab extension', () => {
       true
     );
     const notebook = node.querySelector('[data-call-id=n1]')!;
-    expect(notebook.querySelector('.jp-xcsh-CallTitle')?.textContent).toMatch(
+    expect(notebook.querySelector('.jp-xcsh-CallTitle')?.textContent).toBe(
+      'a.ipynb · «cell 0» · edit'
+    );
+    expect(notebook.getAttribute('aria-label')).toMatch(
       /^«Notebook» · edit · a\.ipynb · «cell 0» · code$/
     );
     const undo = notebook.querySelector('.jp-xcsh-Undo')!;

@@ -185,11 +185,13 @@ export function textBlock(
 }
 
 /**
- * The time of day a call was first seen, e.g. `14:03` (`14:03:27` on hover).
+ * The time of day a call was first seen, e.g. `14:03` (the lab's own form of
+ * it, with the seconds, on hover).
  */
 export function timeLabel(time: number): HTMLElement {
   const date = new Date(time);
-  // Hours and minutes in the call's line; the seconds on hover.
+  // Hours and minutes in the call's line, on a 24-hour clock: no AM/PM, so
+  // the line keeps that width for the call's target. The seconds on hover.
   return h(
     'time',
     {
@@ -197,7 +199,11 @@ export function timeLabel(time: number): HTMLElement {
       datetime: date.toISOString(),
       title: date.toLocaleTimeString()
     },
-    date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+    date.toLocaleTimeString([], {
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23'
+    })
   );
 }
 
