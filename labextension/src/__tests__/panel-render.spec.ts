@@ -8,9 +8,10 @@ import { Widget } from '@lumino/widgets';
 
 import { addActivityCommands, commandActions } from '../panel/commands';
 
-import { clipHead, clipTail, formatBytes, splitLines } from '../panel/collapse';
-import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../panel/events';
-import { ActivityModel, INotebookCall, IPythonCall } from '../panel/model';
+import { clipHead, clipTail, splitLines } from '../panel/collapse';
+import { formatBytes } from '../core/format';
+import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../core/events';
+import { ActivityModel, INotebookCall, IPythonCall } from '../core/activity';
 import { renderJsonTree } from '../panel/renderjson';
 import {
   notebookLine,
@@ -20,7 +21,7 @@ import {
 import { IRenderContext } from '../panel/renderparts';
 import { renderPythonCall } from '../panel/renderpython';
 import { ActivityPanel } from '../panel/widget';
-import { h } from '../panel/dom';
+import { h } from '../core/dom';
 import { UNTRANSLATED } from '../translation';
 import { choose, waitFor } from './helpers';
 

@@ -7,16 +7,16 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { UNTRANSLATED } from '../translation';
 import { Collapsed } from './collapse';
-import { Child, h } from './dom';
-import type { INotebookCallEvent, INotebookChangeEvent } from './events';
-import type { INotebookCall } from './model';
+import { Child, h } from '../core/dom';
+import type { INotebookCallEvent, INotebookChangeEvent } from '../core/events';
+import type { INotebookCall } from '../core/activity';
 import {
   BlockLanguage,
   callHeader,
   IRenderContext,
   textBlock
 } from './renderparts';
-import { canUndo } from '../review/undorequest';
+import { canUndo } from '../core/undoable';
 
 /**
  * The status line of a notebook call:

@@ -6,8 +6,12 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { clipHead, clipTail, Expanded, splitLines } from './collapse';
-import { Child, h } from './dom';
-import type { ActivityCall, INotebookCall, IPythonCall } from './model';
+import { Child, h } from '../core/dom';
+import type {
+  ActivityCall,
+  INotebookCall,
+  IPythonCall
+} from '../core/activity';
 
 /**
  * The language a text block is highlighted as; `null` for plain text.
