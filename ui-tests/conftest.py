@@ -111,14 +111,28 @@ class Lab:
             with contextlib.closing(sqlite3.connect(self.history, timeout=10)) as db, db:
                 db.execute("DELETE FROM calls")
 
-    def api(self, method: str, path: str, body: Any = None, timeout: float = 60) -> Any:
-        """Call ``path`` (below the base URL) and return the decoded JSON answer."""
+    def api(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        timeout: float = 60,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        """Call ``path`` (below the base URL) and return the decoded JSON answer.
+
+        ``headers``: more request headers, e.g. ``X-Agent-Name`` for a call an agent names.
+        """
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             f"{self.url}/{path}",
             data=data,
             method=method,
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+            headers={
+                "Authorization": f"token {self.token}",
+                "Content-Type": "application/json",
+                **(headers or {}),
+            },
         )
         with urllib.request.urlopen(request, timeout=timeout) as response:
             text = response.read().decode()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -217,7 +218,7 @@ def test_no_page_errors_whatever_the_server_sends(lab, lab_page):
     # The panel still works: a real notebook call shows up and opens its notebook at the cell.
     lab.notebook(action="edit", notebook_path="errors.ipynb", cell_index=35, content="x = 'here'")
     title = panel.locator(".jp-xcsh-Call[data-kind=notebook] .jp-xcsh-OpenNotebook").first
-    expect(title).to_have_text("Notebook · edit · errors.ipynb · cell 35 · code")
+    expect(title).to_have_text("errors.ipynb · cell 35 · edit")
     title.click()
     expect(page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current")).to_contain_text(
         "errors.ipynb"
@@ -334,3 +335,123 @@ def test_one_line_per_call_at_the_default_width(lab, lab_page):
         shutil.copyfile(
             path, Path(__file__).resolve().parent.parent / "docs" / "activity-panel.png"
         )
+
+
+#: How many pixels of ``text`` (found in ``element``'s text) lie past the edge of an element
+#: that clips it, from the text's own element up to the panel: 0 when it is all in sight. -1
+#: when ``element`` does not hold the text.
+TEXT_CUT = """(element, text) => {
+  const start = element.textContent.indexOf(text);
+  if (start < 0) {
+    return -1;
+  }
+  const end = start + text.length;
+  let cut = 0;
+  let offset = 0;
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const from = Math.max(start, offset);
+    const to = Math.min(end, offset + node.data.length);
+    if (from < to) {
+      // The laid-out text, whole: an ellipsis only paints over what its element cuts.
+      const range = document.createRange();
+      range.setStart(node, from - offset);
+      range.setEnd(node, to - offset);
+      const box = range.getBoundingClientRect();
+      for (let e = node.parentElement; e; e = e.parentElement) {
+        if (getComputedStyle(e).overflowX !== 'visible') {
+          const edges = e.getBoundingClientRect();
+          cut = Math.max(cut, box.right - edges.right, edges.left - box.left);
+        }
+        if (e.id === 'jupyter-xcsh-activity') {
+          break;
+        }
+      }
+    }
+    offset += node.data.length;
+  }
+  return Math.round(cut);
+}"""
+
+
+def test_a_notebook_calls_line_shows_its_file_and_cell_at_the_default_width(lab, lab_page):
+    """At the panel's default width a notebook call's line shows its target whole: the
+    notebook's file name and the cell, an agent's name and the action after it (issue 41). The
+    review's Keep and Undo leave the line until it is hovered or holds the focus, and the
+    keyboard reaches them."""
+    name = "sales-report.ipynb"
+    lab.write_notebook(name, ["import math", "r = 2", "print(r)"])
+    lab_page.open(f"lab/tree/{name}")
+    panel = lab_page.open_activity()
+    lab.api(
+        "POST",
+        "api/xcsh/notebook",
+        {"action": "edit", "notebook_path": name, "cell_index": 1, "content": "r = 3"},
+        headers={"X-Agent-Name": "claude-code"},
+    )
+    calls = panel.locator(".jp-xcsh-Call[data-kind=notebook]")
+    expect(calls).to_have_count(1)
+    # The person's undo below adds a call of its own: this one is the agent's.
+    call = panel.locator(f'[data-call-id="{calls.get_attribute("data-call-id")}"]')
+    width = panel.evaluate("p => Math.round(p.getBoundingClientRect().width)")
+    assert width <= 320, width  # the default width, not widened for the test
+
+    title = call.locator(".jp-xcsh-CallTitle")
+    expect(title).to_have_text(f"{name} · cell 1 · edit · claude-code")
+    expect(title).to_have_attribute("title", re.compile("^claude-code · Notebook · edit · "))
+    # The file name and the cell are in sight, not cut by the line's ellipsis or the panel.
+    assert title.evaluate(TEXT_CUT, f"{name} · cell 1") == 0
+    target = call.locator(".jp-xcsh-CallTarget")
+    expect(target).to_have_text(f"{name} · cell 1")
+    assert target.evaluate("t => t.scrollWidth <= t.clientWidth"), target.evaluate(
+        "t => [t.scrollWidth, t.clientWidth]"
+    )
+    header = call.locator(".jp-xcsh-CallHeader")
+    assert header.evaluate("h => h.getBoundingClientRect().height") <= 30  # one line
+    # The target keeps its place: an agent's name does not push it out.
+    assert call.locator(".jp-xcsh-CallTool").evaluate("t => t.scrollWidth > t.clientWidth")
+
+    # Keep and Undo: out of the line until it is hovered, in the time's place. (Clipped to
+    # nothing, not display: none, so that they stay in the tab order.)
+    keep = call.locator(".jp-xcsh-Keep")
+    actions = call.locator(".jp-xcsh-ReviewActions")
+    shown = "a => a.getBoundingClientRect().width > 1 && getComputedStyle(a).clipPath === 'none'"
+    assert actions.evaluate(shown) is False
+    expect(call.locator(".jp-xcsh-Time")).to_be_visible()
+    lab_page.screenshot("line")
+    header.hover()
+    assert actions.evaluate(shown) is True
+    expect(call.locator(".jp-xcsh-Time")).to_be_hidden()
+    lab_page.screenshot("hovered")
+
+    # From the keyboard: the focus on the line shows them, and Tab reaches them.
+    lab_page.page.mouse.move(0, 0)
+    expect(call.locator(".jp-xcsh-Time")).to_be_visible()
+    assert actions.evaluate(shown) is False
+    call.locator(".jp-xcsh-OpenNotebook").focus()
+    assert actions.evaluate(shown) is True
+    lab_page.page.keyboard.press("Tab")
+    expect(keep).to_be_focused()
+    lab_page.page.keyboard.press("Tab")
+    expect(call.locator(".jp-xcsh-Undo")).to_be_focused()
+    lab_page.page.keyboard.press("Enter")
+    expect(call.locator(".jp-xcsh-Undone")).to_have_text("Undone")
+    # The word takes some of the line: the file name gives way, the cell stays in sight.
+    assert title.evaluate(TEXT_CUT, " · cell 1") == 0
+    assert title.evaluate(TEXT_CUT, "sales") == 0
+
+    # A file name too long for the line is cut before the cell, which stays in sight.
+    long = "quarterly-sales-forecast-by-region-and-product.ipynb"
+    lab.write_notebook(long, ["a = 1", "b = 2", "c = 3"])
+    lab.api(
+        "POST",
+        "api/xcsh/notebook",
+        {"action": "edit", "notebook_path": long, "cell_index": 2, "content": "c = 4"},
+        headers={"X-Agent-Name": "claude-code"},
+    )
+    longer = calls.filter(has_text="quarterly")
+    expect(longer).to_have_count(1)
+    expect(longer.locator(".jp-xcsh-CallTarget")).to_have_text(f"{long} · cell 2")
+    assert longer.locator(".jp-xcsh-CallTitle").evaluate(TEXT_CUT, "quarterly-sales") == 0
+    assert longer.locator(".jp-xcsh-CallTitle").evaluate(TEXT_CUT, " · cell 2") == 0
+    lab_page.screenshot("long-name")

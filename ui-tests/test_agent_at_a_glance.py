@@ -160,7 +160,7 @@ def test_the_whole_picture_for_the_readme(lab, lab_page):
     status.click()
     panel = page.locator("#jupyter-xcsh-activity")
     expect(panel.locator('.jp-xcsh-Call[data-kind="python"]').first).to_contain_text("epoch 0")
-    expect(panel.locator(".jp-xcsh-Undo").first).to_be_visible()
+    expect(panel.locator(".jp-xcsh-Undo").first).to_be_attached()  # shown on its line's hover
     mark.hover()
     lab_page.screenshot("readme-agent-at-a-glance")
     assert future.result(60)["isError"] is False

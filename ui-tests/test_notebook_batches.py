@@ -92,9 +92,7 @@ def test_a_batch_is_one_call_listing_its_changes_and_undone_as_one(lab, lab_page
     expect(cells).to_have_count(4)
     call = notebook_call(panel, result["callId"])
     expect(call).to_have_count(1)
-    expect(call.locator(".jp-xcsh-CallTitle")).to_have_text(
-        "Notebook · batch · batch-panel.ipynb · 5 changes"
-    )
+    expect(call.locator(".jp-xcsh-CallTitle")).to_have_text("batch-panel.ipynb · 5 changes · batch")
     expect(call.locator(".jp-xcsh-BatchChangeTitle")).to_have_text(
         [
             "1. edit · cell 1 · code",

@@ -129,6 +129,7 @@ def undo(lab_page, call_id: str):
     """Click the call's Undo button in the panel; return the call's element."""
     panel = lab_page.open_activity()
     call = notebook_call(panel, call_id)
+    call.locator(".jp-xcsh-CallHeader").hover()  # the line shows its Keep and Undo on hover
     call.locator(".jp-xcsh-Undo").click()
     return call
 

@@ -281,6 +281,7 @@ def test_the_activity_panels_undo_is_the_reviews_undo_and_lasts(lab, lab_page):
     expect(review_of(cells.nth(2))).to_contain_text("Edited by an agent")
     panel = lab_page.open_activity()
     call = panel.locator(f'.jp-xcsh-Call[data-call-id="{result["callId"]}"]')
+    call.locator(".jp-xcsh-CallHeader").hover()  # the line shows its Keep and Undo on hover
     call.locator(".jp-xcsh-Undo").click()
     expect(call.locator(".jp-xcsh-Undone")).to_have_text("Undone")
     expect(cells.nth(2)).to_contain_text("z = y + 1")
@@ -313,8 +314,9 @@ def test_the_activity_panels_undo_is_the_reviews_undo_and_lasts(lab, lab_page):
     expect(panel.locator(".jp-xcsh-Call")).to_have_count(2)
     expect(lab_page.page.locator(".jp-xcsh-Review")).to_have_count(0)
     mine = panel.locator(".jp-xcsh-Call:has(.jp-xcsh-UndoOf)")
-    expect(mine.locator(".jp-xcsh-CallTitle")).to_contain_text("You · undo · review-panel.ipynb")
-    expect(panel.locator(".jp-xcsh-CallTitle", has_text="Notebook · edit")).to_have_count(1)
+    expect(mine.locator(".jp-xcsh-CallTitle")).to_contain_text("review-panel.ipynb · ")
+    expect(mine.locator(".jp-xcsh-CallTitle")).to_contain_text(" · undo · You")
+    expect(panel.locator(".jp-xcsh-CallTitle", has_text="· edit")).to_have_count(1)
     agent_call = panel.locator(f'.jp-xcsh-Call[data-call-id="{result["callId"]}"]')
     expect(agent_call.locator(".jp-xcsh-Undone")).to_have_text("Undone")
 
@@ -341,8 +343,9 @@ def test_undo_without_a_room_is_the_persons_at_once(lab, lab_page):
     calls = panel.locator(".jp-xcsh-Call")
     expect(calls).to_have_count(2)
     undo = panel.locator(".jp-xcsh-Call:has(.jp-xcsh-UndoOf)")
-    expect(undo.locator(".jp-xcsh-CallTitle")).to_contain_text("You · undo · review-own.ipynb")
-    expect(panel.locator(".jp-xcsh-CallTitle", has_text="Notebook · edit")).to_have_count(1)
+    expect(undo.locator(".jp-xcsh-CallTitle")).to_contain_text("review-own.ipynb · ")
+    expect(undo.locator(".jp-xcsh-CallTitle")).to_contain_text(" · undo · You")
+    expect(panel.locator(".jp-xcsh-CallTitle", has_text="· edit")).to_have_count(1)
 
     console = "\n".join(lab_page.console)
     assert "notebook/undo" not in console and "404" not in console, console
@@ -432,6 +435,7 @@ def test_keep_and_undo_still_work_after_a_reload(lab, lab_page):
     # The activity panel's Undo, on a call of before the reload: the review's undo.
     panel = lab_page.open_activity()
     call = panel.locator(f'.jp-xcsh-Call[data-call-id="{edited["callId"]}"]')
+    call.locator(".jp-xcsh-CallHeader").hover()  # the line shows its Keep and Undo on hover
     call.locator(".jp-xcsh-Undo").click()
     expect(call.locator(".jp-xcsh-Undone")).to_have_text("Undone")
     assert_source_becomes(lab_page, 2, SOURCES[2])

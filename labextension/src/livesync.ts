@@ -38,7 +38,7 @@ import {
   parseEmission,
   type INotebookCallEvent,
   type INotebookChangeEvent
-} from './panel/events';
+} from './core/events';
 import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 
 type ISharedNotebook = INotebookModel['sharedModel'];

@@ -34,7 +34,7 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 import { acknowledgeSave } from './livesync';
 import { NotebookEventSync } from './notebooksync';
 import type { RunEventV1 } from './events.generated';
-import { RUN_SCHEMA_ID, type Parsed } from './panel/events';
+import { RUN_SCHEMA_ID, type Parsed } from './core/events';
 import { UNTRANSLATED } from './translation';
 
 /**

@@ -12,8 +12,8 @@ import type { ISettingRegistry } from '@jupyterlab/settingregistry';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import type { ISignal } from '@lumino/signaling';
 
-import { ActivityModel } from './panel/model';
-import type { ActivityFilter } from './panel/widget';
+import { ActivityModel } from './core/activity';
+import type { ActivityFilter } from './core/activity';
 
 /**
  * What the extension reads of a plugin's settings (the lab's `ISettings` has it).

@@ -25,7 +25,7 @@ import type {
   ISessionModel,
   NotebookResult
 } from './client';
-import type { ActivityModel } from './panel/model';
+import type { ActivityModel } from './core/activity';
 
 /**
  * The jupyter-xcsh REST API, bound to one server.

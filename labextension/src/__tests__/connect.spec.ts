@@ -10,8 +10,8 @@ import {
   lastAgentCall,
   mcpResult
 } from '../connect/model';
-import { PYTHON_SCHEMA_ID } from '../panel/events';
-import { ActivityModel } from '../panel/model';
+import { PYTHON_SCHEMA_ID } from '../core/events';
+import { ActivityModel } from '../core/activity';
 import { notebookEditEmission } from './helpers';
 
 describe('the connect dialog', () => {

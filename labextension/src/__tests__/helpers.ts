@@ -8,7 +8,7 @@ import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 import { NBTestUtils } from '@jupyterlab/notebook/lib/testutils';
 import { Widget } from '@lumino/widgets';
 
-import { NOTEBOOK_SCHEMA_ID } from '../panel/events';
+import { NOTEBOOK_SCHEMA_ID } from '../core/events';
 
 /**
  * Wait until `check` gives something (not null, undefined or false): the

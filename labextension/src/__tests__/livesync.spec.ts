@@ -15,7 +15,7 @@ import {
   parseCellChanges,
   planSync
 } from '../livesync';
-import { NOTEBOOK_SCHEMA_ID } from '../panel/events';
+import { NOTEBOOK_SCHEMA_ID } from '../core/events';
 
 function emission(
   extra: Record<string, unknown> = {}

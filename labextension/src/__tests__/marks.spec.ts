@@ -15,7 +15,7 @@ import {
   markTitle
 } from '../marks/model';
 import { MARKED_CELL_CLASS, NotebookMarks } from '../marks/notebookmarks';
-import { NOTEBOOK_SCHEMA_ID, parseEmission } from '../panel/events';
+import { NOTEBOOK_SCHEMA_ID, parseEmission } from '../core/events';
 import type { ICellMark } from '../tokens';
 
 function emission(fields: Record<string, unknown> = {}) {

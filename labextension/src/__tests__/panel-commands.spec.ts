@@ -12,8 +12,8 @@ import {
   CommandIDs,
   PALETTE_ITEMS
 } from '../panel/commands';
-import { PYTHON_SCHEMA_ID } from '../panel/events';
-import { ActivityModel } from '../panel/model';
+import { PYTHON_SCHEMA_ID } from '../core/events';
+import { ActivityModel } from '../core/activity';
 import { ActivityPanel } from '../panel/widget';
 import { choose, notebookEditEmission, waitFor } from './helpers';
 

@@ -5,8 +5,8 @@
 
 import type { IActivityPage, IActivityQuery } from '../client';
 import { CellMarks } from '../marks/model';
-import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../panel/events';
-import { ActivityChange, ActivityModel } from '../panel/model';
+import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../core/events';
+import { ActivityChange, ActivityModel } from '../core/activity';
 import { loadHistory } from '../panel/history';
 
 function notebook(callId: string, time: string, source = 'x = 1') {

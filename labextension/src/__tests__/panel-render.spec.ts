@@ -8,18 +8,20 @@ import { Widget } from '@lumino/widgets';
 
 import { addActivityCommands, commandActions } from '../panel/commands';
 
-import { clipHead, clipTail, formatBytes, splitLines } from '../panel/collapse';
-import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../panel/events';
-import { ActivityModel, INotebookCall, IPythonCall } from '../panel/model';
+import { clipHead, clipTail, splitLines } from '../panel/collapse';
+import { formatBytes } from '../core/format';
+import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../core/events';
+import { ActivityModel, INotebookCall, IPythonCall } from '../core/activity';
 import { renderJsonTree } from '../panel/renderjson';
 import {
+  notebookLine,
   notebookStatusLine,
   renderNotebookCall
 } from '../panel/rendernotebook';
 import { IRenderContext } from '../panel/renderparts';
 import { renderPythonCall } from '../panel/renderpython';
 import { ActivityPanel } from '../panel/widget';
-import { h } from '../panel/dom';
+import { h } from '../core/dom';
 import { UNTRANSLATED } from '../translation';
 import { choose, waitFor } from './helpers';
 
@@ -129,6 +131,47 @@ describe('renderNotebookCall', () => {
     );
   });
 
+  it("shows on its line the target first: the file's name and the cell, then the action and the agent", () => {
+    const { ctx } = fakeContext();
+    const element = renderNotebookCall(call({ agent: 'claude-code' }), ctx);
+    const title = element.querySelector<HTMLElement>('.jp-xcsh-CallTitle')!;
+    expect(text(title)).toBe('a.ipynb · cell 3 · edit · claude-code');
+    expect(text(title.querySelector('.jp-xcsh-CallTarget'))).toBe(
+      'a.ipynb · cell 3'
+    );
+    expect(text(title.querySelector('.jp-xcsh-CallFile'))).toBe('a.ipynb');
+    expect(text(title.querySelector('.jp-xcsh-CallTool'))).toBe(
+      ' · edit · claude-code'
+    );
+    // The whole status line, the path and the cell type with it, on hover.
+    expect(title.title).toBe(
+      'claude-code · Notebook · edit · dir/a.ipynb · cell 3 · markdown\n' +
+        'Open dir/a.ipynb at cell 3'
+    );
+    expect(element.getAttribute('aria-label')).toBe(
+      'claude-code · Notebook · edit · dir/a.ipynb · cell 3 · markdown'
+    );
+    expect(notebookLine(call({ action: 'move', fromIndex: 1 }))).toEqual({
+      file: 'a.ipynb',
+      place: 'cell 1 → 3',
+      tool: 'move'
+    });
+    const undo = call();
+    undo.undoOf = 'n0';
+    expect(notebookLine(undo)).toEqual({
+      file: 'a.ipynb',
+      place: 'cell 3',
+      tool: 'undo · You'
+    });
+    // A failed call without a path or a cell: the action alone.
+    const failed = renderNotebookCall(
+      call({ status: 'error', path: '', cellIndex: null, error: 'x' }),
+      ctx
+    );
+    expect(failed.querySelector('.jp-xcsh-CallTarget')).toBeNull();
+    expect(text(failed.querySelector('.jp-xcsh-CallTitle'))).toBe('edit');
+  });
+
   it('names the agent that made the call first, where it named itself', () => {
     expect(notebookStatusLine(call({ agent: 'claude-code' }))).toBe(
       'claude-code · Notebook · edit · dir/a.ipynb · cell 3 · markdown'
@@ -184,6 +227,11 @@ describe('renderNotebookCall', () => {
       expect(
         notebookStatusLine(call({ action: 'batch', changes: [changes[1]] }))
       ).toBe('Notebook · batch · dir/a.ipynb · 1 change');
+      expect(notebookLine(batch())).toEqual({
+        file: 'a.ipynb',
+        place: '3 changes',
+        tool: 'batch'
+      });
     });
 
     it('lists each change with its cell, type and collapsed source', () => {

@@ -12,7 +12,7 @@ import {
   type IUndoTarget,
   type UndoOutcome
 } from '../review/undo';
-import { parseEmission, type INotebookCallEvent } from '../panel/events';
+import { parseEmission, type INotebookCallEvent } from '../core/events';
 import { UNTRANSLATED } from '../translation';
 import { notebookEditEmission, openNotebook, waitFor } from './helpers';
 

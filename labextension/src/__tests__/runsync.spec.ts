@@ -6,8 +6,8 @@
 import { ServerConnection } from '@jupyterlab/services';
 
 import { interruptCall, IRunResult, runNotebook } from '../client';
-import { RUN_SCHEMA_ID, parseEmission } from '../panel/events';
-import { ActivityModel } from '../panel/model';
+import { RUN_SCHEMA_ID, parseEmission } from '../core/events';
+import { ActivityModel } from '../core/activity';
 import {
   AGENT_RUNNING_CLASS,
   applyRunOutputs,

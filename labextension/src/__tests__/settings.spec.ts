@@ -11,8 +11,8 @@ import { Widget } from '@lumino/widgets';
 import { CellMarks } from '../marks/model';
 import { MARKED_CELL_CLASS, NotebookMarks } from '../marks/notebookmarks';
 import { commandActions } from '../panel/commands';
-import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../panel/events';
-import { ActivityModel } from '../panel/model';
+import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../core/events';
+import { ActivityModel } from '../core/activity';
 import { ActivityPanel } from '../panel/widget';
 import {
   activitySettings,

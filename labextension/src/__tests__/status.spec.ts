@@ -7,8 +7,8 @@ import { Signal } from '@lumino/signaling';
 import { Title, Widget } from '@lumino/widgets';
 
 import { UnreadBadge, UNREAD_CLASS } from '../panel/badge';
-import { PYTHON_SCHEMA_ID } from '../panel/events';
-import { ActivityModel } from '../panel/model';
+import { PYTHON_SCHEMA_ID } from '../core/events';
+import { ActivityModel } from '../core/activity';
 import { agentStatusText, AgentStatusModel } from '../status/agentstatus';
 
 function started(callId: string) {

@@ -4,7 +4,7 @@
  */
 
 import { CONTROL_PATTERN, ESCAPE_PATTERNS } from '../escapes.generated';
-import { terminalText } from '../panel/terminal';
+import { terminalText } from '../core/terminal';
 import escapes from '../../../jupyter_xcsh/outputs/escapes.json';
 
 /** The one definition of the escapes, which the server's `sanitize` reads. */

@@ -15,8 +15,8 @@ import { XcshResponseError } from '../request';
 import { CellMarks } from '../marks/model';
 import { NotebookMarks } from '../marks/notebookmarks';
 import { addActivityCommands, commandActions } from '../panel/commands';
-import { PYTHON_SCHEMA_ID } from '../panel/events';
-import { ActivityModel, INotebookCall } from '../panel/model';
+import { PYTHON_SCHEMA_ID } from '../core/events';
+import { ActivityModel, INotebookCall } from '../core/activity';
 import { ActivityPanel } from '../panel/widget';
 import { GuardedUndoer } from '../review/undo';
 import { AgentStatus, AgentStatusModel } from '../status/agentstatus';
@@ -126,7 +126,10 @@ describe('the translation of the lab extension', () => {
       true
     );
     const notebook = node.querySelector('[data-call-id=n1]')!;
-    expect(notebook.querySelector('.jp-xcsh-CallTitle')?.textContent).toMatch(
+    expect(notebook.querySelector('.jp-xcsh-CallTitle')?.textContent).toBe(
+      'a.ipynb · «cell 0» · edit'
+    );
+    expect(notebook.getAttribute('aria-label')).toMatch(
       /^«Notebook» · edit · a\.ipynb · «cell 0» · code$/
     );
     const undo = notebook.querySelector('.jp-xcsh-Undo')!;

@@ -9,10 +9,10 @@ import {
   INotebookCallEvent,
   NOTEBOOK_SCHEMA_ID,
   parseEmission
-} from '../panel/events';
-import { ActivityModel, INotebookCall } from '../panel/model';
+} from '../core/events';
+import { ActivityModel, INotebookCall } from '../core/activity';
+import { canUndo } from '../core/undoable';
 import {
-  canUndo,
   parseCellArtifact,
   refusalMessage,
   undoRequest,

@@ -17,7 +17,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
-import { append, h } from '../panel/dom';
+import { append, h } from '../core/dom';
 import { xcshUrl } from '../request';
 
 /** An artifact's file name: `<id>.<tool>.<extension>`. */

@@ -15,8 +15,8 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
 import { mcpConfig, type IMcpConfig } from '../client';
-import { h } from '../panel/dom';
-import type { ActivityModel } from '../panel/model';
+import { h } from '../core/dom';
+import type { ActivityModel } from '../core/activity';
 import { xcshUrl } from '../request';
 import {
   describeHandshake,

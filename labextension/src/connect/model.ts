@@ -10,7 +10,7 @@
 
 import type { TranslationBundle } from '@jupyterlab/translation';
 
-import type { ActivityCall } from '../panel/model';
+import type { ActivityCall } from '../core/activity';
 import { UNTRANSLATED } from '../translation';
 
 /**

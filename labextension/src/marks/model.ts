@@ -16,11 +16,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import {
-  Limits,
-  parseEmission,
-  type INotebookCallEvent
-} from '../panel/events';
+import { Limits, parseEmission, type INotebookCallEvent } from '../core/events';
 import type { ICellMark, ICellMarks } from '../tokens';
 import { UNTRANSLATED } from '../translation';
 

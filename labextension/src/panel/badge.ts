@@ -7,7 +7,7 @@ import type { IDisposable } from '@lumino/disposable';
 import type { ISignal } from '@lumino/signaling';
 import type { Title, Widget } from '@lumino/widgets';
 
-import type { ActivityChange, ActivityModel } from './model';
+import type { ActivityChange, ActivityModel } from '../core/activity';
 
 /**
  * The class of the panel's tab while it has unseen calls.

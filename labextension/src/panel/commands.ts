@@ -24,9 +24,10 @@ import {
   IPythonCall,
   isRunning,
   type ActivityCall
-} from './model';
-import { canUndo } from '../review/undorequest';
-import type { ActivityFilter, ActivityPanel } from './widget';
+} from '../core/activity';
+import { canUndo } from '../core/undoable';
+import type { ActivityFilter } from '../core/activity';
+import type { ActivityPanel } from './widget';
 
 /**
  * The command ids of the activity panel.

@@ -9,7 +9,7 @@
  */
 
 import type { ICellMarks, IXcshClient } from '../tokens';
-import type { ActivityModel } from './model';
+import type { ActivityModel } from '../core/activity';
 
 /**
  * The most calls one page of the history holds.

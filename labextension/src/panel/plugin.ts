@@ -34,7 +34,7 @@ import {
   PALETTE_ITEMS
 } from './commands';
 import { loadHistory } from './history';
-import { ActivityModel, IPythonCall } from './model';
+import { ActivityModel, IPythonCall } from '../core/activity';
 import { ActivityPanel } from './widget';
 
 export { CommandIDs } from './commands';

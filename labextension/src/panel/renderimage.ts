@@ -8,9 +8,9 @@
  * (kept as an artifact) in the lab.
  */
 
-import { formatBytes } from './collapse';
-import { h } from './dom';
-import type { PythonDisplay } from './events';
+import { formatBytes } from '../core/format';
+import { h } from '../core/dom';
+import type { PythonDisplay } from '../core/events';
 import type { IRenderContext } from './renderparts';
 
 /**

@@ -8,8 +8,8 @@
  * `ask`): a person can answer an agent's `input()` from the panel.
  */
 
-import { h } from './dom';
-import type { IPythonCall } from './model';
+import { h } from '../core/dom';
+import type { IPythonCall } from '../core/activity';
 import type { IRenderContext } from './renderparts';
 
 /**

@@ -3,7 +3,7 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
-import { compactJson, h } from './dom';
+import { compactJson, h } from '../core/dom';
 
 /**
  * How much of a JSON value a tree shows.

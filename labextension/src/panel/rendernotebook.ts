@@ -7,16 +7,16 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { UNTRANSLATED } from '../translation';
 import { Collapsed } from './collapse';
-import { Child, h } from './dom';
-import type { INotebookCallEvent, INotebookChangeEvent } from './events';
-import type { INotebookCall } from './model';
+import { Child, h } from '../core/dom';
+import type { INotebookCallEvent, INotebookChangeEvent } from '../core/events';
+import type { INotebookCall } from '../core/activity';
 import {
   BlockLanguage,
   callHeader,
   IRenderContext,
   textBlock
 } from './renderparts';
-import { canUndo } from '../review/undorequest';
+import { canUndo } from '../core/undoable';
 
 /**
  * The status line of a notebook call:
@@ -74,8 +74,69 @@ function targetCell(e: INotebookCallEvent): number | null {
 }
 
 /**
- * Render a notebook call: its status line (which opens the notebook at the
- * cell), then the cell source or the error.
+ * A notebook call's line as the panel shows it: its target first, the
+ * notebook's file name and the cell (or the batch's changes), then the action
+ * and who made the call, which the line cuts first when it is narrow. The
+ * whole status line (`notebookStatusLine`) is said on hover and to screen
+ * readers.
+ */
+export function notebookLine(
+  call: INotebookCall,
+  trans: TranslationBundle = UNTRANSLATED
+): { file: string; place: string; tool: string } {
+  const e = call.event;
+  const place =
+    e.changes !== null && e.changes.length > 0
+      ? trans._n('%1 change', '%1 changes', e.changes.length)
+      : (cellPlace(e, trans) ?? '');
+  // The person's own undo is never shown as an agent's call.
+  const tool =
+    call.undoOf !== null
+      ? [trans.__('undo'), trans.__('You')]
+      : [e.action, ...(e.agent ? [e.agent] : [])];
+  return {
+    file: e.path.split('/').pop() ?? '',
+    place,
+    tool: tool.join(' · ')
+  };
+}
+
+/**
+ * The title of a notebook call's line: the target (file, then place), whole
+ * while it fits, the file name cut before the place when it does not; then the
+ * action and the agent, cut first (see activity.css).
+ */
+function lineParts(line: {
+  file: string;
+  place: string;
+  tool: string;
+}): Child[] {
+  const target: Child[] = [
+    line.file !== ''
+      ? h('span', { class: 'jp-xcsh-CallFile' }, line.file)
+      : null,
+    line.place !== ''
+      ? h(
+          'span',
+          { class: 'jp-xcsh-CallPlace' },
+          line.file !== '' ? ` · ${line.place}` : line.place
+        )
+      : null
+  ];
+  const hasTarget = line.file !== '' || line.place !== '';
+  return [
+    hasTarget ? h('span', { class: 'jp-xcsh-CallTarget' }, target) : null,
+    h(
+      'span',
+      { class: 'jp-xcsh-CallTool' },
+      hasTarget ? ` · ${line.tool}` : line.tool
+    )
+  ];
+}
+
+/**
+ * Render a notebook call: its line (which opens the notebook at the cell),
+ * then the cell source or the error.
  */
 export function renderNotebookCall(
   call: INotebookCall,
@@ -88,21 +149,30 @@ export function renderNotebookCall(
 
   const canOpen = e.status === 'ok' && e.path !== '';
   const target = targetCell(e);
+  const parts = lineParts(notebookLine(call, trans));
   const title = canOpen
     ? h(
         'button',
         {
           type: 'button',
-          class: 'jp-xcsh-CallTitle jp-xcsh-OpenNotebook',
-          title:
+          class: 'jp-xcsh-CallTitle jp-xcsh-NotebookTitle jp-xcsh-OpenNotebook',
+          title: `${statusLine}\n${
             target === null
               ? trans.__('Open %1', e.path)
-              : trans.__('Open %1 at cell %2', e.path, target),
+              : trans.__('Open %1 at cell %2', e.path, target)
+          }`,
           'data-xcsh-key': `${call.id}/open`
         },
-        statusLine
+        ...parts
       )
-    : h('span', { class: 'jp-xcsh-CallTitle' }, statusLine);
+    : h(
+        'span',
+        {
+          class: 'jp-xcsh-CallTitle jp-xcsh-NotebookTitle',
+          title: statusLine
+        },
+        ...parts
+      );
   if (canOpen) {
     title.addEventListener('click', () => ctx.openNotebook(e.path, target));
   }

@@ -6,8 +6,12 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { clipHead, clipTail, Expanded, splitLines } from './collapse';
-import { Child, h } from './dom';
-import type { ActivityCall, INotebookCall, IPythonCall } from './model';
+import { Child, h } from '../core/dom';
+import type {
+  ActivityCall,
+  INotebookCall,
+  IPythonCall
+} from '../core/activity';
 
 /**
  * The language a text block is highlighted as; `null` for plain text.
@@ -185,11 +189,13 @@ export function textBlock(
 }
 
 /**
- * The time of day a call was first seen, e.g. `14:03` (`14:03:27` on hover).
+ * The time of day a call was first seen, e.g. `14:03` (the lab's own form of
+ * it, with the seconds, on hover).
  */
 export function timeLabel(time: number): HTMLElement {
   const date = new Date(time);
-  // Hours and minutes in the call's line; the seconds on hover.
+  // Hours and minutes in the call's line, on a 24-hour clock: no AM/PM, so
+  // the line keeps that width for the call's target. The seconds on hover.
   return h(
     'time',
     {
@@ -197,7 +203,11 @@ export function timeLabel(time: number): HTMLElement {
       datetime: date.toISOString(),
       title: date.toLocaleTimeString()
     },
-    date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+    date.toLocaleTimeString([], {
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23'
+    })
   );
 }
 

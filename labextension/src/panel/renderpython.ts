@@ -5,16 +5,15 @@
 
 import type { TranslationBundle } from '@jupyterlab/translation';
 
-import {
-  Collapsed,
-  Expanded,
-  formatBytes,
-  formatDuration,
-  lastItems
-} from './collapse';
-import { compactJson, h } from './dom';
-import type { PythonDisplay } from './events';
-import type { IPythonCall, IPythonCellState, PythonCallStatus } from './model';
+import { Collapsed, Expanded, lastItems } from './collapse';
+import { formatBytes, formatDuration } from '../core/format';
+import { compactJson, h } from '../core/dom';
+import type { PythonDisplay } from '../core/events';
+import type {
+  IPythonCall,
+  IPythonCellState,
+  PythonCallStatus
+} from '../core/activity';
 import { renderImage } from './renderimage';
 import { renderInputPrompt } from './renderinput';
 import { renderJsonTree } from './renderjson';

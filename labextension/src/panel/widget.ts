@@ -17,22 +17,18 @@ import { PanelLayout, Widget } from '@lumino/widgets';
 import React from 'react';
 
 import { translationBundle } from '../translation';
-import { h } from './dom';
+import { h } from '../core/dom';
 import {
   ActivityCall,
+  ActivityFilter,
   ActivityChange,
   ActivityModel,
   INotebookCall,
   IPythonCall
-} from './model';
+} from '../core/activity';
 import { renderNotebookCall } from './rendernotebook';
 import { BlockLanguage, CallRenderer, IRenderContext } from './renderparts';
 import { renderPythonCall } from './renderpython';
-
-/**
- * Which calls the panel lists.
- */
-export type ActivityFilter = 'all' | 'notebook' | 'python';
 
 /**
  * The sidebar panel listing agents' tool calls, newest first.

@@ -13,7 +13,7 @@ import { Dialog, Notification } from '@jupyterlab/apputils';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
-import { h } from '../panel/dom';
+import { h } from '../core/dom';
 import type { ApprovalChange, ApprovalQueue } from './approvals';
 import { expiresLine, renderApproval } from './render';
 import type { ApprovalDecision, IApproval } from './types';

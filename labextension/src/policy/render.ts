@@ -11,8 +11,8 @@
 
 import type { TranslationBundle } from '@jupyterlab/translation';
 
-import { formatDuration } from '../panel/collapse';
-import { h } from '../panel/dom';
+import { formatDuration } from '../core/format';
+import { h } from '../core/dom';
 import { renderUnified } from '../review/render';
 import type { IApprovalLogEntry, IPendingApproval } from './approvals';
 import { classLabel } from './presets';

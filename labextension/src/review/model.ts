@@ -20,7 +20,7 @@ import {
   parseEmission,
   type INotebookCallEvent,
   type INotebookChangeEvent
-} from '../panel/events';
+} from '../core/events';
 
 /**
  * Where a change is in its review.

@@ -15,7 +15,7 @@ import type { ServerConnection } from '@jupyterlab/services';
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import type { INotebookCell } from '../client';
-import type { INotebookCallEvent, INotebookChangeEvent } from '../panel/events';
+import type { INotebookCallEvent, INotebookChangeEvent } from '../core/events';
 import {
   type IOpenCell,
   parseCellArtifact,

@@ -26,8 +26,9 @@ import type {
   INotebookRequest
 } from '../client';
 import { UNTRANSLATED } from '../translation';
-import type { INotebookCallEvent, INotebookChangeEvent } from '../panel/events';
-import { Limits } from '../panel/events';
+import type { INotebookCallEvent, INotebookChangeEvent } from '../core/events';
+import { Limits } from '../core/events';
+import { canUndo, changedSomething } from '../core/undoable';
 
 /**
  * The stale-edit preconditions of docs/developers/contract.md §3.2 an undo sends.
@@ -48,36 +49,6 @@ export type UndoRequest =
  * of a batch's.
  */
 type Change = INotebookChangeEvent | INotebookCallEvent;
-
-/**
- * The actions whose finished calls can be undone.
- */
-const UNDOABLE = new Set(['edit', 'insert', 'delete', 'move']);
-
-/**
- * Whether a call can be undone: a successful change that
- * changed something.
- */
-export function canUndo(event: INotebookCallEvent): boolean {
-  if (event.status !== 'ok') {
-    return false;
-  }
-  if (event.changes !== null) {
-    return event.action === 'batch' && event.changes.some(changedSomething);
-  }
-  return changedSomething(event);
-}
-
-/**
- * Whether a change changed the notebook (a move to where the cell was did
- * not): an undo has something to undo.
- */
-function changedSomething(change: Change): boolean {
-  if (!UNDOABLE.has(change.action) || change.cellIndex === null) {
-    return false;
-  }
-  return !(change.action === 'move' && change.fromIndex === change.cellIndex);
-}
 
 /**
  * Why a change cannot be undone after all, or

@@ -8,7 +8,7 @@ import { TextItem } from '@jupyterlab/statusbar';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import React from 'react';
 
-import type { ActivityModel } from '../panel/model';
+import type { ActivityModel } from '../core/activity';
 import { UNTRANSLATED } from '../translation';
 
 /**

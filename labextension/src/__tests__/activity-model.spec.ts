@@ -3,13 +3,13 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
-import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../panel/events';
+import { NOTEBOOK_SCHEMA_ID, PYTHON_SCHEMA_ID } from '../core/events';
 import {
   ActivityChange,
   ActivityModel,
   IPythonCall,
   isRunning
-} from '../panel/model';
+} from '../core/activity';
 
 function notebook(callId: string, fields: Record<string, unknown> = {}) {
   return {

@@ -3,6 +3,12 @@
  * Distributed under the terms of the Modified BSD License.
  */
 
+/**
+ * The activity model: the calls of agents, built from the server's events,
+ * that every plugin reads (the panel lists them, the status item counts them,
+ * the connect dialog names the last one) through `IAgentActivity`.
+ */
+
 import { ISignal, Signal } from '@lumino/signaling';
 
 import {
@@ -16,6 +22,11 @@ import {
   PythonEvent,
   XcshEvent
 } from './events';
+
+/**
+ * Which calls the panel lists.
+ */
+export type ActivityFilter = 'all' | 'notebook' | 'python';
 
 /**
  * Where the review of a notebook change stands, as the panel shows it: the review's state

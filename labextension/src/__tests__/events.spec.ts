@@ -8,8 +8,8 @@ import {
   NOTEBOOK_SCHEMA_ID,
   parseEmission,
   PYTHON_SCHEMA_ID
-} from '../panel/events';
-import { terminalText } from '../panel/terminal';
+} from '../core/events';
+import { terminalText } from '../core/terminal';
 
 function notebookEmission(fields: Record<string, unknown> = {}) {
   return {
