@@ -12,6 +12,7 @@ import { PanelLayout, Widget } from '@lumino/widgets';
 import type { ICellMark } from '../tokens';
 import { UNTRANSLATED } from '../translation';
 import { type CellMarks, markTitle } from './model';
+import { afterThisChange } from '../core/schedule';
 
 /**
  * The class of a cell an agent changed (it draws the gutter bar).
@@ -147,22 +148,6 @@ export class NotebookMarks implements IDisposable {
     this._schedule();
   }
 
-  /**
-   * Refresh once the current signal has been handled everywhere: the
-   * notebook creates the widget of a new cell in its own handler of the same
-   * change.
-   */
-  private _schedule(): void {
-    if (this._scheduled) {
-      return;
-    }
-    this._scheduled = true;
-    void Promise.resolve().then(() => {
-      this._scheduled = false;
-      this.refresh();
-    });
-  }
-
   private _mark(cell: Cell, mark: ICellMark): void {
     let widget = this._shown.get(cell);
     if (widget === undefined || widget.isDisposed) {
@@ -193,7 +178,10 @@ export class NotebookMarks implements IDisposable {
   private _enabled: () => boolean;
   private _model: Notebook['model'] = null;
   private _shown = new Map<Cell, CellMarkWidget>();
-  private _scheduled = false;
+  /**
+   * Refresh once the current change has been handled everywhere.
+   */
+  private readonly _schedule = afterThisChange(() => this.refresh());
   private _disposed = false;
 }
 

@@ -18,6 +18,7 @@ import type { IDisposable } from '@lumino/disposable';
 import { PanelLayout, Widget } from '@lumino/widgets';
 
 import { UNTRANSLATED } from '../translation';
+import { afterThisChange } from '../core/schedule';
 
 /**
  * The tag of cells that run only with the person's permission.
@@ -190,21 +191,6 @@ export class NotebookAskMarks implements IDisposable {
     this._schedule();
   }
 
-  /**
-   * Refresh once the current change has been handled everywhere (the notebook makes a new
-   * cell's widget in its own handler of the same change).
-   */
-  private _schedule(): void {
-    if (this._scheduled) {
-      return;
-    }
-    this._scheduled = true;
-    void Promise.resolve().then(() => {
-      this._scheduled = false;
-      this.refresh();
-    });
-  }
-
   private _unmark(cell: Cell): void {
     this._labels.get(cell)?.dispose();
     this._labels.delete(cell);
@@ -218,6 +204,9 @@ export class NotebookAskMarks implements IDisposable {
   private _marked = new Set<Cell>();
   private _labels = new Map<Cell, AskBeforeRunLabel>();
   private _followed = new WeakSet<ICellModel>();
-  private _scheduled = false;
+  /**
+   * Refresh once the current change has been handled everywhere.
+   */
+  private readonly _schedule = afterThisChange(() => this.refresh());
   private _disposed = false;
 }
