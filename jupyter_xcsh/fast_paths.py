@@ -25,7 +25,8 @@ FAST_PATHS: dict[str, str] = {
     ),
     "socket_views": (
         "kernel messages read and requests sent through pyzmq synchronous views of the "
-        "asyncio sockets (instead of their futures and Session.send)"
+        "asyncio sockets, a message waited for as pyzmq's Poller waits (a poll receive event) "
+        "(instead of their recv_multipart futures and Session.send)"
     ),
     "event_emit": (
         "events handed to jupyter_events' listener sets without EventLogger.emit's deep copy "

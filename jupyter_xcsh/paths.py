@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import posixpath
 import re
+import stat
 from collections.abc import Iterable
 
 from jupyter_xcsh.errors import InvalidRequestError, RefusedError
@@ -34,6 +36,37 @@ def check_path(path: str, root_dir: str, label: str = "Path") -> None:
         raise InvalidRequestError(f"{label} is too long: {path}")
     if any(len(name) > NAME_MAX for name in encoded.split(b"/")):
         raise InvalidRequestError(f"{label} has a name longer than {NAME_MAX} bytes: {path}")
+
+
+def real_path(path: str) -> str:
+    """``os.path.realpath(path)``, for less where no part of ``path`` is a symbolic link.
+
+    An absolute, normalised POSIX path (no ``.``, ``..`` or doubled separators; trailing ones
+    are ignored, as ``realpath`` ignores them) is checked one prefix at a time with
+    ``os.lstat``, as ``realpath`` does, and is its own real path when no prefix is a link: what
+    ``realpath`` would answer, without its Python bookkeeping (~85,000 instructions for a path
+    of five names, two a python call). Any link, or any other path, goes to ``realpath``
+    itself, so the answer is always ``realpath``'s (a link made later is seen).
+    """
+    trimmed = path.rstrip("/") or "/"
+    if (
+        os.path is not posixpath
+        or not trimmed.startswith("/")
+        or trimmed.startswith("//")  # kept by normpath; realpath makes it one
+        or posixpath.normpath(trimmed) != trimmed
+    ):
+        return os.path.realpath(path)
+    end = 0
+    while end >= 0:
+        end = trimmed.find("/", end + 1)
+        prefix = trimmed if end < 0 else trimmed[:end]
+        try:
+            mode = os.lstat(prefix).st_mode
+        except OSError:
+            continue  # realpath (not strict) takes a name it cannot stat as it is
+        if stat.S_ISLNK(mode):
+            return os.path.realpath(path)
+    return trimmed
 
 
 def hide_root(message: str, root_dirs: Iterable[str]) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from jupyter_xcsh.calls.control import CallControl
 from jupyter_xcsh.calls.observer import ExecutionObserver
 from jupyter_xcsh.errors import InvalidRequestError, NotFoundError, RefusedError
+from jupyter_xcsh.paths import real_path
 from jupyter_xcsh.policy.approvals import Approval, ApprovalRegistry, new_approval_id
 from jupyter_xcsh.policy.rules import (
     DECISIONS,
@@ -179,7 +180,7 @@ class PolicyGate:
         for path in paths:
             if "\0" in path:  # no such file; the tool refuses the path itself
                 continue
-            real = os.path.realpath(os.path.join(root, *path.split("/")))
+            real = real_path(os.path.join(root, *path.split("/")))
             inside = store.startswith(real.rstrip(os.sep) + os.sep)
             if real == store or (cls == "destructive" and inside):
                 raise protected(

@@ -24,6 +24,7 @@ import zmq.asyncio
 from jupyter_client.client import KernelClient
 from jupyter_core.utils import ensure_async
 from zmq.backend import Socket as BaseSocket
+from zmq.backend import zmq_poll
 
 from jupyter_xcsh.execution.kernel.wire import decode_message, deserialize_message
 from jupyter_xcsh.fast_paths import FastPaths
@@ -68,8 +69,11 @@ ZMQ_DEFAULT_HWM = 1000
 #: receive through it with plain integer flags. ``zmq.Socket.send_multipart`` computes each
 #: frame's flags with ``IntFlag`` operators and ``recv_multipart`` looks each ``RCVMORE`` up as
 #: an enum: ~65,000 instructions a 6-frame request and ~11,000 a message read, of a call's ~5 M.
+#: The base socket's ``get`` looks its option up as a ``SocketOption`` enum too: the views read
+#: neither ``RCVMORE`` nor ``EVENTS`` (``recv_frames``, ``take_frames``).
 _BaseSocket = BaseSocket
-_NOBLOCK, _SNDMORE, _RCVMORE = int(zmq.NOBLOCK), int(zmq.SNDMORE), int(zmq.RCVMORE)
+_NOBLOCK, _SNDMORE = int(zmq.NOBLOCK), int(zmq.SNDMORE)
+_POLLIN = int(zmq.POLLIN)
 
 
 def send_frames(view: Any, frames: list[bytes]) -> None:
@@ -80,15 +84,43 @@ def send_frames(view: Any, frames: list[bytes]) -> None:
     send(view, frames[-1], 0)
 
 
+def take_frames(view: Any) -> list[bytes] | None:
+    """The frames of the message queued on ``view``; None when there is none.
+
+    ``recv_frames`` after a poll of the socket that does not wait: an empty socket costs no
+    ``zmq.Again`` (an exception and its errno's enum, every time a pump finds nothing queued),
+    and ``zmq_poll`` no ``SocketOption`` enum as reading the socket's ``EVENTS`` would.
+    """
+    if not zmq_poll([(view, _POLLIN)], 0):
+        return None
+    return recv_frames(view)
+
+
+def readable(socket: Any, future: asyncio.Future[Any] | None = None) -> Awaitable[Any]:
+    """A future done when the asyncio ZMQ ``socket`` has a message to read (not read).
+
+    pyzmq's own ``Poller`` waits so (a ``poll`` receive event): its ``recv_multipart`` would
+    then read the message through ``zmq.Socket``'s Python layer, with ``IntFlag`` operators on
+    every flag (~19 enum conversions a message); the caller reads it through a view instead.
+    Cancelled when the socket closes, as a pending receive is.
+    """
+    waiter: Awaitable[Any] = socket._add_recv_event("poll", future=future)
+    return waiter
+
+
 def recv_frames(view: Any) -> list[bytes]:
     """The frames of the message queued on ``view`` (``zmq.Again`` when there is none).
 
-    As ``view.recv_multipart(zmq.NOBLOCK)``: a message's frames arrive together.
+    As ``view.recv_multipart(zmq.NOBLOCK)``: a message's frames arrive together. Each frame
+    is received as a ``zmq.Frame``, which carries its ``more`` flag: reading ``RCVMORE`` from
+    the socket instead looks the option up as a ``SocketOption`` enum, ~3 us a frame.
     """
-    recv, get = _BaseSocket.recv, _BaseSocket.get
-    frames = [recv(view, _NOBLOCK)]
-    while get(view, _RCVMORE):
-        frames.append(recv(view, _NOBLOCK))
+    recv = _BaseSocket.recv
+    frame = recv(view, _NOBLOCK, False)
+    frames = [frame.bytes]
+    while frame.more:
+        frame = recv(view, _NOBLOCK, False)
+        frames.append(frame.bytes)
     return frames
 
 
@@ -543,15 +575,22 @@ class KernelConnection:
             # message already queued is taken at once from a synchronous twin of the socket:
             # pyzmq's future machinery costs ~20 us a message. (Never on a closed socket: the
             # twin does not own it.)
+            # Awaited, the socket's readiness alone (pyzmq's future machinery, none of its
+            # receive's enum work), then the message through the twin.
             twin = self._twin(socket)
             if twin is not None:
-                try:
-                    frames = recv_frames(twin)
-                except zmq.Again:
-                    pass
-                else:
+                frames = take_frames(twin)
+                if frames is not None:
                     waited[0] = False
                     return self._decode(channel.session, frames)
+                while True:
+                    await readable(socket)
+                    twin = self._twin(socket)  # closed meanwhile: the receive below says so
+                    if twin is None:
+                        break
+                    frames = take_frames(twin)
+                    if frames is not None:
+                        return self._decode(channel.session, frames)
             return self._decode(channel.session, await socket.recv_multipart())
         return await channel.get_msg(timeout=None)
 
@@ -645,6 +684,21 @@ def probe_socket_views() -> str | None:
             return "a message sent through a view never arrived"
         if recv_frames(view) != [b"xcsh", b"probe"]:
             return "a view received another message"
+        if take_frames(view) is not None:
+            return "a view found a message on an empty socket"
+        send_frames(zmq.Socket.shadow(sender.underlying), [b"ready"])
+        if not view.poll(2000):
+            return "a message sent through a view never arrived"
+        loop = asyncio.new_event_loop()
+        try:
+            waiter = loop.create_future()
+            readable(receiver, waiter)  # a message is queued: done at once, nothing read
+            if not waiter.done() or waiter.exception() is not None:
+                return "the asyncio socket's readiness is not a poll receive event"
+        finally:
+            loop.close()
+        if take_frames(view) != [b"ready"]:
+            return "waiting for readiness took the message"
         sender.get(zmq.EVENTS)
         if sender.closed or receiver.closed:
             return "a view closed its socket"

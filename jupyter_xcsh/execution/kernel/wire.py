@@ -14,6 +14,7 @@ from json import JSONDecoder
 from json.scanner import make_scanner
 from typing import Any, cast
 
+from jupyter_client._version import protocol_version_info  # adapt's default, from there
 from jupyter_client.adapter import adapt
 from jupyter_client.session import Session, json_unpacker
 
@@ -25,6 +26,8 @@ Decoder = Callable[[Any, list[bytes]], dict[str, Any]]
 #: The scanner of a plain ``JSONDecoder`` (``json.loads``' own, C where built): one JSON value
 #: from the start of a text, and where it ends.
 _SCAN = make_scanner(cast(Any, JSONDecoder()))
+#: The major protocol version ``adapt`` adapts messages to by default, as a header writes it.
+_OWN_MAJOR = str(protocol_version_info[0])
 
 
 def _json_part(part: bytes) -> Any:
@@ -78,6 +81,11 @@ def decode_message(session: Any, frames: list[bytes]) -> dict[str, Any]:
         "content": unpack(frames[4]),
         "buffers": [memoryview(b) for b in frames[5:]],
     }
+    version = header.get("version")
+    if "date" in header and isinstance(version, str) and version.split(".")[0] == _OWN_MAJOR:
+        # What ``adapt`` returns for a dated message of this major version: the message itself
+        # (it has no adapter from a version to itself), without its import on every call.
+        return message
     return adapt(message)
 
 

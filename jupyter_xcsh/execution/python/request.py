@@ -11,7 +11,7 @@ from jupyter_xcsh.errors import InvalidRequestError, RefusedError
 from jupyter_xcsh.execution.kernel.cell import DEFAULT_TIMEOUT, parse_timeout
 from jupyter_xcsh.execution.kernel.stdin import StdinSpec, parse_stdin
 from jupyter_xcsh.fields import unknown_fields
-from jupyter_xcsh.paths import check_path
+from jupyter_xcsh.paths import check_path, real_path
 
 __all__ = ["DEFAULT_TIMEOUT", "CellSpec", "PythonRequest", "parse_python_request"]
 
@@ -64,9 +64,9 @@ class PythonRequest:
 
 def _resolve_cwd(raw: str, root_dir: str) -> tuple[str, str]:
     check_path(raw, root_dir, "Working directory")
-    root = os.path.realpath(root_dir)
+    root = real_path(root_dir)
     candidate = raw if os.path.isabs(raw) else os.path.join(root, raw.lstrip("/"))
-    os_path = root if raw == "" else os.path.realpath(candidate)  # the root is real already
+    os_path = root if raw == "" else real_path(candidate)  # the root is real already
     # Both paths are real already: no need for escapes_root's own realpaths.
     if os_path != root and not os_path.startswith(root.rstrip(os.sep) + os.sep):
         raise RefusedError(f"Working directory is outside the server root: {raw}")

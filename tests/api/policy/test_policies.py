@@ -525,6 +525,40 @@ class TestTheStoreInsideTheRoot:
         assert reasons == ["policy_protected"] * 5
 
 
+class TestTheStoreThroughALinkMadeLater:
+    """The person's policy file outside the root (the default), reached through symbolic links
+    an agent could make in the root once the server runs: each call resolves them again."""
+
+    @pytest.fixture
+    def jp_server_config(self, jp_server_config, jp_root_dir):
+        """The store in a folder beside the root."""
+        config = Config(jp_server_config)
+        store = jp_root_dir.parent / "xcsh-data" / "policies.json"
+        config.XcshSettings.policy_store_path = str(store)
+        return config
+
+    @pytest.mark.parametrize("transport", TRANSPORTS)
+    async def test_no_tool_reaches_the_policy_store_through_a_link(
+        self, jp_fetch, jp_root_dir, transport
+    ):
+        files = tool(jp_fetch, transport, "files")
+        status, answer_ = await files({"action": "read", "path": "later.json"})
+        assert status == 404, answer_  # nothing there yet: the path was resolved once already
+        await set_policy(jp_fetch, "x.ipynb", preset="read-only")
+        store = jp_root_dir.parent / "xcsh-data" / "policies.json"
+        kept = store.read_text(encoding="utf-8")
+        (jp_root_dir / "later.json").symlink_to(store)
+        (jp_root_dir / "data").symlink_to(store.parent)
+        for body in (
+            {"action": "read", "path": "later.json"},
+            {"action": "read", "path": "data/policies.json"},
+            {"action": "delete", "path": "data"},
+        ):
+            status, answer_ = await files(body)
+            assert (status, answer_["reason"]) == (403, "policy_protected"), (body, answer_)
+        assert store.read_text(encoding="utf-8") == kept
+
+
 # -- the person's endpoints ----------------------------------------------------------------------
 async def test_policies_get_put_delete(jp_fetch, jp_root_dir, tmp_path):
     status, body = await fetch_json(

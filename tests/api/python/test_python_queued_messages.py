@@ -9,6 +9,7 @@ import pytest
 import zmq.asyncio
 
 from jupyter_xcsh.execution.kernel import connection
+from tests.conftest import fast_paths_off
 from tests.support.python_tool import run
 
 pytestmark = pytest.mark.timeout(300)
@@ -57,3 +58,31 @@ async def test_queued_messages_are_taken_without_awaiting_the_socket(
     ]
     assert decoded > 200
     assert awaited < decoded / 2, (awaited, decoded)
+
+
+async def test_a_message_waited_for_is_read_through_the_view_unless_fast_paths_are_off(
+    jp_fetch, monkeypatch
+):
+    """Waiting, the pump awaits the socket's readiness alone and reads through its view.
+
+    pyzmq's ``recv_multipart`` reads through ``zmq.Socket``'s Python layer, converting flags
+    through enums on every frame; with the fast paths off it is what the pump awaits.
+    """
+    awaited = 0
+    receive = zmq.asyncio.Socket.recv_multipart
+
+    def counting_receive(self, *args, **kwargs):
+        nonlocal awaited
+        awaited += 1
+        return receive(self, *args, **kwargs)
+
+    await run(jp_fetch, "pass")  # the session kernel is up, its pumps waiting
+    monkeypatch.setattr(zmq.asyncio.Socket, "recv_multipart", counting_receive)
+    for _ in range(3):
+        # The kernel answers after the pumps found nothing queued: each message is waited for.
+        result = await run(jp_fetch, "import time\ntime.sleep(0.05)\nprint('done')")
+        assert result["text"] == "done"
+    if fast_paths_off():
+        assert awaited > 0
+    else:
+        assert awaited == 0

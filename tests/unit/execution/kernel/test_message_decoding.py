@@ -50,3 +50,20 @@ def test_a_replayed_message_is_refused():
 
     with pytest.raises(ValueError, match="Duplicate Signature"):
         decode_message(reader, list(wire))
+
+
+@pytest.mark.parametrize("version", ["4.1", None], ids=["protocol-4", "no-version"])
+def test_a_message_of_an_older_protocol_is_adapted_as_session_deserialize_adapts_it(version):
+    sender = Session(key=b"secret")
+    msg = sender.msg("stream", {"name": "stdout", "data": "hi\n"})  # protocol 4's stream
+    if version is None:
+        del msg["header"]["version"]
+    else:
+        msg["header"]["version"] = version
+    wire = [b"topic", *sender.serialize(msg)]
+
+    message = decode_message(Session(key=b"secret"), list(wire))
+    expected = Session(key=b"secret").deserialize(Session().feed_identities(wire)[1])
+
+    assert message["content"] == expected["content"] == {"name": "stdout", "text": "hi\n"}
+    assert message["header"]["version"] == expected["header"]["version"] == "5.0"
