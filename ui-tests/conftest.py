@@ -346,6 +346,18 @@ class LabPage:
         self.open(f"lab/tree/{name}")
         cells = self.page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
         expect(cells).to_have_count(len(sources))
+        # Shown is not yet followed: the lab applies an agent's change to a notebook whose
+        # document is ready, as the server's event stream brings it. Both are waited for, or a
+        # test's first change can come before them (once seen in CI: an insert never shown).
+        # The socket is JupyterLab's EventManager's own (a private field; a test's look only).
+        self.page.wait_for_function(
+            """() => {
+                const widget = window.jupyterapp.shell.currentWidget;
+                const socket = window.jupyterapp.serviceManager.events._socket;
+                return widget?.context?.isReady === true && socket?.readyState === 1;
+            }""",
+            timeout=60000,
+        )
         return cells
 
     def open_activity(self) -> Any:
