@@ -72,7 +72,7 @@ bounded() {  # <minutes> <command...>
 # The quick loop (CONTRIBUTING.md): what a change most often breaks, in about three minutes. It
 # reuses VENV as it is (an editable install follows the working tree; the first run makes one),
 # and runs lint, types and every test of tests/ that is neither `slow` (2 s or more) nor
-# `process` (a Kernel Gateway, other servers, a child Python): ~1,290 of ~1,510, in two workers.
+# `process` (a Kernel Gateway, other servers, a child Python): ~1,400 of ~1,750, in two workers.
 # CI runs everything below.
 QUICK_TESTS=(tests -n 2 -m "not slow and not process")
 if [ "$QUICK" = 1 ]; then

@@ -34,6 +34,7 @@ def notebook(jp_root_dir):
     return path
 
 
+@pytest.mark.slow
 async def test_a_successful_change_is_reported_with_what_the_lab_needs(
     notebook_tool, notebook, events
 ):

@@ -92,6 +92,7 @@ def notebook_event(call_id: str, path: str) -> dict[str, Any]:
     return {"callId": call_id, "action": "insert", "path": path, "status": "ok", "cellIndex": 0}
 
 
+@pytest.mark.slow
 async def test_a_notebook_call_is_kept_and_served(jp_fetch, notebook_tool, notebooks, history):
     call_id = await insert(notebook_tool, "a.ipynb", "x = 1")
     body = await kept(jp_fetch, history)
@@ -105,6 +106,7 @@ async def test_a_notebook_call_is_kept_and_served(jp_fetch, notebook_tool, noteb
     assert body["cursor"] == entry["id"] and body["more"] is False
 
 
+@pytest.mark.slow
 async def test_a_python_call_is_kept_from_started_to_finished(jp_fetch, history):
     result = await run(jp_fetch, "print('hello history')")
     body = await kept(jp_fetch, history)

@@ -164,6 +164,7 @@ async def test_the_labs_session_is_used_before_and_after_its_path_is_patched(
     assert len(await sessions(jp_fetch)) == 1
 
 
+@pytest.mark.slow
 async def test_each_notebook_finds_its_own_session_and_one_whose_kernel_died_is_replaced(
     jp_fetch, jp_root_dir, jp_serverapp
 ):
@@ -489,6 +490,7 @@ async def test_a_streamed_run_reports_progress_then_the_result(jp_fetch, jp_root
         ({"cell_index": 1.5}, 400, "cell_index must be an integer, got 1.5"),
     ],
 )
+@pytest.mark.slow
 async def test_bad_requests_are_refused_with_an_exact_message_and_nothing_runs(
     jp_fetch, jp_root_dir, body, status, message
 ):

@@ -62,6 +62,7 @@ async def test_a_kernel_that_cannot_see_the_folder_says_where_it_works(
     assert f"[{notice}]" in result["text"] and result["text"].startswith("ran")
 
 
+@pytest.mark.slow
 async def test_a_run_waiting_for_a_busy_kernel_answers_by_its_deadline(
     jp_fetch, jp_root_dir, jp_serverapp
 ):

@@ -237,6 +237,7 @@ async def test_restart_is_refused_while_a_persons_cell_runs_unless_forced(
     assert "x" not in {v["name"] for v in after["details"]["variables"]}
 
 
+@pytest.mark.slow
 async def test_restart_of_an_idle_notebook_kernel_loses_its_state(jp_fetch, jp_root_dir):
     write_notebook(jp_root_dir / "idle.ipynb", "x = 1")
     first = await run_ok(jp_fetch, notebook_path="idle.ipynb", cell_index=0)
@@ -301,6 +302,7 @@ async def test_change_gives_the_notebook_a_new_kernel(jp_fetch, jp_root_dir):
     assert after["kernel"]["id"] == new
 
 
+@pytest.mark.slow
 async def test_status_and_sessions_of_python_sessions(jp_fetch):
     await run(jp_fetch, "a = 1", "b = 2", session="st")
 

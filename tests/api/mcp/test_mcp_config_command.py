@@ -8,6 +8,7 @@ import shlex
 import subprocess
 import sys
 
+import pytest
 from tornado.httpclient import AsyncHTTPClient
 
 from jupyter_xcsh.cli import main
@@ -88,6 +89,7 @@ def test_a_server_without_a_token_gets_no_header():
     assert "need no Authorization header" in render(endpoint)
 
 
+@pytest.mark.process  # a child: the `jupyter` command dispatching to `jupyter-xcsh`
 def test_jupyter_dispatches_the_xcsh_subcommand():
     # The console script `jupyter-xcsh` comes with the installed package (pyproject).
     jupyter = os.path.join(os.path.dirname(sys.executable), "jupyter")

@@ -64,6 +64,7 @@ async def test_runs_are_a_resource_template(jp_fetch):
     assert templates["run"]["uriTemplate"] == "run://{id}"
 
 
+@pytest.mark.slow
 async def test_a_run_is_read_as_its_output_so_far_then_its_result(jp_fetch):
     run = await waiting_run(jp_fetch)
 

@@ -210,6 +210,7 @@ async def test_a_recursion_error_over_mcp_is_bounded_and_said_once(jp_fetch):
         assert error == {"ename": "RecursionError", "artifactId": error["artifactId"]}
 
 
+@pytest.mark.slow
 async def test_a_run_of_many_cells_over_mcp_is_bounded(jp_fetch, jp_root_dir):
     write_notebook(jp_root_dir / "many.ipynb", *[f"print({i})" for i in range(150)])
     arguments = {"action": "run", "notebook_path": "many.ipynb", "all": True, "timeout": 120}

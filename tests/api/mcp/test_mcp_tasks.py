@@ -70,6 +70,7 @@ async def test_a_quick_call_is_a_result_and_discover_names_the_extension(jp_fetc
     assert quick["content"][0]["text"] == "1"
 
 
+@pytest.mark.slow
 async def test_a_long_call_becomes_a_task_followed_to_its_result(jp_fetch):
     first = await call(jp_fetch, "python", {"cells": [{"code": "import time"}]})
     if first["resultType"] == "task":  # the kernel's start took longer than TASK_AFTER
@@ -93,6 +94,7 @@ async def test_a_long_call_becomes_a_task_followed_to_its_result(jp_fetch):
     assert done["createdAt"] == created["createdAt"]
 
 
+@pytest.mark.slow
 async def test_a_tasks_prompt_is_answered_with_tasks_update(jp_fetch):
     code = "import time\ntime.sleep(3)\nname = input('name? ')\nprint('hello', name)"
     created = await call(jp_fetch, "python", {"cells": [{"code": code}]})
@@ -111,6 +113,7 @@ async def test_a_tasks_prompt_is_answered_with_tasks_update(jp_fetch):
     assert done["result"]["content"][0]["text"] == "name? ann\nhello ann"
 
 
+@pytest.mark.slow
 async def test_tasks_cancel_interrupts_a_run_in_place_its_output_kept(jp_fetch, jp_root_dir):
     write_notebook(
         jp_root_dir / "t.ipynb", "import time\nprint('first', flush=True)\ntime.sleep(60)", "2"
@@ -148,6 +151,7 @@ async def test_an_unknown_task_and_a_header_unlike_its_id_are_refused(jp_fetch):
     assert (mismatch_status, mismatch["error"]["code"]) == (400, -32020)
 
 
+@pytest.mark.slow
 async def test_a_client_without_the_extension_gets_no_task(jp_fetch):
     code = "import time\ntime.sleep(3)\nprint('waited')"
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
@@ -192,6 +196,7 @@ class TestTheThresholdIsASetting:
         config.XcshSettings.mcp_task_after = 0.5
         return config
 
+    @pytest.mark.slow
     async def test_a_call_longer_than_the_setting_becomes_a_task_sooner(self, jp_fetch):
         first = await call(jp_fetch, "python", {"cells": [{"code": "import time"}]})
         if first["resultType"] == "task":  # the kernel's start took longer than 0.5 s
@@ -226,6 +231,7 @@ class TestACallRefusedAfterItBecameATask:
         assert done["result"]["structuredContent"]["status"] == 400
 
 
+@pytest.mark.slow
 async def test_a_password_prompt_of_a_task_gets_end_of_file_unpolled(jp_fetch):
     code = (
         "import getpass, time\ntime.sleep(3)\n"

@@ -663,6 +663,7 @@ async def test_images_arrive_as_image_content(jp_fetch):
     assert PNG not in json.dumps(result["structuredContent"])
 
 
+@pytest.mark.slow
 async def test_an_image_artifact_is_linked_and_read_as_an_image(jp_fetch):
     code = (
         "from IPython.display import display\n"

@@ -87,6 +87,7 @@ async def test_insert_next_to_a_cell_id_at_the_start_middle_and_end(
     assert _ids(notebook) == expected
 
 
+@pytest.mark.slow
 async def test_an_insert_next_to_an_id_lands_there_after_a_person_inserted_above(
     notebook_tool, notebook
 ):

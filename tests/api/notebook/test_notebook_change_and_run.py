@@ -40,6 +40,7 @@ async def checked(notebook_tool, transport, body):
     return status, result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_an_insert_that_runs_its_cell_is_one_call_with_the_runs_answer(
     notebook_tool, transport, jp_fetch, jp_root_dir, events, run_events

@@ -235,6 +235,7 @@ async def test_ask_approved_once_changes_and_asks_again_next_time(jp_fetch, jp_r
     assert status == 200 and again["id"] != asked["id"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_allow_for_the_notebook_is_remembered_for_that_class(
     jp_fetch, jp_root_dir, transport
@@ -266,6 +267,7 @@ async def test_ask_denied_answers_with_the_persons_reason(jp_fetch, jp_root_dir,
     assert (jp_root_dir / "a.ipynb").read_text(encoding="utf-8") == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_ask_timeout_refuses_and_a_late_answer_is_409(jp_fetch, jp_root_dir, transport):
     before = write(jp_root_dir / "a.ipynb", "x = 1")
@@ -385,6 +387,7 @@ class TestTheLabsLongPoll:
         assert status == 200, body
         return body
 
+    @pytest.mark.slow
     async def test_a_held_request_keeps_the_lab_open_and_answers_with_the_new_approval(
         self, jp_fetch, jp_root_dir
     ):
@@ -431,6 +434,7 @@ class TestTheLabsLongPoll:
         body = await self.long_poll(jp_fetch, first["version"], wait=1)
         assert body == first and loop.time() - started >= 1
 
+    @pytest.mark.slow
     async def test_a_client_that_hangs_up_is_no_longer_held(
         self, jp_fetch, jp_root_dir, jp_serverapp
     ):

@@ -230,6 +230,7 @@ async def test_asks_answers_and_refusals_are_in_the_activity_history(jp_fetch, j
     assert answered["decision"] == "deny" and answered["reason"] == "why"
 
 
+@pytest.mark.slow
 async def test_a_run_waiting_for_approval_is_a_working_task_that_says_so(jp_fetch, jp_root_dir):
     # MCP 2026 with the Tasks extension: the run outlives its request while the person decides;
     # its task is ``working`` (the answer is the person's, not the client's), its status message

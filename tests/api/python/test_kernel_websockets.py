@@ -90,6 +90,7 @@ async def test_a_closed_websocket_stops_counting_at_once_after_a_restart(jp_fetc
     assert await connections_after_close(jp_fetch, kernel_id, ws, CLOSE_WINDOW) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.fast_path  # with the activity watch taken over by the tool
 async def test_a_session_kernels_websocket_is_counted_and_closed_as_the_servers_own(
     jp_fetch, jp_ws_fetch, jp_serverapp

@@ -64,6 +64,7 @@ async def test_five_thousand_noisy_lines_cost_a_few_kb_notice_first_head_and_tai
     assert no_escapes(result)
 
 
+@pytest.mark.slow
 async def test_over_mcp_the_same_text_and_the_artifact_tool_pages_it_as_plain_lines(jp_fetch):
     result = await call_tool(jp_fetch, "python", {"cells": [{"code": NOISY}]})
 

@@ -68,6 +68,7 @@ async def test_per_call_mode_isolates_calls_and_leaves_no_kernel_behind(jp_fetch
     assert json.loads((await jp_fetch("api", "kernels")).body) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_several_cells_are_titled_and_joined_by_a_blank_line(jp_fetch, transport):
     status, result = await tool(jp_fetch, transport)(
@@ -355,6 +356,7 @@ async def test_an_unknown_kernel_name_is_a_400_that_leaves_the_session_alone(jp_
     ]
 
 
+@pytest.mark.slow
 async def test_the_session_state_file_can_be_written_by_the_kernel(jp_fetch):
     code = (
         "import os\n"

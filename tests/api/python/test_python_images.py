@@ -113,6 +113,7 @@ async def test_without_pillow_a_4000x3000_png_is_not_inlined_but_kept_whole(jp_f
     assert (len(body), hashlib.sha256(body).hexdigest()) == (size, digest)
 
 
+@pytest.mark.slow
 async def test_six_figures_inline_four_and_link_two(jp_fetch):
     await define_helpers(jp_fetch)
     code = "for i in range(6):\n    show(png(40, 30, seed=40 * i))"

@@ -97,6 +97,7 @@ async def _busy(jp_fetch, names):
     return {s["name"] for s in await sessions(jp_fetch) if s["busy"]} == names
 
 
+@pytest.mark.slow
 async def test_interrupting_a_queued_call_by_its_id_ends_it_at_once(jp_fetch, jp_root_dir):
     running = StreamedCall(jp_fetch, {"cells": [{"code": GATED.format(name="first")}]})
     await eventually(running.printed("first runs"), timeout=120)

@@ -78,6 +78,7 @@ async def test_the_server_watches_the_kernel_again_once_the_connection_closes(
     assert jp_serverapp.kernel_manager.get_kernel(kernel_id)._activity_stream is None
 
 
+@pytest.mark.slow
 async def test_an_observer_of_the_kernels_figures_sees_every_change(jp_fetch, jp_serverapp):
     """The figures are stored without traitlets' machinery only while nothing observes them
     (``store_trait``): another extension observing a kernel's state still sees it change."""

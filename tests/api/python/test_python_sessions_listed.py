@@ -57,6 +57,7 @@ async def test_deleting_a_session_removes_its_record(jp_fetch, jp_serverapp):
     assert await server_sessions(jp_fetch) == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xcsh_settings", [{"max_sessions": 1}])
 async def test_an_evicted_sessions_record_goes_with_its_kernel(jp_fetch, jp_serverapp):
     await run(jp_fetch, "1", session="a")
@@ -97,6 +98,7 @@ async def test_a_kernel_shut_down_from_the_lab_is_replaced_under_the_same_name(
     await eventually(lambda: _listed(jp_serverapp, {"Agent: default": second}))
 
 
+@pytest.mark.slow
 async def test_a_per_call_kernel_is_listed_while_it_runs_only(jp_fetch, jp_serverapp):
     await run(jp_fetch, "1", mode="per-call")
 

@@ -119,6 +119,7 @@ class TestModes:
         assert result["callId"] == run_id
 
 
+@pytest.mark.slow
 async def test_answers_run_out_then_the_notice_applies(jp_fetch):
     code = "a = input('a? ')\nb = input('b? ')\nprint(a, b)"
     result = await run(jp_fetch, code, stdin=["x"])
@@ -277,6 +278,7 @@ async def test_time_waiting_for_an_answer_does_not_count_against_the_timeout(jp_
     assert result["text"].endswith("hello bob\n\n[2/2]\nnext")
 
 
+@pytest.mark.slow
 async def test_output_printed_before_a_prompt_comes_before_it(jp_fetch):
     # The prompt travels on stdin, the output on IOPub: without a barrier the prompt often
     # overtakes the output (about one time in two here), so three tries catch it.
@@ -294,6 +296,7 @@ async def test_output_printed_before_a_prompt_comes_before_it(jp_fetch):
 SECRET = "s3cr3t-Pa55word"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xcsh_settings", [{"max_output_bytes": 1024}])
 async def test_a_password_answer_appears_in_no_text_event_or_artifact(
     jp_fetch, jp_root_dir, python_events
@@ -341,6 +344,7 @@ async def test_interrupting_a_waiting_call_raises_keyboardinterrupt_and_ends_it(
     assert (await run(jp_fetch, "1"))["text"] == "1"  # the kernel and its session live on
 
 
+@pytest.mark.slow
 async def test_deleting_a_waiting_session_ends_the_call_cleanly(jp_fetch):
     waiting = await run(jp_fetch, NAME, stdin="ask")
 

@@ -98,6 +98,7 @@ async def test_errors_before_the_run_are_plain_http_errors(jp_fetch):
     assert e.value.code == 400
 
 
+@pytest.mark.slow
 async def test_a_client_that_disconnects_interrupts_its_call(
     jp_fetch, jp_http_port, jp_base_url, jp_auth_header, jp_root_dir
 ):

@@ -95,6 +95,7 @@ async def test_interrupt_cancels_the_running_call_and_the_session_survives(jp_fe
 GATED = "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\n"
 
 
+@pytest.mark.slow
 async def test_calls_on_one_session_run_one_at_a_time_in_order(jp_fetch, jp_root_dir):
     await run(jp_fetch, "order = []")
     first = asyncio.create_task(run(jp_fetch, GATED + "order.append('first')"))

@@ -237,6 +237,7 @@ async def test_streamed_the_events_after_the_cursor_then_the_live_ones_then_the_
     assert everything["events"] == [] and everything["skipped"] == len(lines) - 1
 
 
+@pytest.mark.slow
 async def test_a_finished_run_keeps_its_result_not_its_stream(jp_fetch, jp_serverapp):
     """A run is kept 10 minutes after its end for whoever follows it: with its result, which
     holds the output (the text, the rest in its artifact), not with its events, which held up
