@@ -222,6 +222,18 @@ class KernelSession:
         """
         self.check_disposed()
         lost: list[str] = [self._lost] if self._lost else []
+        try:
+            notice = await self._make_ready(kernel_name, deadline, lost)
+        except BaseException:
+            # Not reported by this call: the next prepare says it (the call's re-run after a
+            # kernel that died at start, or the next call), beside what it finds itself.
+            self._lost = "; ".join(dict.fromkeys(lost)) or None
+            raise
+        self._lost = None
+        return KernelReady("; ".join(dict.fromkeys(lost)) or None, notice)
+
+    async def _make_ready(self, kernel_name: str, deadline: float, lost: list[str]) -> str | None:
+        """``prepare``'s work: each loss of state it finds is appended to ``lost``."""
         if self._restart is not None:
             # An escalation restart (already reported) is under way: let it finish.
             remaining = max(0.0, deadline - time.monotonic())
@@ -244,8 +256,7 @@ class KernelSession:
             lost.append(reason)
         elif self.connection is None:
             notice = await self._connect(deadline)
-        self._lost = None
-        return KernelReady("; ".join(dict.fromkeys(lost)) or None, notice)
+        return notice
 
     def settle(self) -> None:
         """The call ran on this kernel to the end: a later death counts as the first again."""

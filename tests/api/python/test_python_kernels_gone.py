@@ -8,7 +8,9 @@ nothing that tidies sessions up (eviction, heartbeat, sweep, ``DELETE``) ever fa
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 
 import pytest
 from tornado.httpclient import AsyncHTTPClient
@@ -42,6 +44,61 @@ async def test_a_kernel_shut_down_through_the_kernels_api_is_replaced_and_the_lo
     assert (session["restartCount"], session["generation"]) == (1, 2)
     after = await run(jp_fetch, "print('x' in globals())")
     assert (after["session"]["stateLost"], "stateLostReason" in after["session"]) == (False, False)
+
+
+#: A kernel whose second start dies at once (a port taken meanwhile, a node gone), the others
+#: plain ipykernel: the starts are counted in the file named after the connection file.
+DIES_ON_SECOND_START = (
+    "import pathlib, runpy, sys\n"
+    "count = pathlib.Path(sys.argv[2])\n"
+    "starts = int(count.read_text() or 0) + 1 if count.exists() else 1\n"
+    "count.write_text(str(starts))\n"
+    "if starts == 2:\n"
+    "    sys.exit(1)\n"
+    "sys.argv = ['ipykernel_launcher', '-f', sys.argv[1]]\n"
+    "runpy.run_module('ipykernel_launcher', run_name='__main__')"
+)
+
+
+@pytest.fixture
+def dies_on_second_start(jp_kernel_dir, tmp_path):
+    """A local kernel spec whose second kernel start fails; its name."""
+    folder = jp_kernel_dir / "dies-on-second-start"
+    folder.mkdir()
+    spec = {
+        "argv": [
+            sys.executable,
+            "-c",
+            DIES_ON_SECOND_START,
+            "{connection_file}",
+            str(tmp_path / "starts"),
+        ],
+        "display_name": "Python 3 (its second start dies)",
+        "language": "python",
+    }
+    (folder / "kernel.json").write_text(json.dumps(spec))
+    return "dies-on-second-start", tmp_path / "starts"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jp_server_config", ["local"], indirect=True)  # the spec is local
+async def test_a_replacement_that_dies_at_start_keeps_the_first_loss_in_the_reason(
+    jp_fetch, dies_on_second_start
+):
+    kernel_name, starts = dies_on_second_start
+    kernel_id = (await run(jp_fetch, "x = 1", kernel_name=kernel_name))["session"]["kernelId"]
+
+    await shut_down_through_the_kernels_api(jp_fetch, kernel_id)
+    result = await run(jp_fetch, "print('x' in globals())", kernel_name=kernel_name, timeout=120)
+
+    assert int(starts.read_text()) == 3  # the replacement died at its start, then came back
+    assert (result["isError"], result["text"]) == (False, "False")
+    session = result["session"]
+    assert session["stateLost"] is True
+    # Both losses: the kernel the state was in first, then the replacement's death.
+    gone = KERNEL_GONE.format(kernel_id)
+    reason = session["stateLostReason"]
+    assert reason.startswith(f"{gone}; ") and "died" in reason.removeprefix(gone), reason
 
 
 @pytest.mark.parametrize("xcsh_settings", [{"heartbeat_interval": 0.2}])
@@ -143,7 +200,17 @@ async def test_a_kernel_culled_by_the_server_is_replaced_and_the_loss_said(jp_fe
 
     assert (result["isError"], result["text"]) == (False, "False")
     assert result["session"]["stateLost"] is True
-    assert result["session"]["stateLostReason"] == KERNEL_GONE.format(kernel_id)
+    assert_lost_first(result["session"]["stateLostReason"], kernel_id)
+
+
+def assert_lost_first(reason, kernel_id):
+    """The state was lost with ``kernel_id``; a replacement that died at its start may follow.
+
+    On a loaded machine a new kernel sometimes dies at start (a port taken between its choice and
+    its bind): the call then re-runs on it restarted, and the reason says both.
+    """
+    gone = KERNEL_GONE.format(kernel_id)
+    assert reason == gone or reason.startswith(f"{gone}; the kernel died during the call"), reason
 
 
 async def _gone(jp_fetch, kernel_id):
@@ -177,7 +244,7 @@ class TestGatewayForgotTheKernel:
         assert (result["isError"], result["text"]) == (False, "False")
         assert result["session"]["kernelId"] != kernel_id
         assert result["session"]["stateLost"] is True
-        assert result["session"]["stateLostReason"] == KERNEL_GONE.format(kernel_id)
+        assert_lost_first(result["session"]["stateLostReason"], kernel_id)
 
     async def test_the_heartbeat_lists_the_session_as_dead(self, jp_fetch, gateway):
         kernel_id = (await run(jp_fetch, "1"))["session"]["kernelId"]
