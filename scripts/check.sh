@@ -435,7 +435,7 @@ XCSH_TEST_SERVER_DOCUMENTS=1 bounded 10 "$VENV-sdocs/bin/python" -m pytest -n 2 
 step "Jupyter AI 3's personas get the tools from its persona manager ($VENV-ai)"
 # jupyter-ai installed: its PersonaManager's MCP server list holds this server (URL, token),
 # and a persona's stamped headers call the notebook tool with it (tests/api/mcp/test_jupyter_ai.py).
-"$VENV-ai/bin/python" -m pip list 2>/dev/null | grep -Ei "^jupyter-ai(-persona-manager)? "
+"$VENV-ai/bin/python" -m pip list 2>/dev/null | grep -Ei "^jupyter[-_]ai([-_]persona[-_]manager)? "
 bounded 5 "$VENV-ai/bin/python" -m pytest tests -m jupyter_ai -p no:cacheprovider -q -ra
 
 step "all checks passed (lane $LANE)"
