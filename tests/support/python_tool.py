@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -180,3 +181,21 @@ async def answer(jp_fetch: Any, run_id: str, value: str, **kwargs: Any) -> tuple
     result = json.loads(response.body)
     assert_response_matches("/api/xcsh/runs/{runId}/input", "post", 200, result)
     return 200, result
+
+
+def write_python_kernel_spec(
+    kernel_dir: Any, name: str, display_name: str, code: str, *args: str
+) -> str:
+    """Write a local kernel spec ``name`` that runs ``python -c code {connection_file} *args``.
+
+    ``code`` stands in for ipykernel's launcher (and may hand over to it); returns ``name``.
+    """
+    folder = kernel_dir / name
+    folder.mkdir()
+    spec = {
+        "argv": [sys.executable, "-c", code, "{connection_file}", *args],
+        "display_name": display_name,
+        "language": "python",
+    }
+    (folder / "kernel.json").write_text(json.dumps(spec))
+    return name

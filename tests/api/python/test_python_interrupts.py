@@ -4,7 +4,6 @@ callers hanging up before their kernel is even ready, and the timeout notice's w
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 from tornado.httpclient import HTTPClientError
@@ -19,6 +18,7 @@ from tests.support.python_tool import (
     kernel_ids,
     run,
     sessions,
+    write_python_kernel_spec,
 )
 
 pytestmark = pytest.mark.timeout(300)
@@ -165,15 +165,9 @@ SLOW_READY = (
 @pytest.fixture
 def slow_ready_kernel(jp_kernel_dir):
     """A local kernel spec whose kernels answer only after a minute."""
-    folder = jp_kernel_dir / "slow-ready"
-    folder.mkdir()
-    spec = {
-        "argv": [sys.executable, "-c", SLOW_READY, "{connection_file}"],
-        "display_name": "Python 3 (slow to answer)",
-        "language": "python",
-    }
-    (folder / "kernel.json").write_text(json.dumps(spec))
-    return "slow-ready"
+    return write_python_kernel_spec(
+        jp_kernel_dir, "slow-ready", "Python 3 (slow to answer)", SLOW_READY
+    )
 
 
 @pytest.mark.parametrize("jp_server_config", ["local"], indirect=True)

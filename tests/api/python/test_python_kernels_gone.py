@@ -8,9 +8,7 @@ nothing that tidies sessions up (eviction, heartbeat, sweep, ``DELETE``) ever fa
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 
 import pytest
 from tornado.httpclient import AsyncHTTPClient
@@ -18,7 +16,13 @@ from tornado.httpclient import AsyncHTTPClient
 from jupyter_xcsh.execution.python.failures import KERNEL_GONE
 from jupyter_xcsh.execution.python.pool import DELETED, EVICTED
 from tests.support.gateway import config_on_both_kernels, kernel_gateway, xcsh_settings  # noqa: F401
-from tests.support.python_tool import eventually, kernel_ids, run, sessions
+from tests.support.python_tool import (
+    eventually,
+    kernel_ids,
+    run,
+    sessions,
+    write_python_kernel_spec,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -47,7 +51,7 @@ async def test_a_kernel_shut_down_through_the_kernels_api_is_replaced_and_the_lo
 
 
 #: A kernel whose second start dies at once (a port taken meanwhile, a node gone), the others
-#: plain ipykernel: the starts are counted in the file named after the connection file.
+#: plain ipykernel: the starts are counted in the file its second argument names.
 DIES_ON_SECOND_START = (
     "import pathlib, runpy, sys\n"
     "count = pathlib.Path(sys.argv[2])\n"
@@ -62,22 +66,16 @@ DIES_ON_SECOND_START = (
 
 @pytest.fixture
 def dies_on_second_start(jp_kernel_dir, tmp_path):
-    """A local kernel spec whose second kernel start fails; its name."""
-    folder = jp_kernel_dir / "dies-on-second-start"
-    folder.mkdir()
-    spec = {
-        "argv": [
-            sys.executable,
-            "-c",
-            DIES_ON_SECOND_START,
-            "{connection_file}",
-            str(tmp_path / "starts"),
-        ],
-        "display_name": "Python 3 (its second start dies)",
-        "language": "python",
-    }
-    (folder / "kernel.json").write_text(json.dumps(spec))
-    return "dies-on-second-start", tmp_path / "starts"
+    """A local kernel spec whose second kernel start fails: its name, and its count of starts."""
+    starts = tmp_path / "starts"
+    name = write_python_kernel_spec(
+        jp_kernel_dir,
+        "dies-on-second-start",
+        "Python 3 (its second start dies)",
+        DIES_ON_SECOND_START,
+        str(starts),
+    )
+    return name, starts
 
 
 @pytest.mark.slow
